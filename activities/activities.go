@@ -1,0 +1,110 @@
+// Package activities carries out the writes the workflow decides on. Each activity is thin and
+// idempotent: it takes one XxxInput, writes absolute targets with UID and resourceVersion
+// preconditions, retries conflicts by re-reading, and returns one XxxResult. Invalid input and
+// stale decisions are non-retryable errors, so the workflow re-observes instead of repeating a
+// write that no longer fits.
+package activities
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"go.temporal.io/sdk/temporal"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+// Error types returned as non-retryable application errors. The workflow reacts to each.
+const (
+	// ErrStale: the object changed under the decision (UID, generation, ownership). Re-observe.
+	ErrStale = "Stale"
+	// ErrNotFound: the Deployment is gone.
+	ErrNotFound = "NotFound"
+	// ErrInvalid: the input cannot be carried out (unknown container, bad object).
+	ErrInvalid = "Invalid"
+	// ErrCreateFailed: the apiserver refused the new ReplicaSet; the condition and event are
+	// recorded.
+	ErrCreateFailed = "ReplicaSetCreateError"
+)
+
+// FieldManager names our writes in managedFields.
+const FieldManager = "temporal-deployment-controller"
+
+// Activities holds the dependencies of every activity. Register it whole with the worker.
+type Activities struct {
+	Client   kubernetes.Interface
+	Cache    *Cache
+	Recorder record.EventRecorder
+	Logger   *slog.Logger
+	Metrics  *Metrics
+}
+
+// DeploymentRef names a Deployment and pins its UID.
+type DeploymentRef struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid,omitempty"`
+}
+
+func (r DeploymentRef) String() string { return r.Namespace + "/" + r.Name }
+
+func refOf(d *appsv1.Deployment) DeploymentRef {
+	return DeploymentRef{Namespace: d.Namespace, Name: d.Name, UID: d.UID}
+}
+
+func nonRetryable(kind string, format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), kind, nil)
+}
+
+// classify turns an apiserver error into a non-retryable error where retrying cannot help.
+func classify(what string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsNotFound(err):
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrNotFound, err)
+	case apierrors.IsConflict(err):
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrStale, err)
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err):
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrInvalid, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// IsKind reports whether err is an application error of the given type.
+func IsKind(err error, kind string) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == kind
+}
+
+// record emits events on the Deployment once the write they describe has succeeded.
+func (a *Activities) record(ref DeploymentRef, events []k8s.Event) {
+	if a.Recorder == nil || len(events) == 0 {
+		return
+	}
+	obj := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID},
+	}
+	for _, e := range events {
+		typ := e.Type
+		if typ != corev1.EventTypeWarning {
+			typ = corev1.EventTypeNormal
+		}
+		a.Recorder.Event(obj, typ, e.Reason, e.Message)
+	}
+}
+
+func (a *Activities) countWrite(verb, resource string, err error) {
+	if a.Metrics != nil {
+		a.Metrics.APIWrite(verb, resource, err)
+	}
+}

@@ -1,0 +1,226 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+// DeploymentWriteInput is the whole desired Deployment, as decided from a snapshot.
+type DeploymentWriteInput struct {
+	Deployment *appsv1.Deployment `json:"deployment"`
+	Events     []k8s.Event        `json:"events,omitempty"`
+}
+
+// DeploymentWriteResult reports the generation after the write.
+type DeploymentWriteResult struct {
+	Generation int64 `json:"generation"`
+}
+
+// UpdateDeploymentStatus writes status and the revision annotation (a status update keeps
+// metadata annotations). On conflict it re-reads and re-applies them if the spec generation is
+// unchanged; otherwise the decision is stale.
+func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWriteInput) (DeploymentWriteResult, error) {
+	want := in.Deployment
+	if want == nil || want.Name == "" {
+		return DeploymentWriteResult{}, nonRetryable(ErrInvalid, "update deployment status: no deployment given")
+	}
+	dc := a.Client.AppsV1().Deployments(want.Namespace)
+	obj := want.DeepCopy()
+	for i := 0; ; i++ {
+		updated, err := dc.UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+		a.countWrite("update", "deployments/status", err)
+		if err == nil {
+			a.record(refOf(want), in.Events)
+			return DeploymentWriteResult{Generation: updated.Generation}, nil
+		}
+		if !apierrors.IsConflict(err) || i >= conflictRetries {
+			return DeploymentWriteResult{}, classify("update status of deployment "+want.Namespace+"/"+want.Name, err)
+		}
+		fresh, err := a.freshSameGeneration(ctx, want)
+		if err != nil {
+			return DeploymentWriteResult{}, err
+		}
+		obj = fresh.DeepCopy()
+		obj.Status = want.Status
+		if rev, ok := want.Annotations[k8s.RevisionAnnotation]; ok {
+			if obj.Annotations == nil {
+				obj.Annotations = map[string]string{}
+			}
+			obj.Annotations[k8s.RevisionAnnotation] = rev
+		}
+	}
+}
+
+// RollbackDeployment writes the rolled-back template and annotations and clears the
+// deprecated rollback annotation, then records the rollback event.
+func (a *Activities) RollbackDeployment(ctx context.Context, in DeploymentWriteInput) (DeploymentWriteResult, error) {
+	want := in.Deployment
+	if want == nil || want.Name == "" {
+		return DeploymentWriteResult{}, nonRetryable(ErrInvalid, "rollback deployment: no deployment given")
+	}
+	dc := a.Client.AppsV1().Deployments(want.Namespace)
+	obj := want.DeepCopy()
+	for i := 0; ; i++ {
+		updated, err := dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+		a.countWrite("update", "deployments", err)
+		if err == nil {
+			a.record(refOf(want), in.Events)
+			return DeploymentWriteResult{Generation: updated.Generation}, nil
+		}
+		if !apierrors.IsConflict(err) || i >= conflictRetries {
+			return DeploymentWriteResult{}, classify("roll back deployment "+want.Namespace+"/"+want.Name, err)
+		}
+		fresh, err := a.freshSameGeneration(ctx, want)
+		if err != nil {
+			return DeploymentWriteResult{}, err
+		}
+		obj = fresh.DeepCopy()
+		obj.Spec.Template = want.Spec.Template
+		obj.Annotations = want.Annotations
+	}
+}
+
+func (a *Activities) freshSameGeneration(ctx context.Context, want *appsv1.Deployment) (*appsv1.Deployment, error) {
+	fresh, err := a.Client.AppsV1().Deployments(want.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, classify("get deployment "+want.Namespace+"/"+want.Name, err)
+	}
+	if fresh.UID != want.UID || fresh.Generation != want.Generation {
+		return nil, nonRetryable(ErrStale, "deployment %s/%s changed (generation %d, want %d)", want.Namespace, want.Name, fresh.Generation, want.Generation)
+	}
+	return fresh, nil
+}
+
+// RecordEventInput is events to record on the Deployment.
+type RecordEventInput struct {
+	Deployment DeploymentRef `json:"deployment"`
+	Events     []k8s.Event   `json:"events"`
+}
+
+// RecordEvent records events that come with no write (SelectingAll, an invalid selector).
+func (a *Activities) RecordEvent(_ context.Context, in RecordEventInput) error {
+	a.record(in.Deployment, in.Events)
+	return nil
+}
+
+// SetPausedInput asks for spec.paused to be set to Paused.
+type SetPausedInput struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Paused    bool   `json:"paused"`
+}
+
+// SetPausedResult reports whether the spec changed.
+type SetPausedResult struct {
+	Changed    bool  `json:"changed"`
+	Generation int64 `json:"generation"`
+}
+
+// SetPaused patches spec.paused, so kubectl and Temporal show the same truth. Patching an
+// absolute value is idempotent.
+func (a *Activities) SetPaused(ctx context.Context, in SetPausedInput) (SetPausedResult, error) {
+	dc := a.Client.AppsV1().Deployments(in.Namespace)
+	d, err := dc.Get(ctx, in.Name, metav1.GetOptions{})
+	if err != nil {
+		return SetPausedResult{}, classify("get deployment "+in.Namespace+"/"+in.Name, err)
+	}
+	if d.Spec.Paused == in.Paused {
+		return SetPausedResult{Generation: d.Generation}, nil
+	}
+	patch := fmt.Sprintf(`{"metadata":{"uid":%q},"spec":{"paused":%t}}`, d.UID, in.Paused)
+	updated, err := dc.Patch(ctx, in.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager})
+	a.countWrite("patch", "deployments", err)
+	if err != nil {
+		return SetPausedResult{}, classify(fmt.Sprintf("set paused=%t on deployment %s/%s", in.Paused, in.Namespace, in.Name), err)
+	}
+	return SetPausedResult{Changed: true, Generation: updated.Generation}, nil
+}
+
+// SetImageInput sets container images, by container name.
+type SetImageInput struct {
+	Namespace  string            `json:"namespace"`
+	Name       string            `json:"name"`
+	Images     map[string]string `json:"images"`
+	WorkflowID string            `json:"workflowID,omitempty"`
+}
+
+// SetImageResult reports whether the template changed.
+type SetImageResult struct {
+	Changed     bool   `json:"changed"`
+	Generation  int64  `json:"generation"`
+	ChangeCause string `json:"changeCause,omitempty"`
+}
+
+// SetImage applies new images to the Deployment's containers (and init containers) and
+// records the change as kubernetes.io/change-cause, which `kubectl rollout history` shows. An
+// unknown container is invalid input.
+func (a *Activities) SetImage(ctx context.Context, in SetImageInput) (SetImageResult, error) {
+	if len(in.Images) == 0 {
+		return SetImageResult{}, nil
+	}
+	dc := a.Client.AppsV1().Deployments(in.Namespace)
+	for i := 0; ; i++ {
+		d, err := dc.Get(ctx, in.Name, metav1.GetOptions{})
+		if err != nil {
+			return SetImageResult{}, classify("get deployment "+in.Namespace+"/"+in.Name, err)
+		}
+		changed := false
+		names := make([]string, 0, len(in.Images))
+		for name := range in.Images {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		var parts []string
+		for _, name := range names {
+			image := in.Images[name]
+			if strings.TrimSpace(image) == "" {
+				return SetImageResult{}, nonRetryable(ErrInvalid, "set image on deployment %s/%s: empty image for container %q", in.Namespace, in.Name, name)
+			}
+			found := false
+			for _, list := range [][]corev1.Container{d.Spec.Template.Spec.InitContainers, d.Spec.Template.Spec.Containers} {
+				for j := range list {
+					if list[j].Name == name {
+						found = true
+						if list[j].Image != image {
+							list[j].Image = image
+							changed = true
+						}
+					}
+				}
+			}
+			if !found {
+				return SetImageResult{}, nonRetryable(ErrInvalid, "set image on deployment %s/%s: no container named %q", in.Namespace, in.Name, name)
+			}
+			parts = append(parts, name+"="+image)
+		}
+		if !changed {
+			return SetImageResult{Generation: d.Generation}, nil
+		}
+		cause := "temporal workflow " + in.WorkflowID + ": set image " + strings.Join(parts, ",")
+		if in.WorkflowID == "" {
+			cause = "set image " + strings.Join(parts, ",")
+		}
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
+		d.Annotations[k8s.ChangeCauseAnnotation] = cause
+		updated, err := dc.Update(ctx, d, metav1.UpdateOptions{FieldManager: FieldManager})
+		a.countWrite("update", "deployments", err)
+		if err == nil {
+			return SetImageResult{Changed: true, Generation: updated.Generation, ChangeCause: cause}, nil
+		}
+		if !apierrors.IsConflict(err) || i >= conflictRetries {
+			return SetImageResult{}, classify("set image on deployment "+in.Namespace+"/"+in.Name, err)
+		}
+	}
+}

@@ -1,0 +1,303 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+const conflictRetries = 5
+
+// ClaimInput lists the ReplicaSets to adopt and to release.
+type ClaimInput struct {
+	Deployment DeploymentRef   `json:"deployment"`
+	Adopt      []k8s.ObjectRef `json:"adopt,omitempty"`
+	Release    []k8s.ObjectRef `json:"release,omitempty"`
+}
+
+// ClaimResult reports what was adopted and released.
+type ClaimResult struct {
+	Adopted  []string `json:"adopted,omitempty"`
+	Released []string `json:"released,omitempty"`
+}
+
+// ClaimReplicaSets adopts orphans by patching in our controllerRef and releases ReplicaSets
+// that no longer match. Before adopting it reads the Deployment uncached and refuses if the UID
+// changed or it is being deleted (kubernetes#42639). Both patches carry the ReplicaSet's UID as
+// a precondition.
+func (a *Activities) ClaimReplicaSets(ctx context.Context, in ClaimInput) (ClaimResult, error) {
+	var res ClaimResult
+	rsClient := a.Client.AppsV1().ReplicaSets(in.Deployment.Namespace)
+	if len(in.Adopt) > 0 {
+		fresh, err := a.Client.AppsV1().Deployments(in.Deployment.Namespace).Get(ctx, in.Deployment.Name, metav1.GetOptions{})
+		if err != nil {
+			return res, classify("recheck deployment "+in.Deployment.String()+" before adoption", err)
+		}
+		if fresh.UID != in.Deployment.UID {
+			return res, nonRetryable(ErrStale, "adopt replicasets: deployment %s is gone: got uid %s, want %s", in.Deployment, fresh.UID, in.Deployment.UID)
+		}
+		if fresh.DeletionTimestamp != nil {
+			return res, nonRetryable(ErrStale, "adopt replicasets: deployment %s is being deleted", in.Deployment)
+		}
+		for _, r := range in.Adopt {
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+				"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(fresh, appsv1.SchemeGroupVersion.WithKind("Deployment"))},
+				"uid":             r.UID,
+			}})
+			_, err := rsClient.Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+			a.countWrite("patch", "replicasets", err)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return res, classify("adopt replicaset "+in.Deployment.Namespace+"/"+r.Name, err)
+			}
+			res.Adopted = append(res.Adopted, r.Name)
+		}
+	}
+	for _, r := range in.Release {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"ownerReferences": []map[string]string{{"$patch": "delete", "uid": string(in.Deployment.UID)}},
+			"uid":             r.UID,
+		}})
+		_, err := rsClient.Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+		a.countWrite("patch", "replicasets", err)
+		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+			continue
+		}
+		if err != nil {
+			return res, classify("release replicaset "+in.Deployment.Namespace+"/"+r.Name, err)
+		}
+		res.Released = append(res.Released, r.Name)
+	}
+	return res, nil
+}
+
+// CreateInput is the new ReplicaSet, built by the workflow.
+type CreateInput struct {
+	Deployment DeploymentRef      `json:"deployment"`
+	ReplicaSet *appsv1.ReplicaSet `json:"replicaSet"`
+	Events     []k8s.Event        `json:"events,omitempty"`
+	// ProgressDeadline is set when the Deployment has one; a create error is then recorded as
+	// the Progressing condition.
+	ProgressDeadline bool `json:"progressDeadline,omitempty"`
+}
+
+// CreateResult tells what happened: created, found already there (ours, same template), or a
+// hash collision that bumped status.collisionCount.
+type CreateResult struct {
+	Name       string `json:"name"`
+	Created    bool   `json:"created"`
+	Existed    bool   `json:"existed,omitempty"`
+	Collision  bool   `json:"collision,omitempty"`
+	Generation int64  `json:"generation"`
+}
+
+// CreateReplicaSet creates the new ReplicaSet. If the name exists with our controllerRef and
+// the same template, that one is it. If it exists with another template, it is a hash
+// collision: status.collisionCount goes up so the next hash differs.
+func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (CreateResult, error) {
+	rs := in.ReplicaSet
+	if rs == nil || rs.Name == "" || rs.Namespace != in.Deployment.Namespace {
+		return CreateResult{}, nonRetryable(ErrInvalid, "create replicaset: invalid replicaset for deployment %s", in.Deployment)
+	}
+	res := CreateResult{Name: rs.Name}
+	created, err := a.Client.AppsV1().ReplicaSets(rs.Namespace).Create(ctx, rs, metav1.CreateOptions{FieldManager: FieldManager})
+	a.countWrite("create", "replicasets", err)
+	switch {
+	case err == nil:
+		res.Created, res.Generation = true, created.Generation
+		a.record(in.Deployment, in.Events)
+		return res, nil
+	case apierrors.IsAlreadyExists(err):
+		existing, gerr := a.Client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return res, classify("get existing replicaset "+rs.Namespace+"/"+rs.Name, gerr)
+		}
+		if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == in.Deployment.UID && k8s.EqualIgnoreHash(&rs.Spec.Template, &existing.Spec.Template) {
+			res.Existed, res.Generation = true, existing.Generation
+			return res, nil
+		}
+		if err := a.bumpCollisionCount(ctx, in.Deployment); err != nil {
+			return res, err
+		}
+		res.Collision = true
+		return res, nil
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return res, temporal.NewNonRetryableApplicationError("create replicaset: namespace is terminating", ErrStale, err)
+	case apierrors.IsServerTimeout(err), apierrors.IsTooManyRequests(err), apierrors.IsTimeout(err), apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err):
+		return res, fmt.Errorf("create replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+	}
+	msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err)
+	if in.ProgressDeadline {
+		_ = a.updateStatusWith(ctx, in.Deployment, func(d *appsv1.Deployment) bool {
+			k8s.SetCondition(&d.Status, k8s.NewCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, k8s.FailedRSCreateReason, msg, metav1.Now().Rfc3339Copy()))
+			return true
+		})
+	}
+	a.record(in.Deployment, []k8s.Event{{Type: corev1.EventTypeWarning, Reason: k8s.FailedRSCreateReason, Message: msg}})
+	return res, temporal.NewNonRetryableApplicationError(msg, ErrCreateFailed, err)
+}
+
+func (a *Activities) bumpCollisionCount(ctx context.Context, ref DeploymentRef) error {
+	return a.updateStatusWith(ctx, ref, func(d *appsv1.Deployment) bool {
+		if d.Status.CollisionCount == nil {
+			d.Status.CollisionCount = new(int32)
+		}
+		*d.Status.CollisionCount++
+		return true
+	})
+}
+
+// updateStatusWith reads the Deployment, applies mutate and writes status, retrying conflicts.
+func (a *Activities) updateStatusWith(ctx context.Context, ref DeploymentRef, mutate func(*appsv1.Deployment) bool) error {
+	dc := a.Client.AppsV1().Deployments(ref.Namespace)
+	for i := 0; ; i++ {
+		d, err := dc.Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return classify("get deployment "+ref.String(), err)
+		}
+		if ref.UID != "" && d.UID != ref.UID {
+			return nonRetryable(ErrStale, "update status of deployment %s: uid changed to %s", ref, d.UID)
+		}
+		if !mutate(d) {
+			return nil
+		}
+		_, err = dc.UpdateStatus(ctx, d, metav1.UpdateOptions{FieldManager: FieldManager})
+		a.countWrite("update", "deployments/status", err)
+		if err == nil || !apierrors.IsConflict(err) || i >= conflictRetries {
+			return classify("update status of deployment "+ref.String(), err)
+		}
+	}
+}
+
+// WriteReplicaSetInput is the whole desired ReplicaSet; only spec.replicas,
+// spec.minReadySeconds and annotations are taken from it.
+type WriteReplicaSetInput struct {
+	Deployment   DeploymentRef      `json:"deployment"`
+	ReplicaSet   *appsv1.ReplicaSet `json:"replicaSet"`
+	FromReplicas int32              `json:"fromReplicas"`
+	Events       []k8s.Event        `json:"events,omitempty"`
+}
+
+// WriteReplicaSetResult reports the replicas written and the generation they produced.
+type WriteReplicaSetResult struct {
+	Name       string `json:"name"`
+	Replicas   int32  `json:"replicas"`
+	Generation int64  `json:"generation"`
+	// Unchanged is true when the ReplicaSet already had the target (a retried write).
+	Unchanged bool `json:"unchanged,omitempty"`
+}
+
+// ScaleUpReplicaSet sets a ReplicaSet's replicas (and annotations) to an absolute target.
+func (a *Activities) ScaleUpReplicaSet(ctx context.Context, in WriteReplicaSetInput) (WriteReplicaSetResult, error) {
+	return a.writeReplicaSet(ctx, in)
+}
+
+// ScaleDownReplicaSet sets a ReplicaSet's replicas (and annotations) to an absolute target.
+func (a *Activities) ScaleDownReplicaSet(ctx context.Context, in WriteReplicaSetInput) (WriteReplicaSetResult, error) {
+	return a.writeReplicaSet(ctx, in)
+}
+
+// UpdateReplicaSet brings a ReplicaSet's annotations and minReadySeconds up to date.
+func (a *Activities) UpdateReplicaSet(ctx context.Context, in WriteReplicaSetInput) (WriteReplicaSetResult, error) {
+	return a.writeReplicaSet(ctx, in)
+}
+
+// writeReplicaSet updates with the snapshot's resourceVersion; on conflict it re-reads, checks
+// the UID and our ownership, and applies the same absolute target to the fresh object.
+func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInput) (WriteReplicaSetResult, error) {
+	want := in.ReplicaSet
+	if want == nil || want.Name == "" || want.Spec.Replicas == nil || *want.Spec.Replicas < 0 {
+		return WriteReplicaSetResult{}, nonRetryable(ErrInvalid, "write replicaset: invalid target for deployment %s", in.Deployment)
+	}
+	res := WriteReplicaSetResult{Name: want.Name, Replicas: *want.Spec.Replicas}
+	rsClient := a.Client.AppsV1().ReplicaSets(want.Namespace)
+	obj := want.DeepCopy()
+	for i := 0; ; i++ {
+		updated, err := rsClient.Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+		a.countWrite("update", "replicasets", err)
+		if err == nil {
+			res.Generation = updated.Generation
+			a.record(in.Deployment, in.Events)
+			return res, nil
+		}
+		if !apierrors.IsConflict(err) || i >= conflictRetries {
+			return res, classify(fmt.Sprintf("scale replicaset %s/%s to %d", want.Namespace, want.Name, *want.Spec.Replicas), err)
+		}
+		fresh, err := rsClient.Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			return res, classify("get replicaset "+want.Namespace+"/"+want.Name, err)
+		}
+		if fresh.UID != want.UID {
+			return res, nonRetryable(ErrStale, "replicaset %s/%s was replaced (uid %s, want %s)", want.Namespace, want.Name, fresh.UID, want.UID)
+		}
+		if ref := metav1.GetControllerOf(fresh); ref == nil || ref.UID != in.Deployment.UID {
+			return res, nonRetryable(ErrStale, "replicaset %s/%s is no longer controlled by deployment %s", want.Namespace, want.Name, in.Deployment)
+		}
+		if hasTarget(fresh, want) {
+			res.Generation, res.Unchanged = fresh.Generation, true
+			return res, nil
+		}
+		obj = fresh.DeepCopy()
+		obj.Spec.Replicas = want.Spec.Replicas
+		obj.Spec.MinReadySeconds = want.Spec.MinReadySeconds
+		if obj.Annotations == nil {
+			obj.Annotations = map[string]string{}
+		}
+		for k, v := range want.Annotations {
+			obj.Annotations[k] = v
+		}
+	}
+}
+
+func hasTarget(have, want *appsv1.ReplicaSet) bool {
+	if have.Spec.Replicas == nil || *have.Spec.Replicas != *want.Spec.Replicas || have.Spec.MinReadySeconds != want.Spec.MinReadySeconds {
+		return false
+	}
+	for k, v := range want.Annotations {
+		if have.Annotations[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// CleanupInput lists old ReplicaSets to delete, by name and UID.
+type CleanupInput struct {
+	Deployment DeploymentRef   `json:"deployment"`
+	Delete     []k8s.ObjectRef `json:"delete"`
+}
+
+// CleanupResult lists what was deleted.
+type CleanupResult struct {
+	Deleted []string `json:"deleted,omitempty"`
+}
+
+// CleanupReplicaSets deletes old ReplicaSets beyond revisionHistoryLimit, each with a UID
+// precondition. One already gone counts as done.
+func (a *Activities) CleanupReplicaSets(ctx context.Context, in CleanupInput) (CleanupResult, error) {
+	var res CleanupResult
+	for _, r := range in.Delete {
+		uid := r.UID
+		err := a.Client.AppsV1().ReplicaSets(in.Deployment.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		a.countWrite("delete", "replicasets", err)
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return res, classify("delete replicaset "+in.Deployment.Namespace+"/"+r.Name, err)
+		}
+		res.Deleted = append(res.Deleted, r.Name)
+	}
+	return res, nil
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds the pinned local-stack tools into a cache folder outside the clone and reuses them.
+# Prints the folder on the last line of stdout. Progress goes to stderr.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${ROLLOUT_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/temporal-rollout/tools}
+
+TEMPORAL_CLI_VERSION=v1.5.1
+ETCD_VERSION=v3.6.8
+KUBE_VERSION=v1.36.3
+KWOK_VERSION=v0.8.0
+
+log() { printf '[tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# build NAME DIR CMD...: runs CMD with GOBIN=DIR unless DIR/NAME exists.
+build() {
+	local name=$1 dir=$2
+	shift 2
+	if [ -x "$dir/$name" ]; then
+		log "$name: cached at $dir/$name"
+		return
+	fi
+	mkdir -p "$dir"
+	log "$name: building (first build only; this can take several minutes)"
+	local start=$SECONDS
+	"$@"
+	log "$name: built in $((SECONDS - start))s"
+}
+
+export CGO_ENABLED=0
+
+build temporal "$cache/temporal-$TEMPORAL_CLI_VERSION" \
+	env GOBIN="$cache/temporal-$TEMPORAL_CLI_VERSION" go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION"
+
+build kwok "$cache/kwok-$KWOK_VERSION" \
+	env GOBIN="$cache/kwok-$KWOK_VERSION" go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+
+stages="$cache/kwok-$KWOK_VERSION/stages"
+if [ ! -f "$stages/pod-ready.yaml" ]; then
+	log "kwok stages: copying from the module"
+	moddir=$(cd "$here/tools/etcd" && go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+	mkdir -p "$stages"
+	cp "$moddir/kustomize/stage/node/fast/node-initialize.yaml" \
+		"$moddir/kustomize/stage/node/heartbeat/node-heartbeat.yaml" \
+		"$moddir/kustomize/stage/pod/fast/pod-ready.yaml" \
+		"$moddir/kustomize/stage/pod/fast/pod-complete.yaml" \
+		"$moddir/kustomize/stage/pod/fast/pod-delete.yaml" "$stages/"
+	chmod -R u+w "$stages"
+fi
+
+build etcd "$cache/etcd-$ETCD_VERSION" \
+	bash -c "cd '$here/tools/etcd' && go mod tidy >/dev/null 2>&1 && GOBIN='$cache/etcd-$ETCD_VERSION' go install ./etcd"
+
+kube="$cache/kube-$KUBE_VERSION"
+for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+	build "$c" "$kube" bash -c "cd '$here/tools/kube' && { [ -f go.sum ] || go mod tidy; } && GOBIN='$kube' go install -ldflags='-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION' ./$c"
+done
+
+log "all tools ready in $cache"
+echo "$cache"

@@ -1,0 +1,13 @@
+// Command kube-apiserver wraps the upstream kube-apiserver so it builds from Go modules.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewAPIServerCommand()))
+}

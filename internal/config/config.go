@@ -1,0 +1,197 @@
+// Package config loads the settings shared by the worker and the starter: flags, ROLLOUT_*
+// environment variables and an optional config file, in that order of precedence, into one
+// typed and validated struct.
+package config
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+	"go.temporal.io/sdk/client"
+
+	"github.com/temporal-rollout/rollout/workflows"
+)
+
+// EnvPrefix prefixes every environment variable: --kube-qps is ROLLOUT_KUBE_QPS.
+const EnvPrefix = "ROLLOUT"
+
+// Config is every setting, typed.
+type Config struct {
+	Kubeconfig     string  `mapstructure:"kubeconfig"`
+	KubeQPS        float32 `mapstructure:"kube-qps"`
+	KubeBurst      int     `mapstructure:"kube-burst"`
+	WatchNamespace string  `mapstructure:"watch-namespace"`
+
+	TemporalAddress   string `mapstructure:"temporal-address"`
+	TemporalNamespace string `mapstructure:"temporal-namespace"`
+	TaskQueue         string `mapstructure:"task-queue"`
+	TLSCert           string `mapstructure:"temporal-tls-cert"`
+	TLSKey            string `mapstructure:"temporal-tls-key"`
+	TLSCA             string `mapstructure:"temporal-tls-ca"`
+	TLSServerName     string `mapstructure:"temporal-tls-server-name"`
+	APIKey            string `mapstructure:"temporal-api-key"`
+
+	MetricsAddress   string        `mapstructure:"metrics-address"`
+	LogLevel         string        `mapstructure:"log-level"`
+	LogFormat        string        `mapstructure:"log-format"`
+	Coalesce         time.Duration `mapstructure:"coalesce"`
+	SearchAttributes bool          `mapstructure:"search-attributes"`
+}
+
+// Flags registers every setting on fs with its default.
+func Flags(fs *pflag.FlagSet) {
+	fs.String("config", "", "config file (YAML, JSON or TOML) with the same keys as the flags")
+	fs.String("kubeconfig", "", "kubeconfig path; in-cluster config when empty (also $KUBECONFIG)")
+	fs.Float32("kube-qps", 20, "client-side QPS limit towards the Kubernetes API server")
+	fs.Int("kube-burst", 30, "client-side burst towards the Kubernetes API server")
+	fs.String("watch-namespace", "", "only manage Deployments in this namespace (all when empty)")
+	fs.String("temporal-address", "localhost:7233", "Temporal frontend host:port")
+	fs.String("temporal-namespace", "default", "Temporal namespace")
+	fs.String("task-queue", workflows.DefaultTaskQueue, "Temporal task queue")
+	fs.String("temporal-tls-cert", "", "client certificate file for mTLS to Temporal")
+	fs.String("temporal-tls-key", "", "client key file for mTLS to Temporal")
+	fs.String("temporal-tls-ca", "", "CA bundle to verify the Temporal server")
+	fs.String("temporal-tls-server-name", "", "server name to verify on the Temporal TLS connection")
+	fs.String("temporal-api-key", "", "API key for Temporal Cloud (implies TLS)")
+	fs.String("metrics-address", ":9090", "listen address for /metrics, /healthz and /readyz; empty disables")
+	fs.String("log-level", "info", "debug, info, warn or error")
+	fs.String("log-format", "json", "json or text")
+	fs.Duration("coalesce", 250*time.Millisecond, "watcher: how long to gather changes to one Deployment into one signal")
+	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
+}
+
+// Load reads flags (already parsed on fs), environment and config file into a Config.
+func Load(fs *pflag.FlagSet) (Config, error) {
+	v := viper.New()
+	v.SetEnvPrefix(EnvPrefix)
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_", ".", "_"))
+	v.AutomaticEnv()
+	if err := v.BindPFlags(fs); err != nil {
+		return Config{}, fmt.Errorf("bind flags: %w", err)
+	}
+	if err := v.BindEnv("kubeconfig", EnvPrefix+"_KUBECONFIG", "KUBECONFIG"); err != nil {
+		return Config{}, fmt.Errorf("bind kubeconfig env: %w", err)
+	}
+	if path := v.GetString("config"); path != "" {
+		v.SetConfigFile(path)
+		if err := v.ReadInConfig(); err != nil {
+			return Config{}, fmt.Errorf("read config file %s: %w", path, err)
+		}
+	}
+	var c Config
+	if err := v.Unmarshal(&c); err != nil {
+		return Config{}, fmt.Errorf("decode config: %w", err)
+	}
+	return c, c.Validate()
+}
+
+// Validate reports every bad setting at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.KubeQPS <= 0 {
+		errs = append(errs, fmt.Errorf("kube-qps must be > 0, got %v", c.KubeQPS))
+	}
+	if c.KubeBurst <= 0 {
+		errs = append(errs, fmt.Errorf("kube-burst must be > 0, got %d", c.KubeBurst))
+	}
+	if c.TemporalAddress == "" || !strings.Contains(c.TemporalAddress, ":") {
+		errs = append(errs, fmt.Errorf("temporal-address must be host:port, got %q", c.TemporalAddress))
+	}
+	if c.TemporalNamespace == "" {
+		errs = append(errs, errors.New("temporal-namespace must not be empty"))
+	}
+	if c.TaskQueue == "" {
+		errs = append(errs, errors.New("task-queue must not be empty"))
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("temporal-tls-cert and temporal-tls-key go together"))
+	}
+	for _, f := range []string{c.Kubeconfig, c.TLSCert, c.TLSKey, c.TLSCA} {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			errs = append(errs, fmt.Errorf("file %s: %w", f, err))
+		}
+	}
+	if _, err := ParseLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		errs = append(errs, fmt.Errorf("log-format must be json or text, got %q", c.LogFormat))
+	}
+	if c.Coalesce < 0 {
+		errs = append(errs, fmt.Errorf("coalesce must be >= 0, got %s", c.Coalesce))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// ParseLevel maps a level name to slog.
+func ParseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("log-level must be debug, info, warn or error, got %q", s)
+	}
+	return l, nil
+}
+
+// Logger builds the process logger.
+func (c Config) Logger() *slog.Logger {
+	level, _ := ParseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+}
+
+// ClientOptions builds the Temporal client options, with TLS and API key when configured.
+// Secrets never go to logs.
+func (c Config) ClientOptions() (client.Options, error) {
+	opts := client.Options{HostPort: c.TemporalAddress, Namespace: c.TemporalNamespace}
+	if c.TLSCert != "" || c.TLSCA != "" || c.APIKey != "" || c.TLSServerName != "" {
+		tlsCfg := &tls.Config{ServerName: c.TLSServerName, MinVersion: tls.VersionTLS12}
+		if c.TLSCert != "" {
+			cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+			if err != nil {
+				return opts, fmt.Errorf("load temporal client certificate: %w", err)
+			}
+			tlsCfg.Certificates = []tls.Certificate{cert}
+		}
+		if c.TLSCA != "" {
+			pem, err := os.ReadFile(c.TLSCA)
+			if err != nil {
+				return opts, fmt.Errorf("read temporal CA %s: %w", c.TLSCA, err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return opts, fmt.Errorf("temporal CA %s holds no PEM certificate", c.TLSCA)
+			}
+			tlsCfg.RootCAs = pool
+		}
+		opts.ConnectionOptions.TLS = tlsCfg
+	}
+	if c.APIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(c.APIKey)
+	}
+	return opts, nil
+}
+
+// Redacted is the config as it may be logged: secrets masked.
+func (c Config) Redacted() Config {
+	if c.APIKey != "" {
+		c.APIKey = "***"
+	}
+	return c
+}

@@ -1,0 +1,49 @@
+package k8s
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// UserAgent identifies our writes in apiserver metrics and audit logs.
+const UserAgent = "temporal-deployment-controller"
+
+// RESTConfig builds a client config from a kubeconfig path, or from the in-cluster service
+// account when the path is empty, with the given client-side rate limit.
+func RESTConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error) {
+	var (
+		cfg *rest.Config
+		err error
+	)
+	if kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("load in-cluster config (set --kubeconfig outside a cluster): %w", err)
+		}
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+		}
+	}
+	cfg.QPS = qps
+	cfg.Burst = burst
+	cfg.UserAgent = UserAgent
+	return cfg, nil
+}
+
+// NewClientset builds a typed clientset; see RESTConfig.
+func NewClientset(kubeconfig string, qps float32, burst int) (kubernetes.Interface, *rest.Config, error) {
+	cfg, err := RESTConfig(kubeconfig, qps, burst)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build clientset: %w", err)
+	}
+	return cs, cfg, nil
+}

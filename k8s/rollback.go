@@ -1,0 +1,77 @@
+package k8s
+
+import (
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// rollbackTo returns the requested revision: a signal's request first, then the deprecated
+// rollback annotation.
+func (p *planner) rollbackTo(req Request) (int64, bool) {
+	if req.RollbackTo != nil {
+		return *req.RollbackTo, true
+	}
+	v := p.d.Annotations[appsv1.DeprecatedRollbackTo]
+	if v == "" {
+		return 0, false
+	}
+	rev, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return rev, true
+}
+
+// rollbackToRevision copies the template of the ReplicaSet at the revision (0: the previous
+// one) into the Deployment, and always clears the request.
+func (p *planner) rollbackToRevision(rev int64) {
+	d := p.d
+	p.rollback = true
+	newRS, old := p.getNewReplicaSet(true)
+	all := withNew(old, newRS)
+	if rev == 0 {
+		if rev = LastRevision(all); rev == 0 {
+			p.rollbackStep(Event{Type: eventTypeWarning, Reason: RollbackRevisionNotFound, Message: "Unable to find last revision."})
+			return
+		}
+	}
+	for _, rs := range all {
+		v, err := Revision(rs.Annotations)
+		if err != nil || v != rev {
+			continue
+		}
+		if EqualIgnoreHash(&d.Spec.Template, &rs.Spec.Template) {
+			p.rollbackStep(Event{Type: eventTypeWarning, Reason: RollbackTemplateUnchanged,
+				Message: fmt.Sprintf("The rollback revision contains the same template as current deployment %q", d.Name)})
+			return
+		}
+		d.Spec.Template.ObjectMeta = *rs.Spec.Template.ObjectMeta.DeepCopy()
+		d.Spec.Template.Spec = *rs.Spec.Template.Spec.DeepCopy()
+		delete(d.Spec.Template.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+		kept := map[string]string{}
+		for k, v := range d.Annotations {
+			if annotationsToSkip[k] {
+				kept[k] = v
+			}
+		}
+		for k, v := range rs.Annotations {
+			if !annotationsToSkip[k] {
+				kept[k] = v
+			}
+		}
+		d.Annotations = kept
+		p.rollbackStep(Event{Type: eventTypeNormal, Reason: RollbackDone,
+			Message: fmt.Sprintf("Rolled back deployment %q to revision %d", d.Name, rev)})
+		return
+	}
+	p.rollbackStep(Event{Type: eventTypeWarning, Reason: RollbackRevisionNotFound, Message: "Unable to find the revision to rollback to."})
+}
+
+// rollbackStep updates the Deployment (template and annotations) with the rollback annotation
+// removed, and records the event once that update succeeds.
+func (p *planner) rollbackStep(ev Event) {
+	delete(p.d.Annotations, appsv1.DeprecatedRollbackTo)
+	p.steps = append(p.steps, Step{Kind: StepRollback, Deployment: stripDeployment(p.d), Events: []Event{ev}})
+}

@@ -1,0 +1,56 @@
+// Command starter talks to the Deployment workflows: `watch` runs the watcher that turns
+// Kubernetes changes into signals, and sync, pause, resume, rollback and status act on one
+// Deployment.
+//
+//	starter watch
+//	starter sync|pause|resume|status NAMESPACE/NAME
+//	starter rollback --to-revision N NAMESPACE/NAME
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/temporal-rollout/rollout/internal/config"
+)
+
+const usage = `usage:
+  starter watch [flags]                          run the watcher
+  starter sync NAMESPACE/NAME [flags]            signal-with-start a sync
+  starter pause NAMESPACE/NAME [flags]           pause the rollout (sets spec.paused)
+  starter resume NAMESPACE/NAME [flags]          resume the rollout
+  starter rollback --to-revision N NAMESPACE/NAME  roll back (0: previous revision)
+  starter status NAMESPACE/NAME [flags]          print the status query as JSON
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	cmd := os.Args[1]
+	fs := pflag.NewFlagSet("starter "+cmd, pflag.ContinueOnError)
+	config.Flags(fs)
+	toRevision := fs.Int64("to-revision", 0, "rollback: the revision to roll back to; 0 means the previous one")
+	if err := fs.Parse(os.Args[2:]); err != nil {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	cfg, err := config.Load(fs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starter:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, cmd, fs.Args(), *toRevision); err != nil {
+		fmt.Fprintln(os.Stderr, "starter:", err)
+		stop()
+		os.Exit(1)
+	}
+}

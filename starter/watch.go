@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/temporal-rollout/rollout/internal/config"
+	"github.com/temporal-rollout/rollout/internal/obs"
+	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/workflows"
+)
+
+const watchWorkers = 4
+
+// watcher turns informer events into signals. A Deployment's key waits `coalesce` in a
+// deduplicating queue, so a burst of changes costs one signal. Existing Deployments get
+// signal-with-start, which is idempotent: several watchers cause extra trigger signals at
+// most, and the workflow coalesces them into one sync.
+type watcher struct {
+	cfg      config.Config
+	tc       client.Client
+	log      *slog.Logger
+	queue    workqueue.TypedDelayingInterface[string]
+	dLister  appslisters.DeploymentLister
+	rsLister appslisters.ReplicaSetLister
+}
+
+func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *slog.Logger) error {
+	kube, _, err := k8s.NewClientset(cfg.Kubeconfig, cfg.KubeQPS, cfg.KubeBurst)
+	if err != nil {
+		return err
+	}
+	reg := obs.NewRegistry()
+	sdkMetrics, closeMetrics := obs.SDKMetrics(reg)
+	defer closeMetrics()
+	opts.MetricsHandler = sdkMetrics
+	tc, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
+	}
+	defer tc.Close()
+
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.WatchNamespace))
+	dInf := factory.Apps().V1().Deployments()
+	rsInf := factory.Apps().V1().ReplicaSets()
+	podInf := factory.Core().V1().Pods()
+	w := &watcher{
+		cfg: cfg, tc: tc, log: logger,
+		queue:    workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: "deployments"}),
+		dLister:  dInf.Lister(),
+		rsLister: rsInf.Lister(),
+	}
+	defer w.queue.ShutDown()
+
+	if _, err := dInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { w.enqueueDeployment(obj) },
+		UpdateFunc: func(oldObj, newObj any) {
+			if specChanged(oldObj.(*appsv1.Deployment), newObj.(*appsv1.Deployment)) {
+				w.enqueueDeployment(newObj)
+			}
+		},
+		DeleteFunc: func(obj any) { w.enqueueDeployment(obj) },
+	}); err != nil {
+		return fmt.Errorf("watch deployments: %w", err)
+	}
+	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { w.enqueueForReplicaSet(obj) },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, n := oldObj.(*appsv1.ReplicaSet), newObj.(*appsv1.ReplicaSet)
+			if o.ResourceVersion == n.ResourceVersion {
+				return
+			}
+			if oc, nc := metav1.GetControllerOf(o), metav1.GetControllerOf(n); !reflect.DeepEqual(oc, nc) && oc != nil {
+				w.enqueue(n.Namespace, oc.Name)
+			}
+			w.enqueueForReplicaSet(n)
+		},
+		DeleteFunc: func(obj any) { w.enqueueForReplicaSet(obj) },
+	}); err != nil {
+		return fmt.Errorf("watch replicasets: %w", err)
+	}
+	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) { w.enqueueForPod(obj) },
+	}); err != nil {
+		return fmt.Errorf("watch pods: %w", err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced) {
+		return fmt.Errorf("wait for watcher caches: %w", ctx.Err())
+	}
+
+	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: func() error {
+		_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err
+	}}.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopServer()
+
+	logger.Info("Watcher running", "watchNamespace", cfg.WatchNamespace, "coalesce", cfg.Coalesce)
+	var wg sync.WaitGroup
+	for range watchWorkers {
+		wg.Go(func() {
+			for w.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	w.queue.ShutDown()
+	wg.Wait()
+	logger.Info("Watcher stopped")
+	return nil
+}
+
+// specChanged ignores status-only updates: only this controller writes Deployment status, and
+// its own writes need no new sync.
+func specChanged(o, n *appsv1.Deployment) bool {
+	return o.Generation != n.Generation ||
+		!reflect.DeepEqual(o.Annotations, n.Annotations) ||
+		!reflect.DeepEqual(o.Labels, n.Labels) ||
+		!reflect.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp) ||
+		o.UID != n.UID
+}
+
+func (w *watcher) enqueue(namespace, name string) {
+	w.queue.AddAfter(namespace+"/"+name, w.cfg.Coalesce)
+}
+
+func (w *watcher) enqueueDeployment(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if d, ok := obj.(*appsv1.Deployment); ok {
+		w.enqueue(d.Namespace, d.Name)
+	}
+}
+
+func (w *watcher) enqueueForReplicaSet(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	rs, ok := obj.(*appsv1.ReplicaSet)
+	if !ok {
+		return
+	}
+	if ref := metav1.GetControllerOf(rs); ref != nil {
+		if ref.Kind == "Deployment" {
+			w.enqueue(rs.Namespace, ref.Name)
+		}
+		return
+	}
+	// An orphan: every Deployment whose selector matches may adopt it.
+	if len(rs.Labels) == 0 {
+		return
+	}
+	ds, err := w.dLister.Deployments(rs.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, d := range ds {
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(rs.Labels)) {
+			continue
+		}
+		w.enqueue(d.Namespace, d.Name)
+	}
+}
+
+// enqueueForPod wakes a Recreate Deployment when one of its old pods is gone, as upstream.
+func (w *watcher) enqueueForPod(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "ReplicaSet" {
+		return
+	}
+	rs, err := w.rsLister.ReplicaSets(pod.Namespace).Get(ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return
+	}
+	dref := metav1.GetControllerOf(rs)
+	if dref == nil || dref.Kind != "Deployment" {
+		return
+	}
+	d, err := w.dLister.Deployments(rs.Namespace).Get(dref.Name)
+	if err != nil || d.UID != dref.UID || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		return
+	}
+	w.enqueue(d.Namespace, d.Name)
+}
+
+func (w *watcher) processNext(ctx context.Context) bool {
+	key, quit := w.queue.Get()
+	if quit {
+		return false
+	}
+	defer w.queue.Done(key)
+	if err := w.signal(ctx, key); err != nil {
+		w.log.Warn("Signal failed, retrying", "key", key, "error", err)
+		w.queue.AddAfter(key, time.Second)
+	}
+	return true
+}
+
+// signal sends the trigger: signal-with-start while the Deployment exists, a plain signal (so
+// the workflow can end) once it is gone.
+func (w *watcher) signal(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	in := workflows.Input{Namespace: ns, Name: name}
+	id := workflows.WorkflowID(ns, name)
+	if _, err := w.dLister.Deployments(ns).Get(name); err != nil {
+		err := w.tc.SignalWorkflow(ctx, id, "", workflows.SignalTrigger, nil)
+		if _, ok := err.(*serviceerror.NotFound); ok {
+			return nil
+		}
+		return err
+	}
+	_, err = w.tc.SignalWithStartWorkflow(ctx, id, workflows.SignalTrigger, nil, startOptions(w.cfg, in), workflows.WorkflowType, in)
+	return err
+}

@@ -1,0 +1,35 @@
+// Command worker runs the Temporal worker that executes the Deployment workflows and their
+// activities against the Kubernetes API server.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/temporal-rollout/rollout/internal/config"
+)
+
+func main() {
+	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
+	config.Flags(fs)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	cfg, err := config.Load(fs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		stop()
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/internal/config"
+	"github.com/temporal-rollout/rollout/internal/obs"
+	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/workflows"
+)
+
+func run(ctx context.Context, cfg config.Config) error {
+	logger := cfg.Logger()
+	logger.Info("Starting worker", "temporalAddress", cfg.TemporalAddress, "temporalNamespace", cfg.TemporalNamespace,
+		"taskQueue", cfg.TaskQueue, "watchNamespace", cfg.WatchNamespace, "kubeQPS", cfg.KubeQPS, "kubeBurst", cfg.KubeBurst)
+
+	kube, _, err := k8s.NewClientset(cfg.Kubeconfig, cfg.KubeQPS, cfg.KubeBurst)
+	if err != nil {
+		return err
+	}
+	cache, err := activities.NewCache(kube, cfg.WatchNamespace)
+	if err != nil {
+		return err
+	}
+	defer cache.Shutdown()
+	if err := cache.Start(ctx); err != nil {
+		return err
+	}
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "deployment-controller"})
+
+	reg := obs.NewRegistry()
+	sdkMetrics, closeMetrics := obs.SDKMetrics(reg)
+	defer closeMetrics()
+
+	opts, err := cfg.ClientOptions()
+	if err != nil {
+		return err
+	}
+	opts.Logger = sdklog.NewStructuredLogger(logger)
+	opts.MetricsHandler = sdkMetrics
+	tc, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
+	}
+	defer tc.Close()
+
+	w := worker.New(tc, cfg.TaskQueue, worker.Options{})
+	w.RegisterWorkflowWithOptions(workflows.DeploymentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowType})
+	w.RegisterActivity(&activities.Activities{
+		Client:   kube,
+		Cache:    cache,
+		Recorder: recorder,
+		Logger:   logger,
+		Metrics:  activities.NewMetrics(reg),
+	})
+
+	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: func() error {
+		_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err
+	}}.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopServer()
+
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker on task queue %s: %w", cfg.TaskQueue, err)
+	}
+	logger.Info("Worker running")
+	<-ctx.Done()
+	w.Stop()
+	logger.Info("Worker stopped")
+	return nil
+}

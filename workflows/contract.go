@@ -1,0 +1,139 @@
+// Package workflows holds the Deployment workflow: deterministic code that observes through
+// activities, decides with the pure engine in package k8s, and acts through activities.
+//
+// This file is the user-facing contract: task queue, workflow ID scheme, signal and query
+// names, and payload types. The README's Temporal CLI cookbook refers to it.
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+const (
+	// DefaultTaskQueue is the task queue the worker polls unless configured otherwise.
+	DefaultTaskQueue = "deployment-controller"
+	// WorkflowType is the registered name of the Deployment workflow.
+	WorkflowType = "DeploymentWorkflow"
+
+	// SignalTrigger asks for a sync. Any payload is ignored; a burst costs one sync.
+	SignalTrigger = "trigger"
+	// SignalPause sets spec.paused=true on the Deployment. No payload.
+	SignalPause = "pause"
+	// SignalResume sets spec.paused=false on the Deployment. No payload.
+	SignalResume = "resume"
+	// SignalRollback rolls back to a revision: {"revision": N}, 0 for the previous one.
+	SignalRollback = "rollback"
+	// QueryStatus returns a Status.
+	QueryStatus = "status"
+
+	// Search attributes the workflow upserts, registered by `make dev`.
+	SearchAttrNamespace  = "K8sNamespace"
+	SearchAttrDeployment = "K8sDeployment"
+	SearchAttrRevision   = "K8sRevision"
+	SearchAttrOutcome    = "RolloutOutcome"
+)
+
+// WorkflowID is "deployment/<namespace>/<name>": one open execution per Deployment.
+func WorkflowID(namespace, name string) string {
+	return "deployment/" + namespace + "/" + name
+}
+
+// ParseWorkflowID splits a workflow ID made by WorkflowID.
+func ParseWorkflowID(id string) (namespace, name string, ok bool) {
+	parts := strings.Split(id, "/")
+	if len(parts) != 3 || parts[0] != "deployment" || parts[1] == "" || parts[2] == "" {
+		return "", "", false
+	}
+	return parts[1], parts[2], true
+}
+
+// Input starts the workflow. From the Temporal CLI:
+//
+//	temporal workflow start --task-queue deployment-controller --type DeploymentWorkflow \
+//	  --workflow-id deployment/default/web --input '{"namespace":"default","name":"web"}'
+type Input struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Image optionally sets container images ({"<container>": "<image>"}) before the sync,
+	// recorded as the change-cause.
+	Image map[string]string `json:"image,omitempty"`
+	// Carry is state handed over by Continue-As-New. Users leave it out.
+	Carry *Carry `json:"carry,omitempty"`
+}
+
+// Carry is what one run hands to the next.
+type Carry struct {
+	// Idle: the previous run converged, so wait for a change before syncing.
+	Idle bool `json:"idle,omitempty"`
+	// Dirty: a sync is owed.
+	Dirty      bool   `json:"dirty,omitempty"`
+	RollbackTo *int64 `json:"rollbackTo,omitempty"`
+	Pause      *bool  `json:"pause,omitempty"`
+	Runs       int    `json:"runs,omitempty"`
+	Revision   int64  `json:"revision,omitempty"`
+	Phase      string `json:"phase,omitempty"`
+}
+
+// Validate checks the namespace and name.
+func (in Input) Validate() error {
+	if errs := validation.IsDNS1123Label(in.Namespace); len(errs) > 0 {
+		return fmt.Errorf("invalid namespace %q: %s", in.Namespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(in.Name); len(errs) > 0 {
+		return fmt.Errorf("invalid deployment name %q: %s", in.Name, strings.Join(errs, "; "))
+	}
+	for c, img := range in.Image {
+		if c == "" || strings.TrimSpace(img) == "" {
+			return fmt.Errorf("invalid image entry %q: %q: container and image must be non-empty", c, img)
+		}
+	}
+	return nil
+}
+
+// RollbackRequest is the rollback signal's payload.
+type RollbackRequest struct {
+	Revision *int64 `json:"revision"`
+}
+
+// Result is how a run ends when it does not continue as new.
+type Result struct {
+	Outcome  string `json:"outcome"`
+	Revision int64  `json:"revision,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
+
+// Outcomes a Result can carry.
+const (
+	OutcomeDeleted = "Deleted"
+)
+
+// Status is the answer to the status query.
+type Status struct {
+	Namespace       string                       `json:"namespace"`
+	Name            string                       `json:"name"`
+	Phase           string                       `json:"phase"`
+	Paused          bool                         `json:"paused"`
+	CurrentRevision int64                        `json:"currentRevision"`
+	TargetRevision  int64                        `json:"targetRevision"`
+	NewReplicaSet   string                       `json:"newReplicaSet,omitempty"`
+	Replicas        int32                        `json:"replicas"`
+	ReplicaSets     []ReplicaSetStatus           `json:"replicaSets,omitempty"`
+	Conditions      []appsv1.DeploymentCondition `json:"conditions,omitempty"`
+	PendingRollback *int64                       `json:"pendingRollback,omitempty"`
+	Syncs           int                          `json:"syncs"`
+	LastError       string                       `json:"lastError,omitempty"`
+	Message         string                       `json:"message,omitempty"`
+}
+
+// ReplicaSetStatus is one ReplicaSet's counts.
+type ReplicaSetStatus struct {
+	Name      string `json:"name"`
+	Revision  int64  `json:"revision"`
+	Replicas  int32  `json:"replicas"`
+	Ready     int32  `json:"ready"`
+	Available int32  `json:"available"`
+}

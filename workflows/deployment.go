@@ -1,0 +1,477 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+const (
+	// resyncInterval re-checks a rollout in progress even if no watcher signal comes.
+	resyncInterval = time.Minute
+	maxBackoff     = 5 * time.Minute
+	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
+	maxSyncsPerRun = 200
+)
+
+var a *activities.Activities
+
+// localActivityOptions: every Kubernetes read and write is a local activity, recorded as one
+// marker event, so a rollout's history stays small. Each is idempotent, so a retry after a
+// worker crash repeats it safely.
+var localActivityOptions = workflow.LocalActivityOptions{
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 2 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:    500 * time.Millisecond,
+		BackoffCoefficient: 2,
+		MaximumInterval:    10 * time.Second,
+		MaximumAttempts:    5,
+	},
+}
+
+// rollout is one run's state.
+type rollout struct {
+	in     Input
+	log    log.Logger
+	status Status
+
+	dirty        bool
+	pendingPause *bool
+	rollbackTo   *int64
+	written      []activities.Written
+	uid          types.UID
+
+	failures   int
+	progressed bool
+	startedAt  time.Time
+	syncs      int
+
+	wakeAt     time.Time
+	wake       workflow.Future
+	cancelWake workflow.CancelFunc
+
+	trigger, pause, resume, rollback workflow.ReceiveChannel
+}
+
+// DeploymentWorkflow drives one Deployment, the way kube-controller-manager's Deployment
+// controller does, one sync at a time. Each sync observes the Deployment and its ReplicaSets,
+// decides with k8s.Decide, and carries the steps out as local activities. Between syncs it
+// waits for a signal (trigger from the watcher, pause, resume, rollback) or a timer (progress
+// deadline, resync). When a rollout converges it continues as new, so each run reads as one
+// rollout.
+func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
+	if err := in.Validate(); err != nil {
+		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", nil)
+	}
+	r := &rollout{
+		in:       in,
+		log:      log.With(workflow.GetLogger(ctx), "namespace", in.Namespace, "deployment", in.Name),
+		status:   Status{Namespace: in.Namespace, Name: in.Name, Phase: "Pending"},
+		dirty:    true,
+		trigger:  workflow.GetSignalChannel(ctx, SignalTrigger),
+		pause:    workflow.GetSignalChannel(ctx, SignalPause),
+		resume:   workflow.GetSignalChannel(ctx, SignalResume),
+		rollback: workflow.GetSignalChannel(ctx, SignalRollback),
+	}
+	if c := in.Carry; c != nil {
+		r.dirty = !c.Idle || c.Dirty
+		r.rollbackTo, r.pendingPause = c.RollbackTo, c.Pause
+		r.status.CurrentRevision, r.status.Phase = c.Revision, c.Phase
+		if c.RollbackTo != nil || c.Pause != nil {
+			r.dirty = true
+		}
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) {
+		st := r.status
+		st.PendingRollback = r.rollbackTo
+		st.Syncs = r.syncs
+		return st, nil
+	}); err != nil {
+		return Result{}, fmt.Errorf("register status query: %w", err)
+	}
+	r.upsertSearchAttributes(ctx, "")
+	ctx = workflow.WithLocalActivityOptions(ctx, localActivityOptions)
+
+	if len(in.Image) > 0 {
+		if err := r.setImage(ctx); err != nil {
+			return Result{}, err
+		}
+	}
+
+	for {
+		if !r.dirty && r.pendingPause == nil {
+			r.waitForWork(ctx)
+		}
+		r.drainSignals(ctx)
+		if r.pendingPause != nil {
+			r.applyPause(ctx)
+		}
+		if !r.dirty {
+			continue
+		}
+		r.dirty = false
+		plan, found, err := r.sync(ctx)
+		if err != nil {
+			r.failed(ctx, err)
+			continue
+		}
+		r.failures = 0
+		if !found {
+			r.finishRollout(ctx, OutcomeDeleted)
+			msg := fmt.Sprintf("deployment %s/%s no longer exists", in.Namespace, in.Name)
+			r.log.Info("Deployment deleted, workflow ends")
+			return Result{Outcome: OutcomeDeleted, Revision: r.status.CurrentRevision, Message: msg}, nil
+		}
+		r.scheduleWake(ctx, plan)
+
+		if plan.Phase.Converged() && r.progressed && !r.pendingWork() {
+			r.finishRollout(ctx, string(plan.Phase))
+			return Result{}, r.continueAsNew(ctx, true)
+		}
+		if r.syncs >= maxSyncsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			r.drainSignals(ctx)
+			return Result{}, r.continueAsNew(ctx, plan.Phase.Converged() && !r.pendingWork())
+		}
+	}
+}
+
+// pendingWork drains signals that arrived during the sync and reports whether any work is owed.
+func (r *rollout) pendingWork() bool {
+	return r.dirty || r.pendingPause != nil || r.rollbackTo != nil
+}
+
+func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
+	next := Input{Namespace: r.in.Namespace, Name: r.in.Name, Carry: &Carry{
+		Idle:       idle,
+		Dirty:      r.dirty,
+		RollbackTo: r.rollbackTo,
+		Pause:      r.pendingPause,
+		Revision:   r.status.CurrentRevision,
+		Phase:      r.status.Phase,
+	}}
+	if r.in.Carry != nil {
+		next.Carry.Runs = r.in.Carry.Runs + 1
+	}
+	return workflow.NewContinueAsNewError(ctx, WorkflowType, next)
+}
+
+// waitForWork blocks until a signal or the wake timer.
+func (r *rollout) waitForWork(ctx workflow.Context) {
+	sel := workflow.NewSelector(ctx)
+	r.addSignals(ctx, sel)
+	if r.wake != nil {
+		sel.AddFuture(r.wake, func(workflow.Future) {
+			r.wake, r.cancelWake, r.wakeAt = nil, nil, time.Time{}
+			r.dirty = true
+		})
+	}
+	sel.Select(ctx)
+}
+
+// drainSignals handles every signal already delivered, without blocking.
+func (r *rollout) drainSignals(ctx workflow.Context) {
+	for {
+		sel := workflow.NewSelector(ctx)
+		r.addSignals(ctx, sel)
+		if !sel.HasPending() {
+			return
+		}
+		sel.Select(ctx)
+	}
+}
+
+func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
+	sel.AddReceive(r.trigger, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		r.dirty = true
+	})
+	sel.AddReceive(r.pause, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		t := true
+		r.pendingPause = &t
+		r.log.Info("Pause requested")
+	})
+	sel.AddReceive(r.resume, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		f := false
+		r.pendingPause = &f
+		r.log.Info("Resume requested")
+	})
+	sel.AddReceive(r.rollback, func(c workflow.ReceiveChannel, _ bool) {
+		var raw json.RawMessage
+		c.Receive(ctx, &raw)
+		rev, err := ParseRollback(raw)
+		if err != nil {
+			r.status.LastError = "ignored rollback signal: " + err.Error()
+			r.log.Warn("Ignoring malformed rollback signal", "payload", string(raw), "error", err)
+			return
+		}
+		r.rollbackTo = &rev
+		r.dirty = true
+		r.log.Info("Rollback requested", "revision", rev)
+	})
+}
+
+// ParseRollback validates a rollback payload: an object with a non-negative integer
+// "revision" and nothing else.
+func ParseRollback(raw json.RawMessage) (int64, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, errors.New(`payload is empty; want {"revision": N}`)
+	}
+	var req RollbackRequest
+	dec := json.NewDecoder(bytesReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return 0, fmt.Errorf(`payload %s is not {"revision": N}: %w`, string(raw), err)
+	}
+	if req.Revision == nil {
+		return 0, fmt.Errorf(`payload %s has no "revision"; want {"revision": N}`, string(raw))
+	}
+	if *req.Revision < 0 {
+		return 0, fmt.Errorf("revision %d is negative", *req.Revision)
+	}
+	return *req.Revision, nil
+}
+
+func (r *rollout) applyPause(ctx workflow.Context) {
+	paused := *r.pendingPause
+	var res activities.SetPausedResult
+	err := workflow.ExecuteLocalActivity(ctx, a.SetPaused, activities.SetPausedInput{
+		Namespace: r.in.Namespace, Name: r.in.Name, Paused: paused,
+	}).Get(ctx, &res)
+	if err != nil && !activities.IsKind(err, activities.ErrNotFound) {
+		r.failed(ctx, fmt.Errorf("set paused=%t: %w", paused, err))
+		return
+	}
+	r.pendingPause = nil
+	r.dirty = true
+}
+
+func (r *rollout) setImage(ctx workflow.Context) error {
+	var res activities.SetImageResult
+	err := workflow.ExecuteLocalActivity(ctx, a.SetImage, activities.SetImageInput{
+		Namespace: r.in.Namespace, Name: r.in.Name, Images: r.in.Image, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID,
+	}).Get(ctx, &res)
+	if err != nil {
+		if activities.IsKind(err, activities.ErrInvalid) || activities.IsKind(err, activities.ErrNotFound) {
+			return temporal.NewNonRetryableApplicationError("set image: "+err.Error(), "InvalidInput", err)
+		}
+		return fmt.Errorf("set image: %w", err)
+	}
+	return nil
+}
+
+// sync is one pass of the controller: observe, decide, act.
+func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
+	r.syncs++
+	var obs activities.ObserveResult
+	if err := workflow.ExecuteLocalActivity(ctx, a.Observe, activities.ObserveInput{
+		Namespace: r.in.Namespace, Name: r.in.Name, Written: r.written,
+	}).Get(ctx, &obs); err != nil {
+		return k8s.Plan{}, false, fmt.Errorf("observe: %w", err)
+	}
+	if !obs.Found {
+		return k8s.Plan{}, false, nil
+	}
+	d := obs.Snapshot.Deployment
+	if r.uid != "" && r.uid != d.UID {
+		r.log.Info("Deployment was recreated", "uid", d.UID)
+	}
+	r.uid = d.UID
+	plan, err := k8s.Decide(obs.Snapshot, k8s.Request{RollbackTo: r.rollbackTo}, workflow.Now(ctx))
+	if err != nil {
+		return k8s.Plan{}, true, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalid, nil)
+	}
+	r.written = nil
+	ref := activities.DeploymentRef{Namespace: d.Namespace, Name: d.Name, UID: d.UID}
+	wrote := false
+	for _, step := range plan.Steps {
+		if step.Kind != k8s.StepEvent && step.Kind != k8s.StepUpdateStatus {
+			wrote = true
+		}
+		again, err := r.execute(ctx, ref, d, step)
+		if err != nil {
+			r.report(obs.Snapshot, plan)
+			return plan, true, err
+		}
+		if again {
+			r.dirty = true
+			break
+		}
+	}
+	if plan.RollbackHandled {
+		r.rollbackTo = nil
+	}
+	if wrote && !r.progressed {
+		r.progressed = true
+		r.startedAt = workflow.Now(ctx)
+		workflow.GetMetricsHandler(ctx).Counter("rollout_rollouts_started").Inc(1)
+	}
+	r.report(obs.Snapshot, plan)
+	r.status.LastError = ""
+	if plan.Phase == k8s.PhaseRollingBack {
+		// The template changed: roll it out now.
+		r.dirty = true
+	}
+	return plan, true, nil
+}
+
+// execute carries out one step. It reports whether the sync must start over (a hash
+// collision bumped collisionCount).
+func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d *appsv1.Deployment, step k8s.Step) (bool, error) {
+	switch step.Kind {
+	case k8s.StepEvent:
+		return false, workflow.ExecuteLocalActivity(ctx, a.RecordEvent, activities.RecordEventInput{Deployment: ref, Events: step.Events}).Get(ctx, nil)
+	case k8s.StepClaim:
+		return false, workflow.ExecuteLocalActivity(ctx, a.ClaimReplicaSets, activities.ClaimInput{Deployment: ref, Adopt: step.Adopt, Release: step.Release}).Get(ctx, nil)
+	case k8s.StepCreate:
+		var res activities.CreateResult
+		err := workflow.ExecuteLocalActivity(ctx, a.CreateReplicaSet, activities.CreateInput{
+			Deployment: ref, ReplicaSet: step.ReplicaSet, Events: step.Events, ProgressDeadline: k8s.HasProgressDeadline(d),
+		}).Get(ctx, &res)
+		if err != nil {
+			return false, err
+		}
+		if res.Collision {
+			r.log.Info("Hash collision, collisionCount bumped", "replicaSet", res.Name)
+			return true, nil
+		}
+		r.written = append(r.written, activities.Written{Name: res.Name, Generation: res.Generation})
+		return false, nil
+	case k8s.StepScaleUp, k8s.StepScaleDown, k8s.StepUpdateRS:
+		fn := a.UpdateReplicaSet
+		switch step.Kind {
+		case k8s.StepScaleUp:
+			fn = a.ScaleUpReplicaSet
+		case k8s.StepScaleDown:
+			fn = a.ScaleDownReplicaSet
+		}
+		var res activities.WriteReplicaSetResult
+		err := workflow.ExecuteLocalActivity(ctx, fn, activities.WriteReplicaSetInput{
+			Deployment: ref, ReplicaSet: step.ReplicaSet, FromReplicas: step.FromReplicas, Events: step.Events,
+		}).Get(ctx, &res)
+		if err != nil {
+			return false, err
+		}
+		r.written = append(r.written, activities.Written{Name: res.Name, Generation: res.Generation})
+		return false, nil
+	case k8s.StepCleanup:
+		var res activities.CleanupResult
+		if err := workflow.ExecuteLocalActivity(ctx, a.CleanupReplicaSets, activities.CleanupInput{Deployment: ref, Delete: step.Delete}).Get(ctx, &res); err != nil {
+			return false, err
+		}
+		for _, name := range res.Deleted {
+			r.written = append(r.written, activities.Written{Name: name})
+		}
+		return false, nil
+	case k8s.StepUpdateStatus:
+		return false, workflow.ExecuteLocalActivity(ctx, a.UpdateDeploymentStatus, activities.DeploymentWriteInput{Deployment: step.Deployment, Events: step.Events}).Get(ctx, nil)
+	case k8s.StepRollback:
+		return false, workflow.ExecuteLocalActivity(ctx, a.RollbackDeployment, activities.DeploymentWriteInput{Deployment: step.Deployment, Events: step.Events}).Get(ctx, nil)
+	}
+	return false, temporal.NewNonRetryableApplicationError("unknown step "+string(step.Kind), activities.ErrInvalid, nil)
+}
+
+// failed records an error and schedules the next attempt: at once after a stale decision,
+// otherwise after an exponential backoff.
+func (r *rollout) failed(ctx workflow.Context, err error) {
+	r.status.LastError = err.Error()
+	r.failures++
+	if (activities.IsKind(err, activities.ErrStale) || activities.IsKind(err, activities.ErrNotFound)) && r.failures <= 3 {
+		r.log.Info("Decision was stale, syncing again", "error", err)
+		r.dirty = true
+		return
+	}
+	backoff := time.Second << min(r.failures, 9)
+	if backoff > maxBackoff {
+		backoff = maxBackoff
+	}
+	r.log.Warn("Sync failed, retrying after backoff", "error", err, "backoff", backoff)
+	r.setWake(ctx, workflow.Now(ctx).Add(backoff))
+}
+
+// scheduleWake keeps one timer: the progress deadline recheck or, while a rollout is under way,
+// a periodic resync in case a watcher signal is missed.
+func (r *rollout) scheduleWake(ctx workflow.Context, plan k8s.Plan) {
+	var at time.Time
+	if plan.RecheckAt != nil {
+		at = plan.RecheckAt.Time
+	}
+	if !plan.Phase.Converged() {
+		resync := workflow.Now(ctx).Add(resyncInterval)
+		if at.IsZero() || resync.Before(at) {
+			at = resync
+		}
+	}
+	if at.IsZero() {
+		return
+	}
+	r.setWake(ctx, at)
+}
+
+// setWake starts the timer unless one already fires no later than at (within a second).
+func (r *rollout) setWake(ctx workflow.Context, at time.Time) {
+	if r.wake != nil && !r.wakeAt.After(at.Add(time.Second)) {
+		return
+	}
+	if r.cancelWake != nil {
+		r.cancelWake()
+	}
+	d := at.Sub(workflow.Now(ctx))
+	if d < time.Second {
+		d = time.Second
+	}
+	tctx, cancel := workflow.WithCancel(ctx)
+	r.wake = workflow.NewTimer(tctx, d)
+	r.wakeAt, r.cancelWake = at, cancel
+}
+
+func (r *rollout) finishRollout(ctx workflow.Context, outcome string) {
+	r.upsertSearchAttributes(ctx, outcome)
+	if !r.progressed {
+		return
+	}
+	mh := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": outcome})
+	mh.Counter("rollout_rollouts_completed").Inc(1)
+	mh.Timer("rollout_duration").Record(workflow.Now(ctx).Sub(r.startedAt))
+}
+
+// report refreshes the status query's answer from the snapshot and plan.
+func (r *rollout) report(s k8s.Snapshot, plan k8s.Plan) {
+	d := s.Deployment
+	st := &r.status
+	st.Phase = string(plan.Phase)
+	st.Paused = d.Spec.Paused
+	if d.Spec.Replicas != nil {
+		st.Replicas = *d.Spec.Replicas
+	}
+	st.Conditions = plan.Status.Conditions
+	st.NewReplicaSet = plan.NewReplicaSet
+	st.TargetRevision = plan.Revision
+	st.Message = plan.Message
+	st.ReplicaSets = nil
+	for _, rs := range s.ReplicaSets {
+		rev, _ := k8s.Revision(rs.Annotations)
+		var n int32
+		if rs.Spec.Replicas != nil {
+			n = *rs.Spec.Replicas
+		}
+		st.ReplicaSets = append(st.ReplicaSets, ReplicaSetStatus{Name: rs.Name, Revision: rev, Replicas: n, Ready: rs.Status.ReadyReplicas, Available: rs.Status.AvailableReplicas})
+	}
+	sort.Slice(st.ReplicaSets, func(i, j int) bool { return st.ReplicaSets[i].Revision > st.ReplicaSets[j].Revision })
+	if plan.Phase == k8s.PhaseComplete {
+		st.CurrentRevision = plan.Revision
+	}
+}

@@ -1,0 +1,48 @@
+package workflows
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+var (
+	saNamespace  = temporal.NewSearchAttributeKeyKeyword(SearchAttrNamespace)
+	saDeployment = temporal.NewSearchAttributeKeyKeyword(SearchAttrDeployment)
+	saRevision   = temporal.NewSearchAttributeKeyInt64(SearchAttrRevision)
+	saOutcome    = temporal.NewSearchAttributeKeyKeyword(SearchAttrOutcome)
+)
+
+// upsertSearchAttributes keeps the workflow list filterable by revision and outcome, and its
+// memo readable ("default/web: revision 3 → 4, Complete"). It only runs when the starter set
+// K8sNamespace at start, which it does only where the attributes are registered, so an
+// unregistered server never sees an upsert it would reject.
+func (r *rollout) upsertSearchAttributes(ctx workflow.Context, outcome string) {
+	sa := workflow.GetTypedSearchAttributes(ctx)
+	if !sa.ContainsKey(saNamespace) {
+		return
+	}
+	updates := []temporal.SearchAttributeUpdate{saRevision.ValueSet(r.status.TargetRevision)}
+	if !sa.ContainsKey(saDeployment) {
+		updates = append(updates, saDeployment.ValueSet(r.in.Name))
+	}
+	if outcome != "" {
+		updates = append(updates, saOutcome.ValueSet(outcome))
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
+		r.log.Warn("Upsert search attributes failed", "error", err)
+	}
+	phase := outcome
+	if phase == "" {
+		phase = "in progress"
+	}
+	summary := fmt.Sprintf("%s/%s: revision %d → %d, %s", r.in.Namespace, r.in.Name, r.status.CurrentRevision, r.status.TargetRevision, phase)
+	if err := workflow.UpsertMemo(ctx, map[string]any{"summary": summary}); err != nil {
+		r.log.Warn("Upsert memo failed", "error", err)
+	}
+}
