@@ -2,9 +2,9 @@ package activities
 
 import (
 	"context"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -14,21 +14,10 @@ import (
 
 var everything = labels.Everything()
 
-// cacheCatchUp bounds how long Observe waits for the cache to show our own last writes.
-const cacheCatchUp = 2 * time.Second
-
-// Written is a ReplicaSet write the cache must reflect before the next decision: the
-// generation our write produced, or 0 for a deletion.
-type Written struct {
-	Name       string `json:"name"`
-	Generation int64  `json:"generation"`
-}
-
-// ObserveInput names the Deployment and the writes of the previous sync.
+// ObserveInput names the Deployment.
 type ObserveInput struct {
-	Namespace string    `json:"namespace"`
-	Name      string    `json:"name"`
-	Written   []Written `json:"written,omitempty"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
 }
 
 // ObserveResult is the snapshot; Found is false when the Deployment does not exist.
@@ -37,9 +26,11 @@ type ObserveResult struct {
 	Snapshot k8s.Snapshot `json:"snapshot"`
 }
 
-// Observe reads the Deployment live and its ReplicaSets (owned, or orphans its selector matches)
-// from the cache, waiting briefly for the cache to show the previous sync's writes and reading
-// live what it still lags on. For Recreate it also counts running pods per ReplicaSet.
+// Observe reads what one sync decides on. The Deployment and the ReplicaSets its selector
+// matches are read live (a consistent list), so a sync woken by the watcher never decides on
+// a cache that has not caught up yet. ReplicaSets we own whose labels no longer match, which
+// only need releasing, come from the cache. For Recreate it also counts running pods per
+// ReplicaSet, live.
 func (a *Activities) Observe(ctx context.Context, in ObserveInput) (ObserveResult, error) {
 	if in.Namespace == "" || in.Name == "" {
 		return ObserveResult{}, nonRetryable(ErrInvalid, "observe: namespace and name are required, got %q/%q", in.Namespace, in.Name)
@@ -52,79 +43,55 @@ func (a *Activities) Observe(ctx context.Context, in ObserveInput) (ObserveResul
 		return ObserveResult{}, classify("get deployment "+in.Namespace+"/"+in.Name, err)
 	}
 	d.ManagedFields = nil
+	snap := k8s.Snapshot{Deployment: d}
 
-	caughtUp := func(w Written) bool {
-		rs, err := a.Cache.ReplicaSet(in.Namespace, w.Name)
-		if w.Generation == 0 {
-			return apierrors.IsNotFound(err)
-		}
-		return err == nil && rs.Generation >= w.Generation
+	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil || d.Spec.Selector == nil || selector.Empty() {
+		// The engine reports an invalid or empty selector; nothing to list.
+		return ObserveResult{Found: true, Snapshot: snap}, nil
 	}
-	waitFor(ctx, cacheCatchUp, func() bool {
-		for _, w := range in.Written {
-			if !caughtUp(w) {
-				return false
-			}
-		}
-		return true
-	})
-	live := map[string]*appsv1.ReplicaSet{}
-	gone := map[string]bool{}
-	for _, w := range in.Written {
-		if caughtUp(w) {
-			continue
-		}
-		rs, err := a.Client.AppsV1().ReplicaSets(in.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			gone[w.Name] = true
-		case err != nil:
-			return ObserveResult{}, classify("get replicaset "+in.Namespace+"/"+w.Name, err)
-		default:
-			live[w.Name] = rs
-		}
-	}
-
-	cached, err := a.Cache.ReplicaSets(in.Namespace)
+	list, err := a.Client.AppsV1().ReplicaSets(in.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
-		return ObserveResult{}, classify("list replicasets in "+in.Namespace, err)
+		return ObserveResult{}, classify("list replicasets of deployment "+in.Namespace+"/"+in.Name, err)
 	}
-	var selector labels.Selector
-	if d.Spec.Selector != nil {
-		selector, _ = metav1.LabelSelectorAsSelector(d.Spec.Selector)
-	}
-	var rss []*appsv1.ReplicaSet
 	seen := map[string]bool{}
-	consider := func(rs *appsv1.ReplicaSet) {
-		if seen[rs.Name] || gone[rs.Name] {
-			return
+	for i := range list.Items {
+		rs := &list.Items[i]
+		ref := metav1.GetControllerOf(rs)
+		if ref == nil || ref.UID == d.UID {
+			rs.ManagedFields = nil
+			snap.ReplicaSets = append(snap.ReplicaSets, rs)
 		}
 		seen[rs.Name] = true
-		ref := metav1.GetControllerOf(rs)
-		owned := ref != nil && ref.UID == d.UID
-		orphan := ref == nil && selector != nil && !selector.Empty() && selector.Matches(labels.Set(rs.Labels))
-		if owned || orphan {
-			c := rs.DeepCopy()
-			c.ManagedFields = nil
-			rss = append(rss, c)
+	}
+	if a.Cache != nil {
+		cached, err := a.Cache.ReplicaSets(in.Namespace)
+		if err != nil {
+			return ObserveResult{}, classify("list cached replicasets in "+in.Namespace, err)
+		}
+		for _, rs := range cached {
+			if ref := metav1.GetControllerOf(rs); ref != nil && ref.UID == d.UID && !seen[rs.Name] {
+				snap.ReplicaSets = append(snap.ReplicaSets, rs.DeepCopy())
+			}
 		}
 	}
-	for _, rs := range live {
-		consider(rs)
-	}
-	for _, rs := range cached {
-		consider(rs)
-	}
-	sortReplicaSets(rss)
+	sortReplicaSets(snap.ReplicaSets)
 
-	snap := k8s.Snapshot{Deployment: d, ReplicaSets: rss}
 	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		for _, rs := range rss {
-			n, err := a.Cache.RunningPods(string(rs.UID))
-			if err != nil {
-				return ObserveResult{}, classify("count pods of replicaset "+rs.Name, err)
+		pods, err := a.Client.CoreV1().Pods(in.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+		if err != nil {
+			return ObserveResult{}, classify("list pods of deployment "+in.Namespace+"/"+in.Name, err)
+		}
+		running := map[string]int32{}
+		for _, p := range pods.Items {
+			ref := metav1.GetControllerOf(&p)
+			if ref == nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
 			}
-			if n > 0 {
+			running[string(ref.UID)]++
+		}
+		for _, rs := range snap.ReplicaSets {
+			if n := running[string(rs.UID)]; n > 0 {
 				snap.Pods = append(snap.Pods, k8s.PodCount{ReplicaSetUID: rs.UID, Running: n})
 			}
 		}

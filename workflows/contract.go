@@ -74,8 +74,8 @@ type Carry struct {
 	RollbackTo *int64 `json:"rollbackTo,omitempty"`
 	Pause      *bool  `json:"pause,omitempty"`
 	Runs       int    `json:"runs,omitempty"`
-	Revision   int64  `json:"revision,omitempty"`
-	Phase      string `json:"phase,omitempty"`
+	// Status is the last known status, so the query answers before the first sync.
+	Status *Status `json:"status,omitempty"`
 }
 
 // Validate checks the namespace and name.
@@ -126,7 +126,9 @@ type Status struct {
 	PendingRollback *int64                       `json:"pendingRollback,omitempty"`
 	Syncs           int                          `json:"syncs"`
 	LastError       string                       `json:"lastError,omitempty"`
-	Message         string                       `json:"message,omitempty"`
+	// IgnoredSignal explains the last signal that was dropped as malformed.
+	IgnoredSignal string `json:"ignoredSignal,omitempty"`
+	Message       string `json:"message,omitempty"`
 }
 
 // ReplicaSetStatus is one ReplicaSet's counts.

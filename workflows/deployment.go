@@ -50,8 +50,8 @@ type rollout struct {
 	dirty        bool
 	pendingPause *bool
 	rollbackTo   *int64
-	written      []activities.Written
 	uid          types.UID
+	fromRevision int64
 
 	failures   int
 	progressed bool
@@ -88,7 +88,10 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 	if c := in.Carry; c != nil {
 		r.dirty = !c.Idle || c.Dirty
 		r.rollbackTo, r.pendingPause = c.RollbackTo, c.Pause
-		r.status.CurrentRevision, r.status.Phase = c.Revision, c.Phase
+		if c.Status != nil {
+			r.status = *c.Status
+		}
+		r.fromRevision = r.status.CurrentRevision
 		if c.RollbackTo != nil || c.Pause != nil {
 			r.dirty = true
 		}
@@ -101,7 +104,6 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 	}); err != nil {
 		return Result{}, fmt.Errorf("register status query: %w", err)
 	}
-	r.upsertSearchAttributes(ctx, "")
 	ctx = workflow.WithLocalActivityOptions(ctx, localActivityOptions)
 
 	if len(in.Image) > 0 {
@@ -153,13 +155,13 @@ func (r *rollout) pendingWork() bool {
 }
 
 func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
+	st := r.status
 	next := Input{Namespace: r.in.Namespace, Name: r.in.Name, Carry: &Carry{
 		Idle:       idle,
 		Dirty:      r.dirty,
 		RollbackTo: r.rollbackTo,
 		Pause:      r.pendingPause,
-		Revision:   r.status.CurrentRevision,
-		Phase:      r.status.Phase,
+		Status:     &st,
 	}}
 	if r.in.Carry != nil {
 		next.Carry.Runs = r.in.Carry.Runs + 1
@@ -214,7 +216,7 @@ func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 		c.Receive(ctx, &raw)
 		rev, err := ParseRollback(raw)
 		if err != nil {
-			r.status.LastError = "ignored rollback signal: " + err.Error()
+			r.status.IgnoredSignal = "rollback: " + err.Error()
 			r.log.Warn("Ignoring malformed rollback signal", "payload", string(raw), "error", err)
 			return
 		}
@@ -278,7 +280,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	r.syncs++
 	var obs activities.ObserveResult
 	if err := workflow.ExecuteLocalActivity(ctx, a.Observe, activities.ObserveInput{
-		Namespace: r.in.Namespace, Name: r.in.Name, Written: r.written,
+		Namespace: r.in.Namespace, Name: r.in.Name,
 	}).Get(ctx, &obs); err != nil {
 		return k8s.Plan{}, false, fmt.Errorf("observe: %w", err)
 	}
@@ -294,7 +296,6 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	if err != nil {
 		return k8s.Plan{}, true, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalid, nil)
 	}
-	r.written = nil
 	ref := activities.DeploymentRef{Namespace: d.Namespace, Name: d.Name, UID: d.UID}
 	wrote := false
 	for _, step := range plan.Steps {
@@ -348,7 +349,6 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 			r.log.Info("Hash collision, collisionCount bumped", "replicaSet", res.Name)
 			return true, nil
 		}
-		r.written = append(r.written, activities.Written{Name: res.Name, Generation: res.Generation})
 		return false, nil
 	case k8s.StepScaleUp, k8s.StepScaleDown, k8s.StepUpdateRS:
 		fn := a.UpdateReplicaSet
@@ -358,24 +358,11 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 		case k8s.StepScaleDown:
 			fn = a.ScaleDownReplicaSet
 		}
-		var res activities.WriteReplicaSetResult
-		err := workflow.ExecuteLocalActivity(ctx, fn, activities.WriteReplicaSetInput{
+		return false, workflow.ExecuteLocalActivity(ctx, fn, activities.WriteReplicaSetInput{
 			Deployment: ref, ReplicaSet: step.ReplicaSet, FromReplicas: step.FromReplicas, Events: step.Events,
-		}).Get(ctx, &res)
-		if err != nil {
-			return false, err
-		}
-		r.written = append(r.written, activities.Written{Name: res.Name, Generation: res.Generation})
-		return false, nil
+		}).Get(ctx, nil)
 	case k8s.StepCleanup:
-		var res activities.CleanupResult
-		if err := workflow.ExecuteLocalActivity(ctx, a.CleanupReplicaSets, activities.CleanupInput{Deployment: ref, Delete: step.Delete}).Get(ctx, &res); err != nil {
-			return false, err
-		}
-		for _, name := range res.Deleted {
-			r.written = append(r.written, activities.Written{Name: name})
-		}
-		return false, nil
+		return false, workflow.ExecuteLocalActivity(ctx, a.CleanupReplicaSets, activities.CleanupInput{Deployment: ref, Delete: step.Delete}).Get(ctx, nil)
 	case k8s.StepUpdateStatus:
 		return false, workflow.ExecuteLocalActivity(ctx, a.UpdateDeploymentStatus, activities.DeploymentWriteInput{Deployment: step.Deployment, Events: step.Events}).Get(ctx, nil)
 	case k8s.StepRollback:

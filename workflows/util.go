@@ -18,13 +18,13 @@ var (
 	saOutcome    = temporal.NewSearchAttributeKeyKeyword(SearchAttrOutcome)
 )
 
-// upsertSearchAttributes keeps the workflow list filterable by revision and outcome, and its
-// memo readable ("default/web: revision 3 → 4, Complete"). It only runs when the starter set
+// upsertSearchAttributes, at the end of a run, records the revision and outcome for filtering
+// the workflow list, and a readable memo ("default/web: revision 3 → 4, Complete"). It only runs when the starter set
 // K8sNamespace at start, which it does only where the attributes are registered, so an
 // unregistered server never sees an upsert it would reject.
 func (r *rollout) upsertSearchAttributes(ctx workflow.Context, outcome string) {
 	sa := workflow.GetTypedSearchAttributes(ctx)
-	if !sa.ContainsKey(saNamespace) {
+	if !sa.ContainsKey(saNamespace) || outcome == "" {
 		return
 	}
 	updates := []temporal.SearchAttributeUpdate{saRevision.ValueSet(r.status.TargetRevision)}
@@ -37,11 +37,7 @@ func (r *rollout) upsertSearchAttributes(ctx workflow.Context, outcome string) {
 	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
 		r.log.Warn("Upsert search attributes failed", "error", err)
 	}
-	phase := outcome
-	if phase == "" {
-		phase = "in progress"
-	}
-	summary := fmt.Sprintf("%s/%s: revision %d → %d, %s", r.in.Namespace, r.in.Name, r.status.CurrentRevision, r.status.TargetRevision, phase)
+	summary := fmt.Sprintf("%s/%s: revision %d → %d, %s", r.in.Namespace, r.in.Name, r.fromRevision, r.status.TargetRevision, outcome)
 	if err := workflow.UpsertMemo(ctx, map[string]any{"summary": summary}); err != nil {
 		r.log.Warn("Upsert memo failed", "error", err)
 	}

@@ -1,0 +1,546 @@
+// Package stack runs the real local stack on loopback: etcd, kube-apiserver,
+// kube-controller-manager (with or without the built-in Deployment controller),
+// kube-scheduler, kwok with fake nodes, and the Temporal dev server with its UI. `make dev`,
+// the end-to-end tests and the benchmark all start it through here, from binaries that
+// hack/tools.sh built into a cache folder outside the clone.
+package stack
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/workflows"
+)
+
+// Versions pinned in hack/tools.sh.
+const (
+	TemporalVersion = "v1.5.1"
+	EtcdVersion     = "v3.6.8"
+	KubeVersion     = "v1.36.3"
+	KwokVersion     = "v0.8.0"
+)
+
+// Options shape the stack.
+type Options struct {
+	// Dir holds state, logs, certificates and the kubeconfig.
+	Dir string
+	// Tools is the folder hack/tools.sh prints; empty means the default cache folder.
+	Tools string
+	// Nodes is the number of kwok nodes (default 3).
+	Nodes int
+	// PodReadyDelay and PodReadyJitter delay pods becoming Ready (kwok stage delay).
+	PodReadyDelay, PodReadyJitter time.Duration
+	// BuiltinDeploymentController keeps kube-controller-manager's own Deployment controller on
+	// (the benchmark's reference side). Off by default: ours is the only one.
+	BuiltinDeploymentController bool
+	// KubeAPIQPS and KubeAPIBurst are kube-controller-manager's client budget (default 20/30).
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	// NoTemporal skips the Temporal dev server.
+	NoTemporal bool
+	// TemporalPort and TemporalUIPort are fixed ports; 0 picks free ones.
+	TemporalPort, TemporalUIPort int
+	// Headless drops the Temporal UI.
+	Headless bool
+	// APIServerPort is fixed; 0 picks a free one.
+	APIServerPort int
+	// Progress receives one line per step.
+	Progress io.Writer
+}
+
+// Stack is a running stack.
+type Stack struct {
+	Opts            Options
+	Kubeconfig      string
+	APIServer       string
+	Token           string
+	TemporalAddress string
+	UIAddress       string
+	Client          kubernetes.Interface
+
+	procs    map[string]*Proc
+	order    []string
+	tempArgs []string
+}
+
+// ToolPath returns the path of a pinned tool binary.
+func ToolPath(tools, name string) string {
+	switch name {
+	case "temporal":
+		return filepath.Join(tools, "temporal-"+TemporalVersion, name)
+	case "etcd":
+		return filepath.Join(tools, "etcd-"+EtcdVersion, name)
+	case "kwok":
+		return filepath.Join(tools, "kwok-"+KwokVersion, name)
+	}
+	return filepath.Join(tools, "kube-"+KubeVersion, name)
+}
+
+// DefaultTools is the cache folder hack/tools.sh uses.
+func DefaultTools() string {
+	if v := os.Getenv("ROLLOUT_TOOLS"); v != "" {
+		return v
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, _ := os.UserHomeDir()
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "temporal-rollout", "tools")
+}
+
+// FreePort returns a free loopback TCP port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Stack) progress(format string, args ...any) {
+	if s.Opts.Progress != nil {
+		fmt.Fprintf(s.Opts.Progress, "[stack %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	}
+}
+
+// Start brings the whole stack up and waits until each part is healthy. On error, what was
+// started is stopped.
+func Start(ctx context.Context, o Options) (_ *Stack, err error) {
+	if o.Tools == "" {
+		o.Tools = DefaultTools()
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.KubeAPIQPS == 0 {
+		o.KubeAPIQPS, o.KubeAPIBurst = 20, 30
+	}
+	for _, t := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "temporal", "kubectl"} {
+		if _, err := os.Stat(ToolPath(o.Tools, t)); err != nil {
+			return nil, fmt.Errorf("tool %s missing in %s (run `make tools`): %w", t, o.Tools, err)
+		}
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create stack dir: %w", err)
+	}
+	s := &Stack{Opts: o, procs: map[string]*Proc{}}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	if err := s.startKube(ctx); err != nil {
+		return nil, err
+	}
+	if !o.NoTemporal {
+		if err := s.StartTemporal(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Stack) start(name, bin string, args ...string) (*Proc, error) {
+	p, err := StartProc(s.Opts.Dir, name, bin, args, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.procs[name] = p
+	s.order = append(s.order, name)
+	return p, nil
+}
+
+// Proc returns a started process by name.
+func (s *Stack) Proc(name string) *Proc { return s.procs[name] }
+
+func (s *Stack) startKube(ctx context.Context) error {
+	o := s.Opts
+	dir := o.Dir
+	etcdClient, _ := FreePort()
+	etcdPeer, _ := FreePort()
+	s.progress("etcd %s on 127.0.0.1:%d", EtcdVersion, etcdClient)
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
+	if _, err := s.start("etcd", ToolPath(o.Tools, "etcd"),
+		"--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
+		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdPeer),
+		"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdPeer),
+		"--initial-cluster", fmt.Sprintf("default=http://127.0.0.1:%d", etcdPeer),
+		"--quota-backend-bytes", strconv.Itoa(4<<30), "--log-level", "warn"); err != nil {
+		return err
+	}
+	if err := s.waitHTTP(ctx, "etcd", etcdURL+"/health", "", 60*time.Second); err != nil {
+		return err
+	}
+
+	saKey := filepath.Join(dir, "sa.key")
+	if err := writeRSAKey(saKey); err != nil {
+		return err
+	}
+	tokenBytes := make([]byte, 16)
+	_, _ = rand.Read(tokenBytes)
+	s.Token = hex.EncodeToString(tokenBytes)
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(s.Token+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write token file: %w", err)
+	}
+	port := o.APIServerPort
+	if port == 0 {
+		port, _ = FreePort()
+	}
+	s.APIServer = fmt.Sprintf("https://127.0.0.1:%d", port)
+	s.progress("kube-apiserver %s on %s", KubeVersion, s.APIServer)
+	if _, err := s.start("kube-apiserver", ToolPath(o.Tools, "kube-apiserver"),
+		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+		"--secure-port", strconv.Itoa(port), "--cert-dir", filepath.Join(dir, "certs"),
+		"--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
+		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+		"--token-auth-file", tokens, "--authorization-mode", "Node,RBAC",
+		"--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged=true",
+		"--profiling=false", "--v", "1"); err != nil {
+		return err
+	}
+	if err := s.waitHTTP(ctx, "kube-apiserver", s.APIServer+"/readyz", s.Token, 120*time.Second); err != nil {
+		return err
+	}
+	s.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(s.Kubeconfig, []byte(kubeconfig(s.APIServer, s.Token)), 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	cs, _, err := k8s.NewClientset(s.Kubeconfig, 100, 200)
+	if err != nil {
+		return err
+	}
+	s.Client = cs
+
+	controllers := "*,-deployment"
+	if o.BuiltinDeploymentController {
+		controllers = "*"
+	}
+	s.progress("kube-controller-manager %s with --controllers=%s, kube-scheduler %s", KubeVersion, controllers, KubeVersion)
+	if _, err := s.start("kube-controller-manager", ToolPath(o.Tools, "kube-controller-manager"),
+		"--kubeconfig", s.Kubeconfig, "--controllers", controllers, "--leader-elect=false",
+		"--service-account-private-key-file", saKey, "--use-service-account-credentials=false",
+		"--root-ca-file", filepath.Join(dir, "certs", "apiserver.crt"),
+		"--kube-api-qps", strconv.FormatFloat(float64(o.KubeAPIQPS), 'f', -1, 32), "--kube-api-burst", strconv.Itoa(o.KubeAPIBurst),
+		"--secure-port=0", "--v", "1"); err != nil {
+		return err
+	}
+	if _, err := s.start("kube-scheduler", ToolPath(o.Tools, "kube-scheduler"),
+		"--kubeconfig", s.Kubeconfig, "--leader-elect=false", "--secure-port=0", "--v", "1"); err != nil {
+		return err
+	}
+
+	stages, err := s.writeStages()
+	if err != nil {
+		return err
+	}
+	kwokPort, _ := FreePort()
+	s.progress("kwok %s with %d fake nodes (pods Ready after %s ± %s)", KwokVersion, o.Nodes, o.PodReadyDelay, o.PodReadyJitter)
+	if _, err := s.start("kwok", ToolPath(o.Tools, "kwok"),
+		"--kubeconfig", s.Kubeconfig, "--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake",
+		"--config", stages, "--node-ip", "10.0.0.1", "--cidr", "10.0.0.1/16",
+		"--server-address", fmt.Sprintf("127.0.0.1:%d", kwokPort)); err != nil {
+		return err
+	}
+	if err := s.createNodes(ctx); err != nil {
+		return err
+	}
+	return s.waitKube(ctx)
+}
+
+// writeStages writes kwok's stages: node initialise and heartbeat, pods Ready after the
+// configured delay unless their image tag is :404 or :nonexistent, pod completion and delete.
+func (s *Stack) writeStages() (string, error) {
+	src := filepath.Join(s.Opts.Tools, "kwok-"+KwokVersion, "stages")
+	var docs []string
+	for _, f := range []string{"node-initialize.yaml", "node-heartbeat.yaml", "pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			return "", fmt.Errorf("read kwok stage %s: %w", f, err)
+		}
+		doc := string(b)
+		if f == "pod-ready.yaml" {
+			doc = strings.Replace(doc, "    matchExpressions:\n", "    matchExpressions:\n"+
+				"    - key: '[.spec.containers.[].image | test(\":(404|nonexistent)$\")] | any'\n"+
+				"      operator: 'NotIn'\n"+
+				"      values:\n"+
+				"      - 'true'\n", 1)
+			if s.Opts.PodReadyDelay > 0 {
+				doc = strings.Replace(doc, "  next:\n", fmt.Sprintf("  delay:\n    durationMilliseconds: %d\n    jitterDurationMilliseconds: %d\n  next:\n",
+					s.Opts.PodReadyDelay.Milliseconds(), (s.Opts.PodReadyDelay+s.Opts.PodReadyJitter).Milliseconds()), 1)
+			}
+		}
+		docs = append(docs, strings.TrimSpace(doc))
+	}
+	path := filepath.Join(s.Opts.Dir, "kwok-stages.yaml")
+	return path, os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")+"\n"), 0o644)
+}
+
+func (s *Stack) createNodes(ctx context.Context) error {
+	for i := range s.Opts.Nodes {
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        fmt.Sprintf("kwok-node-%d", i),
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+				Labels:      map[string]string{"type": "kwok", "kubernetes.io/hostname": fmt.Sprintf("kwok-node-%d", i), "kubernetes.io/os": "linux"},
+			},
+			Status: corev1.NodeStatus{
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"), corev1.ResourcePods: resource.MustParse("2000")},
+				Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"), corev1.ResourcePods: resource.MustParse("2000")},
+			},
+		}
+		if _, err := s.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create node %s: %w", node.Name, err)
+		}
+	}
+	return nil
+}
+
+// waitKube waits for Ready nodes and the default service account (the controller manager runs).
+func (s *Stack) waitKube(ctx context.Context) error {
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		if err := s.checkExited(); err != nil {
+			return err
+		}
+		nodes, err := s.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		ready := 0
+		if err == nil {
+			for _, n := range nodes.Items {
+				for _, c := range n.Status.Conditions {
+					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+						ready++
+					}
+				}
+			}
+		}
+		_, saErr := s.Client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		if ready == s.Opts.Nodes && saErr == nil {
+			s.progress("kubernetes ready: %d nodes Ready, controller manager running", ready)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kubernetes not ready after 120s: %d/%d nodes ready, default service account: %v", ready, s.Opts.Nodes, saErr)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Stack) checkExited() error {
+	for _, name := range s.order {
+		if ok, err := s.procs[name].Exited(); ok {
+			return fmt.Errorf("%s exited (%v); log tail:\n%s", name, err, s.procs[name].Tail(2000))
+		}
+	}
+	return nil
+}
+
+// StartTemporal starts (or restarts) the Temporal dev server on the same db file.
+func (s *Stack) StartTemporal(ctx context.Context) error {
+	o := s.Opts
+	if s.tempArgs == nil {
+		port, ui := o.TemporalPort, o.TemporalUIPort
+		if port == 0 {
+			port, _ = FreePort()
+		}
+		if ui == 0 {
+			ui, _ = FreePort()
+		}
+		s.TemporalAddress = fmt.Sprintf("127.0.0.1:%d", port)
+		s.UIAddress = fmt.Sprintf("http://127.0.0.1:%d", ui)
+		s.tempArgs = []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
+			"--ui-port", strconv.Itoa(ui), "--db-filename", filepath.Join(o.Dir, "temporal.db"),
+			"--log-level", "warn", "--namespace", "default"}
+		for _, sa := range SearchAttributes {
+			s.tempArgs = append(s.tempArgs, "--search-attribute", sa)
+		}
+		if o.Headless {
+			s.tempArgs = append(s.tempArgs, "--headless")
+		}
+	}
+	s.progress("temporal dev server %s on %s (UI %s)", TemporalVersion, s.TemporalAddress, s.UIAddress)
+	if _, err := s.start("temporal", ToolPath(o.Tools, "temporal"), s.tempArgs...); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if ok, err := s.procs["temporal"].Exited(); ok {
+			return fmt.Errorf("temporal dev server exited (%v); log tail:\n%s", err, s.procs["temporal"].Tail(2000))
+		}
+		c, err := client.Dial(client.Options{HostPort: s.TemporalAddress, Logger: quietLogger{}})
+		if err == nil {
+			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
+			c.Close()
+			if err == nil {
+				s.progress("temporal ready")
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("temporal not healthy after 90s: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// StopTemporal stops the Temporal dev server; StartTemporal brings it back on the same db.
+func (s *Stack) StopTemporal() {
+	s.procs["temporal"].Stop(10 * time.Second)
+	delete(s.procs, "temporal")
+	s.order = remove(s.order, "temporal")
+}
+
+// SearchAttributes are registered on the dev server: namespace, Deployment, revision, outcome.
+var SearchAttributes = []string{
+	workflows.SearchAttrNamespace + "=Keyword",
+	workflows.SearchAttrDeployment + "=Keyword",
+	workflows.SearchAttrRevision + "=Int",
+	workflows.SearchAttrOutcome + "=Keyword",
+}
+
+func remove(list []string, v string) []string {
+	var out []string
+	for _, x := range list {
+		if x != v {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Stop stops every process in reverse start order.
+func (s *Stack) Stop() {
+	for i := len(s.order) - 1; i >= 0; i-- {
+		if p := s.procs[s.order[i]]; p != nil {
+			p.Stop(10 * time.Second)
+		}
+	}
+	s.procs, s.order = map[string]*Proc{}, nil
+}
+
+// StartProcess runs another program (our worker or watcher) as part of the stack, so Stop
+// stops it too.
+func (s *Stack) StartProcess(name, bin string, args ...string) (*Proc, error) {
+	return s.start(name, bin, args...)
+}
+
+// StopProcess stops one named process and forgets it.
+func (s *Stack) StopProcess(name string) {
+	if p := s.procs[name]; p != nil {
+		p.Stop(10 * time.Second)
+		delete(s.procs, name)
+		s.order = remove(s.order, name)
+	}
+}
+
+// KillProcess SIGKILLs one named process and forgets it.
+func (s *Stack) KillProcess(name string) {
+	if p := s.procs[name]; p != nil {
+		p.Kill()
+		delete(s.procs, name)
+		s.order = remove(s.order, name)
+	}
+}
+
+func (s *Stack) waitHTTP(ctx context.Context, name, url, token string, timeout time.Duration) error {
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback self-signed
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		if ok, err := s.procs[name].Exited(); ok {
+			return fmt.Errorf("%s exited (%v); log tail:\n%s", name, err, s.procs[name].Tail(2000))
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		last = err
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not healthy after %s: %w", name, timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func writeRSAKey(path string) error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return fmt.Errorf("generate service account key: %w", err)
+	}
+	b := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	return os.WriteFile(path, b, 0o600)
+}
+
+func kubeconfig(server, token string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: %s
+    insecure-skip-tls-verify: true
+users:
+- name: admin
+  user:
+    token: %s
+contexts:
+- name: local
+  context:
+    cluster: local
+    user: admin
+current-context: local
+`, server, token)
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}
