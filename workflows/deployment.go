@@ -138,19 +138,20 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		}
 		r.scheduleWake(ctx, plan)
 
-		if plan.Phase.Converged() && r.progressed && !r.pendingWork() {
+		if plan.Phase.Converged() && r.progressed && !r.pendingWork(ctx) {
 			r.finishRollout(ctx, string(plan.Phase))
 			return Result{}, r.continueAsNew(ctx, true)
 		}
 		if r.syncs >= maxSyncsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			r.drainSignals(ctx)
-			return Result{}, r.continueAsNew(ctx, plan.Phase.Converged() && !r.pendingWork())
+			return Result{}, r.continueAsNew(ctx, plan.Phase.Converged() && !r.pendingWork(ctx))
 		}
 	}
 }
 
 // pendingWork drains signals that arrived during the sync and reports whether any work is owed.
-func (r *rollout) pendingWork() bool {
+func (r *rollout) pendingWork(ctx workflow.Context) bool {
+	r.drainSignals(ctx)
 	return r.dirty || r.pendingPause != nil || r.rollbackTo != nil
 }
 

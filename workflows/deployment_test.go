@@ -1,0 +1,1051 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+// ---------------------------------------------------------------------------------------------
+// In-memory cluster
+// ---------------------------------------------------------------------------------------------
+
+const (
+	testNS   = "default"
+	testName = "web"
+	testUID  = types.UID("deployment-uid-1")
+)
+
+var baseTime = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// fakeCluster holds one Deployment and its ReplicaSets and implements every local activity the
+// workflow runs. Writes apply to the in-memory objects; a ReplicaSet's status follows its spec at
+// once, as if the ReplicaSet controller and the kubelet were instantaneous.
+type fakeCluster struct {
+	mu sync.Mutex
+
+	d   *appsv1.Deployment // nil: deleted
+	rss []*appsv1.ReplicaSet
+
+	clock  time.Time // creation timestamps for new ReplicaSets
+	uidSeq int
+
+	calls     map[string]int
+	events    []k8s.Event
+	rollbacks []*appsv1.Deployment // RollbackDeployment inputs
+	created   []string             // names of created ReplicaSets
+
+	// afterWrite, if set, runs (without the lock held) after every successful write, with the
+	// activity name.
+	afterWrite func(activity string)
+}
+
+func newFakeCluster(d *appsv1.Deployment, rss ...*appsv1.ReplicaSet) *fakeCluster {
+	return &fakeCluster{d: d, rss: rss, clock: baseTime, calls: map[string]int{}}
+}
+
+func int32p(v int32) *int32 { return &v }
+func int64p(v int64) *int64 { return &v }
+func boolp(v bool) *bool    { return &v }
+
+func podTemplate(image string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}},
+	}
+}
+
+// newDeployment is a RollingUpdate Deployment (maxSurge 25%, maxUnavailable 25%: for 3
+// replicas, surge 1 and unavailable 0) at the given template and revision.
+func newDeployment(image string, replicas int32, revision string) *appsv1.Deployment {
+	maxSurge, maxUnavailable := intstr.FromString("25%"), intstr.FromString("25%")
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: testNS, Name: testName, UID: testUID, Generation: 1,
+			Annotations: map[string]string{},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: int32p(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: podTemplate(image),
+			Strategy: appsv1.DeploymentStrategy{
+				Type:          appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &maxSurge, MaxUnavailable: &maxUnavailable},
+			},
+			RevisionHistoryLimit:    int32p(10),
+			ProgressDeadlineSeconds: int32p(600),
+		},
+	}
+	if revision != "" {
+		d.Annotations[k8s.RevisionAnnotation] = revision
+	}
+	return d
+}
+
+// newReplicaSet builds a ReplicaSet of d for the image's template the way the engine names and
+// labels it, settled at replicas.
+func newReplicaSet(d *appsv1.Deployment, image string, revision int64, replicas int32, age time.Duration) *appsv1.ReplicaSet {
+	tmpl := podTemplate(image)
+	hash := k8s.PodTemplateHash(&tmpl, nil)
+	tmpl.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+	rsLabels := map[string]string{}
+	for k, v := range tmpl.Labels {
+		rsLabels[k] = v
+	}
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:         d.Namespace,
+			Name:              k8s.ReplicaSetName(d.Name, hash),
+			UID:               types.UID("rs-uid-" + image),
+			Generation:        1,
+			CreationTimestamp: metav1.NewTime(baseTime.Add(-age)),
+			Labels:            rsLabels,
+			Annotations: map[string]string{
+				k8s.RevisionAnnotation:        fmt.Sprint(revision),
+				k8s.DesiredReplicasAnnotation: fmt.Sprint(*d.Spec.Replicas),
+				k8s.MaxReplicasAnnotation:     fmt.Sprint(*d.Spec.Replicas + 1),
+			},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))},
+		},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: int32p(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: hash}},
+			Template: tmpl,
+		},
+	}
+	settle(rs)
+	return rs
+}
+
+// settle plays the ReplicaSet controller: every replica exists and is ready and available.
+func settle(rs *appsv1.ReplicaSet) {
+	n := *rs.Spec.Replicas
+	rs.Status.Replicas, rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = n, n, n
+	rs.Status.FullyLabeledReplicas = n
+	rs.Status.ObservedGeneration = rs.Generation
+}
+
+func appErr(kind, format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), kind, nil)
+}
+
+func (f *fakeCluster) register(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterActivity(&activities.Activities{})
+	env.OnActivity(a.Observe, mock.Anything, mock.Anything).Return(f.Observe)
+	env.OnActivity(a.SetPaused, mock.Anything, mock.Anything).Return(f.SetPaused)
+	env.OnActivity(a.SetImage, mock.Anything, mock.Anything).Return(f.SetImage)
+	env.OnActivity(a.RecordEvent, mock.Anything, mock.Anything).Return(f.RecordEvent)
+	env.OnActivity(a.ClaimReplicaSets, mock.Anything, mock.Anything).Return(f.ClaimReplicaSets)
+	env.OnActivity(a.CreateReplicaSet, mock.Anything, mock.Anything).Return(f.CreateReplicaSet)
+	env.OnActivity(a.ScaleUpReplicaSet, mock.Anything, mock.Anything).Return(f.ScaleUpReplicaSet)
+	env.OnActivity(a.ScaleDownReplicaSet, mock.Anything, mock.Anything).Return(f.ScaleDownReplicaSet)
+	env.OnActivity(a.UpdateReplicaSet, mock.Anything, mock.Anything).Return(f.UpdateReplicaSet)
+	env.OnActivity(a.CleanupReplicaSets, mock.Anything, mock.Anything).Return(f.CleanupReplicaSets)
+	env.OnActivity(a.UpdateDeploymentStatus, mock.Anything, mock.Anything).Return(f.UpdateDeploymentStatus)
+	env.OnActivity(a.RollbackDeployment, mock.Anything, mock.Anything).Return(f.RollbackDeployment)
+}
+
+// wrote bumps the call count and, for a write that succeeded, runs the afterWrite hook once the
+// lock is released.
+func (f *fakeCluster) done(activity string, write bool, err *error) {
+	f.calls[activity]++
+	hook := f.afterWrite
+	f.mu.Unlock()
+	if write && *err == nil && hook != nil {
+		hook(activity)
+	}
+}
+
+func (f *fakeCluster) findRS(name string) int {
+	for i, rs := range f.rss {
+		if rs.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (f *fakeCluster) Observe(_ context.Context, in activities.ObserveInput) (_ activities.ObserveResult, err error) {
+	f.mu.Lock()
+	defer f.done("Observe", false, &err)
+	if f.d == nil || f.d.Namespace != in.Namespace || f.d.Name != in.Name {
+		return activities.ObserveResult{Found: false}, nil
+	}
+	snap := k8s.Snapshot{Deployment: f.d.DeepCopy()}
+	sel, serr := metav1.LabelSelectorAsSelector(f.d.Spec.Selector)
+	if serr != nil {
+		return activities.ObserveResult{Found: true, Snapshot: snap}, nil
+	}
+	for _, rs := range f.rss {
+		ref := metav1.GetControllerOf(rs)
+		if sel.Matches(labels.Set(rs.Labels)) && (ref == nil || ref.UID == f.d.UID) {
+			snap.ReplicaSets = append(snap.ReplicaSets, rs.DeepCopy())
+		}
+	}
+	sort.Slice(snap.ReplicaSets, func(i, j int) bool { return snap.ReplicaSets[i].Name < snap.ReplicaSets[j].Name })
+	return activities.ObserveResult{Found: true, Snapshot: snap}, nil
+}
+
+func (f *fakeCluster) SetPaused(_ context.Context, in activities.SetPausedInput) (_ activities.SetPausedResult, err error) {
+	f.mu.Lock()
+	defer f.done("SetPaused", true, &err)
+	if f.d == nil {
+		return activities.SetPausedResult{}, appErr(activities.ErrNotFound, "deployment %s/%s not found", in.Namespace, in.Name)
+	}
+	if f.d.Spec.Paused == in.Paused {
+		return activities.SetPausedResult{Generation: f.d.Generation}, nil
+	}
+	f.d.Spec.Paused = in.Paused
+	f.d.Generation++
+	return activities.SetPausedResult{Changed: true, Generation: f.d.Generation}, nil
+}
+
+func (f *fakeCluster) SetImage(_ context.Context, in activities.SetImageInput) (_ activities.SetImageResult, err error) {
+	f.mu.Lock()
+	defer f.done("SetImage", true, &err)
+	if f.d == nil {
+		return activities.SetImageResult{}, appErr(activities.ErrNotFound, "deployment %s/%s not found", in.Namespace, in.Name)
+	}
+	changed := false
+	var parts []string
+	for name, image := range in.Images {
+		found := false
+		for i := range f.d.Spec.Template.Spec.Containers {
+			c := &f.d.Spec.Template.Spec.Containers[i]
+			if c.Name == name {
+				found = true
+				if c.Image != image {
+					c.Image, changed = image, true
+				}
+			}
+		}
+		if !found {
+			return activities.SetImageResult{}, appErr(activities.ErrInvalid, "no container named %q", name)
+		}
+		parts = append(parts, name+"="+image)
+	}
+	if !changed {
+		return activities.SetImageResult{Generation: f.d.Generation}, nil
+	}
+	sort.Strings(parts)
+	cause := "set image " + strings.Join(parts, ",")
+	f.d.Annotations[k8s.ChangeCauseAnnotation] = cause
+	f.d.Generation++
+	return activities.SetImageResult{Changed: true, Generation: f.d.Generation, ChangeCause: cause}, nil
+}
+
+func (f *fakeCluster) RecordEvent(_ context.Context, in activities.RecordEventInput) (err error) {
+	f.mu.Lock()
+	defer f.done("RecordEvent", false, &err)
+	f.events = append(f.events, in.Events...)
+	return nil
+}
+
+func (f *fakeCluster) ClaimReplicaSets(_ context.Context, in activities.ClaimInput) (_ activities.ClaimResult, err error) {
+	f.mu.Lock()
+	defer f.done("ClaimReplicaSets", true, &err)
+	var res activities.ClaimResult
+	if len(in.Adopt) > 0 && (f.d == nil || f.d.UID != in.Deployment.UID) {
+		return res, appErr(activities.ErrStale, "deployment %s is gone", in.Deployment)
+	}
+	for _, r := range in.Adopt {
+		if i := f.findRS(r.Name); i >= 0 && f.rss[i].UID == r.UID {
+			f.rss[i].OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(f.d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}
+			res.Adopted = append(res.Adopted, r.Name)
+		}
+	}
+	for _, r := range in.Release {
+		if i := f.findRS(r.Name); i >= 0 && f.rss[i].UID == r.UID {
+			var kept []metav1.OwnerReference
+			for _, o := range f.rss[i].OwnerReferences {
+				if o.UID != in.Deployment.UID {
+					kept = append(kept, o)
+				}
+			}
+			f.rss[i].OwnerReferences = kept
+			res.Released = append(res.Released, r.Name)
+		}
+	}
+	return res, nil
+}
+
+func (f *fakeCluster) CreateReplicaSet(_ context.Context, in activities.CreateInput) (_ activities.CreateResult, err error) {
+	f.mu.Lock()
+	defer f.done("CreateReplicaSet", true, &err)
+	if in.ReplicaSet == nil || in.ReplicaSet.Name == "" || in.ReplicaSet.Namespace != in.Deployment.Namespace {
+		return activities.CreateResult{}, appErr(activities.ErrInvalid, "invalid replicaset")
+	}
+	rs := in.ReplicaSet.DeepCopy()
+	res := activities.CreateResult{Name: rs.Name}
+	if i := f.findRS(rs.Name); i >= 0 {
+		existing := f.rss[i]
+		if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == in.Deployment.UID && k8s.EqualIgnoreHash(&rs.Spec.Template, &existing.Spec.Template) {
+			res.Existed, res.Generation = true, existing.Generation
+			return res, nil
+		}
+		if f.d.Status.CollisionCount == nil {
+			f.d.Status.CollisionCount = new(int32)
+		}
+		*f.d.Status.CollisionCount++
+		res.Collision = true
+		return res, nil
+	}
+	f.uidSeq++
+	f.clock = f.clock.Add(time.Minute)
+	rs.UID = types.UID(fmt.Sprintf("rs-uid-created-%d", f.uidSeq))
+	rs.CreationTimestamp = metav1.NewTime(f.clock)
+	rs.Generation = 1
+	rs.ResourceVersion = "1"
+	settle(rs)
+	f.rss = append(f.rss, rs)
+	f.created = append(f.created, rs.Name)
+	f.events = append(f.events, in.Events...)
+	res.Created, res.Generation = true, rs.Generation
+	return res, nil
+}
+
+func (f *fakeCluster) writeReplicaSet(in activities.WriteReplicaSetInput) (activities.WriteReplicaSetResult, error) {
+	want := in.ReplicaSet
+	if want == nil || want.Name == "" || want.Spec.Replicas == nil || *want.Spec.Replicas < 0 {
+		return activities.WriteReplicaSetResult{}, appErr(activities.ErrInvalid, "invalid target")
+	}
+	i := f.findRS(want.Name)
+	if i < 0 {
+		return activities.WriteReplicaSetResult{}, appErr(activities.ErrNotFound, "replicaset %s not found", want.Name)
+	}
+	rs := f.rss[i]
+	if rs.UID != want.UID {
+		return activities.WriteReplicaSetResult{}, appErr(activities.ErrStale, "replicaset %s was replaced", want.Name)
+	}
+	if ref := metav1.GetControllerOf(rs); ref == nil || ref.UID != in.Deployment.UID {
+		return activities.WriteReplicaSetResult{}, appErr(activities.ErrStale, "replicaset %s is not ours", want.Name)
+	}
+	specChanged := *rs.Spec.Replicas != *want.Spec.Replicas || rs.Spec.MinReadySeconds != want.Spec.MinReadySeconds
+	rs.Spec.Replicas = int32p(*want.Spec.Replicas)
+	rs.Spec.MinReadySeconds = want.Spec.MinReadySeconds
+	rs.Annotations = map[string]string{}
+	for k, v := range want.Annotations {
+		rs.Annotations[k] = v
+	}
+	if specChanged {
+		rs.Generation++
+	}
+	settle(rs)
+	f.events = append(f.events, in.Events...)
+	return activities.WriteReplicaSetResult{Name: rs.Name, Replicas: *rs.Spec.Replicas, Generation: rs.Generation}, nil
+}
+
+func (f *fakeCluster) ScaleUpReplicaSet(_ context.Context, in activities.WriteReplicaSetInput) (_ activities.WriteReplicaSetResult, err error) {
+	f.mu.Lock()
+	defer f.done("ScaleUpReplicaSet", true, &err)
+	return f.writeReplicaSet(in)
+}
+
+func (f *fakeCluster) ScaleDownReplicaSet(_ context.Context, in activities.WriteReplicaSetInput) (_ activities.WriteReplicaSetResult, err error) {
+	f.mu.Lock()
+	defer f.done("ScaleDownReplicaSet", true, &err)
+	return f.writeReplicaSet(in)
+}
+
+func (f *fakeCluster) UpdateReplicaSet(_ context.Context, in activities.WriteReplicaSetInput) (_ activities.WriteReplicaSetResult, err error) {
+	f.mu.Lock()
+	defer f.done("UpdateReplicaSet", true, &err)
+	return f.writeReplicaSet(in)
+}
+
+func (f *fakeCluster) CleanupReplicaSets(_ context.Context, in activities.CleanupInput) (_ activities.CleanupResult, err error) {
+	f.mu.Lock()
+	defer f.done("CleanupReplicaSets", true, &err)
+	var res activities.CleanupResult
+	for _, r := range in.Delete {
+		if i := f.findRS(r.Name); i >= 0 && f.rss[i].UID == r.UID {
+			f.rss = append(f.rss[:i], f.rss[i+1:]...)
+			res.Deleted = append(res.Deleted, r.Name)
+		}
+	}
+	return res, nil
+}
+
+// checkDeployment is the resourceVersion precondition of a Deployment write, at generation
+// granularity: a write decided on an older spec is stale.
+func (f *fakeCluster) checkDeployment(want *appsv1.Deployment) error {
+	if want == nil || want.Name == "" {
+		return appErr(activities.ErrInvalid, "no deployment given")
+	}
+	if f.d == nil {
+		return appErr(activities.ErrNotFound, "deployment %s/%s not found", want.Namespace, want.Name)
+	}
+	if f.d.UID != want.UID || f.d.Generation != want.Generation {
+		return appErr(activities.ErrStale, "deployment changed (generation %d, want %d)", f.d.Generation, want.Generation)
+	}
+	return nil
+}
+
+func (f *fakeCluster) UpdateDeploymentStatus(_ context.Context, in activities.DeploymentWriteInput) (_ activities.DeploymentWriteResult, err error) {
+	f.mu.Lock()
+	defer f.done("UpdateDeploymentStatus", true, &err)
+	if err := f.checkDeployment(in.Deployment); err != nil {
+		return activities.DeploymentWriteResult{}, err
+	}
+	f.d.Status = *in.Deployment.Status.DeepCopy()
+	f.d.Annotations = map[string]string{}
+	for k, v := range in.Deployment.Annotations {
+		f.d.Annotations[k] = v
+	}
+	f.events = append(f.events, in.Events...)
+	return activities.DeploymentWriteResult{Generation: f.d.Generation}, nil
+}
+
+func (f *fakeCluster) RollbackDeployment(_ context.Context, in activities.DeploymentWriteInput) (_ activities.DeploymentWriteResult, err error) {
+	f.mu.Lock()
+	defer f.done("RollbackDeployment", true, &err)
+	if err := f.checkDeployment(in.Deployment); err != nil {
+		return activities.DeploymentWriteResult{}, err
+	}
+	f.rollbacks = append(f.rollbacks, in.Deployment.DeepCopy())
+	if !equality.Semantic.DeepEqual(f.d.Spec.Template, in.Deployment.Spec.Template) {
+		f.d.Spec.Template = *in.Deployment.Spec.Template.DeepCopy()
+		f.d.Generation++
+	}
+	f.d.Annotations = map[string]string{}
+	for k, v := range in.Deployment.Annotations {
+		f.d.Annotations[k] = v
+	}
+	f.events = append(f.events, in.Events...)
+	return activities.DeploymentWriteResult{Generation: f.d.Generation}, nil
+}
+
+// --- test-side access (what kubectl would do) ---
+
+func (f *fakeCluster) setImage(image string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.d.Spec.Template.Spec.Containers[0].Image = image
+	f.d.Generation++
+}
+
+func (f *fakeCluster) deleteDeployment() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.d = nil
+}
+
+func (f *fakeCluster) paused() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.d != nil && f.d.Spec.Paused
+}
+
+func (f *fakeCluster) numReplicaSets() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.rss)
+}
+
+func (f *fakeCluster) callCount(activity string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[activity]
+}
+
+func (f *fakeCluster) hasEvent(reason string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range f.events {
+		if e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// replicasByImage maps each ReplicaSet's image to its spec.replicas.
+func (f *fakeCluster) replicasByImage() map[string]int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int32{}
+	for _, rs := range f.rss {
+		out[rs.Spec.Template.Spec.Containers[0].Image] = *rs.Spec.Replicas
+	}
+	return out
+}
+
+func (f *fakeCluster) image() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.d.Spec.Template.Spec.Containers[0].Image
+}
+
+func (f *fakeCluster) annotation(key string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.d.Annotations[key]
+}
+
+// rsAnnotation is an annotation of the ReplicaSet running image.
+func (f *fakeCluster) rsAnnotation(image, key string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rs := range f.rss {
+		if rs.Spec.Template.Spec.Containers[0].Image == image {
+			return rs.Annotations[key]
+		}
+	}
+	return ""
+}
+
+// ---------------------------------------------------------------------------------------------
+// Harness
+// ---------------------------------------------------------------------------------------------
+
+func newEnv(t *testing.T, f *fakeCluster) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	env := s.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(30 * time.Second)
+	env.RegisterWorkflowWithOptions(DeploymentWorkflow, workflow.RegisterOptions{Name: WorkflowType})
+	f.register(env)
+	return env
+}
+
+func input() Input { return Input{Namespace: testNS, Name: testName} }
+
+func at(env *testsuite.TestWorkflowEnvironment, d time.Duration, fn func()) {
+	env.RegisterDelayedCallback(fn, d)
+}
+
+func signalAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, name string, payload any) {
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(name, payload) }, d)
+}
+
+// endByDeletion deletes the Deployment and triggers a sync at d, which ends an idle workflow
+// with OutcomeDeleted. (Cancellation is no way out: the workflow does not watch ctx.Done.)
+func endByDeletion(env *testsuite.TestWorkflowEnvironment, f *fakeCluster, d time.Duration) {
+	env.RegisterDelayedCallback(func() {
+		f.deleteDeployment()
+		env.SignalWorkflow(SignalTrigger, nil)
+	}, d)
+}
+
+func queryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) Status {
+	t.Helper()
+	v, err := env.QueryWorkflow(QueryStatus)
+	if err != nil {
+		t.Fatalf("query status: %v", err)
+	}
+	var st Status
+	if err := v.Get(&st); err != nil {
+		t.Fatalf("decode status: %v", err)
+	}
+	return st
+}
+
+// continuedAsNew checks the run continued as new and returns the next run's input.
+func continuedAsNew(t *testing.T, env *testsuite.TestWorkflowEnvironment) Input {
+	t.Helper()
+	if !env.IsWorkflowCompleted() {
+		t.Fatalf("workflow did not complete")
+	}
+	err := env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		t.Fatalf("workflow error: got %v (%T), want a *workflow.ContinueAsNewError", err, err)
+	}
+	if can.WorkflowType == nil || can.WorkflowType.Name != WorkflowType {
+		t.Fatalf("continue-as-new workflow type: got %v, want %s", can.WorkflowType, WorkflowType)
+	}
+	var next Input
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatalf("decode continue-as-new input: %v", err)
+	}
+	if next.Namespace != testNS || next.Name != testName || next.Carry == nil {
+		t.Fatalf("continue-as-new input: got %+v, want %s/%s with a carry", next, testNS, testName)
+	}
+	return next
+}
+
+func deleted(t *testing.T, env *testsuite.TestWorkflowEnvironment) Result {
+	t.Helper()
+	if !env.IsWorkflowCompleted() {
+		t.Fatalf("workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: got %v, want none", err)
+	}
+	var res Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatalf("workflow result: %v", err)
+	}
+	if res.Outcome != OutcomeDeleted {
+		t.Fatalf("outcome: got %q, want %q", res.Outcome, OutcomeDeleted)
+	}
+	return res
+}
+
+func assertReplicas(t *testing.T, f *fakeCluster, want map[string]int32) {
+	t.Helper()
+	got := f.replicasByImage()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("replicas by image: got %v, want %v", got, want)
+	}
+}
+
+// check records a failure from a delayed callback without stopping the workflow goroutine.
+func check(t *testing.T, cond bool, format string, args ...any) {
+	t.Helper()
+	if !cond {
+		t.Errorf(format, args...)
+	}
+}
+
+// midRollout is a Deployment whose template moved from v1 to v2; v1 runs 3 replicas.
+func midRollout() *fakeCluster {
+	d := newDeployment("nginx:v2", 3, "1")
+	d.Generation = 2
+	return newFakeCluster(d, newReplicaSet(d, "nginx:v1", 1, 3, time.Hour))
+}
+
+// steady is a Deployment fully rolled out at v1.
+func steady() *fakeCluster {
+	d := newDeployment("nginx:v1", 3, "1")
+	return newFakeCluster(d, newReplicaSet(d, "nginx:v1", 1, 3, time.Hour))
+}
+
+// steadyAtV2 is a Deployment rolled out at v2 (revision 2) with v1 (revision 1) scaled to 0.
+func steadyAtV2() *fakeCluster {
+	d := newDeployment("nginx:v2", 3, "2")
+	d.Generation = 2
+	return newFakeCluster(d,
+		newReplicaSet(d, "nginx:v1", 1, 0, 2*time.Hour),
+		newReplicaSet(d, "nginx:v2", 2, 3, time.Hour))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------------------------
+
+// 1. A RollingUpdate rollout completes and the run continues as new, idle.
+func TestRolloutCompletesAndContinuesAsNew(t *testing.T) {
+	tests := []struct {
+		name        string
+		cluster     func() *fakeCluster
+		in          Input
+		changeCause string
+	}{
+		{name: "template change", cluster: midRollout, in: input()},
+		{
+			name: "image from input", cluster: steady,
+			in:          Input{Namespace: testNS, Name: testName, Image: map[string]string{"app": "nginx:v2"}},
+			changeCause: "set image app=nginx:v2",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := tt.cluster()
+			env := newEnv(t, f)
+			env.ExecuteWorkflow(WorkflowType, tt.in)
+
+			next := continuedAsNew(t, env)
+			if !next.Carry.Idle || next.Carry.Dirty || next.Carry.RollbackTo != nil || next.Carry.Pause != nil {
+				t.Fatalf("carry: got %+v, want idle with nothing pending", *next.Carry)
+			}
+			if st := next.Carry.Status; st == nil || st.Phase != string(k8s.PhaseComplete) || st.CurrentRevision != 2 {
+				t.Fatalf("carried status: got %+v, want phase Complete at revision 2", st)
+			}
+			assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
+			if got := f.annotation(k8s.RevisionAnnotation); got != "2" {
+				t.Fatalf("deployment revision: got %q, want %q", got, "2")
+			}
+			if got := f.rsAnnotation("nginx:v2", k8s.RevisionAnnotation); got != "2" {
+				t.Fatalf("new replicaset revision: got %q, want %q", got, "2")
+			}
+			if got := f.rsAnnotation("nginx:v2", k8s.ChangeCauseAnnotation); got != tt.changeCause {
+				t.Fatalf("new replicaset change-cause: got %q, want %q", got, tt.changeCause)
+			}
+			if got := len(f.created); got != 1 {
+				t.Fatalf("replicasets created: got %d, want 1", got)
+			}
+			st := queryStatus(t, env)
+			if st.Phase != string(k8s.PhaseComplete) || st.CurrentRevision != 2 || st.Syncs < 2 {
+				t.Fatalf("status: got phase %q revision %d syncs %d, want Complete, 2, >= 2", st.Phase, st.CurrentRevision, st.Syncs)
+			}
+		})
+	}
+}
+
+// 2. Pause stops the rollout (no new ReplicaSet while paused); resume finishes it.
+func TestPauseAndResume(t *testing.T) {
+	t.Run("paused before a template change", func(t *testing.T) {
+		f := steady()
+		env := newEnv(t, f)
+		signalAt(env, 10*time.Second, SignalPause, nil)
+		at(env, 20*time.Second, func() {
+			check(t, f.paused(), "after pause: spec.paused got false, want true")
+			f.setImage("nginx:v2")
+			env.SignalWorkflow(SignalTrigger, nil)
+		})
+		at(env, 30*time.Second, func() {
+			check(t, f.numReplicaSets() == 1, "while paused: replicasets got %d, want 1", f.numReplicaSets())
+			st := queryStatus(t, env)
+			check(t, st.Paused && st.Phase == string(k8s.PhasePaused), "while paused: status got paused=%t phase %q, want true, Paused", st.Paused, st.Phase)
+		})
+		signalAt(env, 40*time.Second, SignalResume, nil)
+		env.ExecuteWorkflow(WorkflowType, input())
+
+		next := continuedAsNew(t, env)
+		if !next.Carry.Idle || next.Carry.Pause != nil {
+			t.Fatalf("carry: got %+v, want idle with no pending pause", *next.Carry)
+		}
+		if f.paused() {
+			t.Fatalf("after resume: spec.paused got true, want false")
+		}
+		assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
+	})
+
+	t.Run("paused mid-rollout", func(t *testing.T) {
+		f := midRollout()
+		env := newEnv(t, f)
+		// The first sync creates the v2 ReplicaSet; the pause lands before the resync a minute later.
+		signalAt(env, 30*time.Second, SignalPause, nil)
+		env.ExecuteWorkflow(WorkflowType, input())
+
+		// A pause ends the rollout's run: Paused is a converged phase.
+		next := continuedAsNew(t, env)
+		if !next.Carry.Idle || next.Carry.Pause != nil {
+			t.Fatalf("carry after pause: got %+v, want idle with the pause applied", *next.Carry)
+		}
+		if !f.paused() {
+			t.Fatalf("after pause: spec.paused got false, want true")
+		}
+		mid := f.replicasByImage()
+		if len(mid) != 2 || mid["nginx:v2"] == 3 {
+			t.Fatalf("after pause: replicas by image got %v, want the v2 rollout under way", mid)
+		}
+
+		// The next run: a template change while paused creates nothing; resume rolls out v3.
+		env = newEnv(t, f)
+		at(env, 10*time.Second, func() {
+			f.setImage("nginx:v3")
+			env.SignalWorkflow(SignalTrigger, nil)
+		})
+		at(env, 20*time.Second, func() {
+			check(t, f.numReplicaSets() == 2, "while paused: replicasets got %d, want 2", f.numReplicaSets())
+			check(t, f.callCount("CreateReplicaSet") == 1, "while paused: creates got %d, want 1", f.callCount("CreateReplicaSet"))
+			check(t, f.paused(), "while paused: spec.paused got false, want true")
+		})
+		signalAt(env, 30*time.Second, SignalResume, nil)
+		env.ExecuteWorkflow(WorkflowType, next)
+
+		next = continuedAsNew(t, env)
+		if !next.Carry.Idle {
+			t.Fatalf("carry: got %+v, want idle", *next.Carry)
+		}
+		if f.paused() {
+			t.Fatalf("after resume: spec.paused got true, want false")
+		}
+		assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 0, "nginx:v3": 3})
+	})
+}
+
+// 3. Rollback to a known revision rolls the template back; to an unknown one records an event
+// and the workflow carries on.
+func TestRollback(t *testing.T) {
+	tests := []struct {
+		name      string
+		revision  int64
+		wantImage string
+		wantEvent string
+		wantRS    map[string]int32
+	}{
+		{name: "revision 1", revision: 1, wantImage: "nginx:v1", wantEvent: k8s.RollbackDone,
+			wantRS: map[string]int32{"nginx:v1": 3, "nginx:v2": 0}},
+		{name: "previous revision", revision: 0, wantImage: "nginx:v1", wantEvent: k8s.RollbackDone,
+			wantRS: map[string]int32{"nginx:v1": 3, "nginx:v2": 0}},
+		{name: "unknown revision", revision: 99, wantImage: "nginx:v2", wantEvent: k8s.RollbackRevisionNotFound,
+			wantRS: map[string]int32{"nginx:v1": 0, "nginx:v2": 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := steadyAtV2()
+			env := newEnv(t, f)
+			at(env, 5*time.Second, func() {
+				st := queryStatus(t, env)
+				check(t, st.Phase == string(k8s.PhaseComplete) && st.PendingRollback == nil,
+					"before rollback: status got phase %q pending %v, want Complete, nil", st.Phase, st.PendingRollback)
+			})
+			signalAt(env, 10*time.Second, SignalRollback, map[string]any{"revision": tt.revision})
+			env.ExecuteWorkflow(WorkflowType, input())
+
+			next := continuedAsNew(t, env)
+			if next.Carry.RollbackTo != nil || !next.Carry.Idle {
+				t.Fatalf("carry: got %+v, want idle with no rollback pending", *next.Carry)
+			}
+			if len(f.rollbacks) != 1 {
+				t.Fatalf("RollbackDeployment calls: got %d, want 1", len(f.rollbacks))
+			}
+			want := podTemplate(tt.wantImage)
+			if got := f.rollbacks[0].Spec.Template; !k8s.EqualIgnoreHash(&got, &want) {
+				t.Fatalf("rollback template: got %+v, want %+v", got, want)
+			}
+			if _, ok := f.rollbacks[0].Annotations[appsv1.DeprecatedRollbackTo]; ok {
+				t.Fatalf("rollback kept the %s annotation", appsv1.DeprecatedRollbackTo)
+			}
+			if !f.hasEvent(tt.wantEvent) {
+				t.Fatalf("events: got %+v, want one with reason %s", f.events, tt.wantEvent)
+			}
+			if got := f.image(); got != tt.wantImage {
+				t.Fatalf("deployment image: got %q, want %q", got, tt.wantImage)
+			}
+			assertReplicas(t, f, tt.wantRS)
+			st := queryStatus(t, env)
+			if st.PendingRollback != nil || st.LastError != "" {
+				t.Fatalf("status: got pending rollback %v, last error %q, want nil, none", st.PendingRollback, st.LastError)
+			}
+			if tt.wantEvent == k8s.RollbackDone {
+				if got := f.annotation(k8s.RevisionAnnotation); got != "3" {
+					t.Fatalf("revision after rollback: got %q, want %q", got, "3")
+				}
+			}
+		})
+	}
+}
+
+// 4. A malformed rollback payload is ignored and reported.
+func TestMalformedRollbackIgnored(t *testing.T) {
+	payloads := []struct {
+		name    string
+		payload any
+	}{
+		{"string", "bogus"},
+		{"revision not a number", map[string]any{"revision": "x"}},
+		{"unknown field", map[string]any{"rev": 1}},
+		{"negative revision", map[string]any{"revision": -1}},
+		{"no payload", nil},
+	}
+	for _, tt := range payloads {
+		t.Run(tt.name, func(t *testing.T) {
+			f := steadyAtV2()
+			env := newEnv(t, f)
+			signalAt(env, 10*time.Second, SignalRollback, tt.payload)
+			var st Status
+			at(env, 20*time.Second, func() { st = queryStatus(t, env) })
+			endByDeletion(env, f, 30*time.Second)
+			env.ExecuteWorkflow(WorkflowType, input())
+
+			deleted(t, env)
+			if !strings.HasPrefix(st.IgnoredSignal, "rollback: ") {
+				t.Fatalf("status.ignoredSignal: got %q, want a rollback explanation", st.IgnoredSignal)
+			}
+			if st.PendingRollback != nil || st.Syncs != 1 {
+				t.Fatalf("status: got pending rollback %v, syncs %d, want nil, 1 (the signal causes no sync)", st.PendingRollback, st.Syncs)
+			}
+			if n := f.callCount("RollbackDeployment"); n != 0 {
+				t.Fatalf("RollbackDeployment calls: got %d, want 0", n)
+			}
+		})
+	}
+}
+
+func TestParseRollback(t *testing.T) {
+	tests := []struct {
+		raw     string
+		want    int64
+		wantErr string
+	}{
+		{raw: `{"revision": 1}`, want: 1},
+		{raw: `{"revision":0}`, want: 0},
+		{raw: ` {"revision": 42} `, want: 42},
+		{raw: ``, wantErr: "empty"},
+		{raw: `null`, wantErr: "empty"},
+		{raw: `"bogus"`, wantErr: "is not"},
+		{raw: `3`, wantErr: "is not"},
+		{raw: `{"revision":"x"}`, wantErr: "is not"},
+		{raw: `{"revision":1.5}`, wantErr: "is not"},
+		{raw: `{"rev":1}`, wantErr: "unknown field"},
+		{raw: `{"revision":1,"extra":true}`, wantErr: "unknown field"},
+		{raw: `{}`, wantErr: `no "revision"`},
+		{raw: `{"revision":null}`, wantErr: `no "revision"`},
+		{raw: `{"revision":-1}`, wantErr: "negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			got, err := ParseRollback(json.RawMessage(tt.raw))
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("ParseRollback(%s): got error %v, want %d", tt.raw, err, tt.want)
+			case tt.wantErr == "" && got != tt.want:
+				t.Fatalf("ParseRollback(%s): got %d, want %d", tt.raw, got, tt.want)
+			case tt.wantErr != "" && err == nil:
+				t.Fatalf("ParseRollback(%s): got %d, want an error containing %q", tt.raw, got, tt.wantErr)
+			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+				t.Fatalf("ParseRollback(%s): got error %q, want one containing %q", tt.raw, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// 5. What one run hands to the next is acted on.
+func TestCarryFromContinueAsNew(t *testing.T) {
+	t.Run("pending rollback", func(t *testing.T) {
+		f := steadyAtV2()
+		env := newEnv(t, f)
+		in := input()
+		in.Carry = &Carry{Idle: true, RollbackTo: int64p(1), Runs: 3, Status: &Status{Namespace: testNS, Name: testName, Phase: "Complete", CurrentRevision: 2}}
+		env.ExecuteWorkflow(WorkflowType, in)
+
+		next := continuedAsNew(t, env)
+		if len(f.rollbacks) != 1 || f.image() != "nginx:v1" {
+			t.Fatalf("rollback: got %d calls and image %q, want 1 call and nginx:v1", len(f.rollbacks), f.image())
+		}
+		assertReplicas(t, f, map[string]int32{"nginx:v1": 3, "nginx:v2": 0})
+		if next.Carry.RollbackTo != nil || next.Carry.Runs != 4 {
+			t.Fatalf("carry: got rollbackTo %v runs %d, want nil, 4", next.Carry.RollbackTo, next.Carry.Runs)
+		}
+	})
+
+	t.Run("pending pause", func(t *testing.T) {
+		f := steady()
+		env := newEnv(t, f)
+		in := input()
+		in.Carry = &Carry{Idle: true, Pause: boolp(true)}
+		var st Status
+		at(env, 10*time.Second, func() { st = queryStatus(t, env) })
+		endByDeletion(env, f, 20*time.Second)
+		env.ExecuteWorkflow(WorkflowType, in)
+
+		deleted(t, env)
+		if n := f.callCount("SetPaused"); n != 1 {
+			t.Fatalf("SetPaused calls: got %d, want 1", n)
+		}
+		if !st.Paused || st.Phase != string(k8s.PhasePaused) {
+			t.Fatalf("status: got paused=%t phase %q, want true, Paused", st.Paused, st.Phase)
+		}
+	})
+
+	t.Run("idle waits for a trigger", func(t *testing.T) {
+		f := steady()
+		env := newEnv(t, f)
+		in := input()
+		in.Carry = &Carry{Idle: true, Status: &Status{Namespace: testNS, Name: testName, Phase: "Complete", CurrentRevision: 1}}
+		var before, after Status
+		var observedBefore int
+		at(env, 10*time.Second, func() {
+			before, observedBefore = queryStatus(t, env), f.callCount("Observe")
+			env.SignalWorkflow(SignalTrigger, "anything")
+		})
+		at(env, 20*time.Second, func() { after = queryStatus(t, env) })
+		endByDeletion(env, f, 30*time.Second)
+		env.ExecuteWorkflow(WorkflowType, in)
+
+		deleted(t, env)
+		if observedBefore != 0 || before.Syncs != 0 || before.Phase != "Complete" || before.CurrentRevision != 1 {
+			t.Fatalf("before trigger: got %d observes, status %+v, want 0 and the carried status", observedBefore, before)
+		}
+		if after.Syncs != 1 {
+			t.Fatalf("after trigger: got %d syncs, want 1", after.Syncs)
+		}
+	})
+}
+
+// 6. A deleted Deployment ends the workflow.
+func TestDeploymentDeleted(t *testing.T) {
+	f := newFakeCluster(nil)
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	res := deleted(t, env)
+	if !strings.Contains(res.Message, testNS+"/"+testName) {
+		t.Fatalf("message: got %q, want it to name %s/%s", res.Message, testNS, testName)
+	}
+}
+
+// 7. Invalid input fails the workflow at once, non-retryably.
+func TestInvalidInput(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Input
+	}{
+		{"empty namespace", Input{Name: testName}},
+		{"bad name", Input{Namespace: testNS, Name: "Web_1"}},
+		{"empty image", Input{Namespace: testNS, Name: testName, Image: map[string]string{"app": " "}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := steady()
+			env := newEnv(t, f)
+			env.ExecuteWorkflow(WorkflowType, tt.in)
+
+			if !env.IsWorkflowCompleted() {
+				t.Fatalf("workflow did not complete")
+			}
+			err := env.GetWorkflowError()
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) {
+				t.Fatalf("workflow error: got %v (%T), want an application error", err, err)
+			}
+			if appErr.Type() != "InvalidInput" || !appErr.NonRetryable() {
+				t.Fatalf("application error: got type %q nonRetryable %t, want InvalidInput, true", appErr.Type(), appErr.NonRetryable())
+			}
+			if n := f.callCount("Observe"); n != 0 {
+				t.Fatalf("Observe calls: got %d, want 0", n)
+			}
+		})
+	}
+}
+
+// 8. A signal that arrives while the last sync of a rollout is running is not lost when the run
+// continues as new.
+func TestSignalDuringFinalSyncIsKept(t *testing.T) {
+	f := midRollout()
+	env := newEnv(t, f)
+	sent := false
+	f.afterWrite = func(activity string) {
+		if activity != "UpdateDeploymentStatus" || sent {
+			return
+		}
+		f.mu.Lock()
+		done := k8s.DeploymentComplete(f.d, &f.d.Status)
+		f.mu.Unlock()
+		if done {
+			sent = true
+			env.SignalWorkflow(SignalPause, nil)
+		}
+	}
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	next := continuedAsNew(t, env)
+	if !sent {
+		t.Fatalf("the pause signal was never sent")
+	}
+	pending := next.Carry.Pause != nil && *next.Carry.Pause
+	if !f.paused() && !pending {
+		t.Fatalf("pause sent during the final sync: got spec.paused=false and carry %+v, want it applied or carried", *next.Carry)
+	}
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
+}
