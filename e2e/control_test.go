@@ -119,8 +119,8 @@ func TestScaleMidRollout(t *testing.T) {
 // paused, and resumes from both.
 func TestPause(t *testing.T) {
 	tests := []struct {
-		name           string
-		pause, resume  func(t *testing.T, ns string)
+		name          string
+		pause, resume func(t *testing.T, ns string)
 	}{
 		{
 			name:   "temporal",
