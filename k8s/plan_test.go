@@ -70,8 +70,8 @@ func rsName(d *appsv1.Deployment, image string) string {
 
 // ownedRS is d's ReplicaSet for image as the controller leaves it: hashed name, labels and
 // selector, controller reference, revision and replica annotations for d's current size, and
-// status with `available` of `replicas` pods up.
-func ownedRS(d *appsv1.Deployment, image string, revision int, replicas, available int32, created metav1.Time) *appsv1.ReplicaSet {
+// status with `available` of `size` pods up.
+func ownedRS(d *appsv1.Deployment, image string, revision int, size, available int32, created metav1.Time) *appsv1.ReplicaSet {
 	tmpl := templateFor(d, image)
 	hash := PodTemplateHash(&tmpl, nil)
 	tmpl.Labels = cloneAndAdd(tmpl.Labels, hashKey, hash)
@@ -93,11 +93,11 @@ func ownedRS(d *appsv1.Deployment, image string, revision int, replicas, availab
 			},
 		},
 		Spec: appsv1.ReplicaSetSpec{
-			Replicas: ptrTo(replicas),
+			Replicas: ptrTo(size),
 			Selector: sel,
 			Template: tmpl,
 		},
-		Status: appsv1.ReplicaSetStatus{Replicas: replicas, ReadyReplicas: available, AvailableReplicas: available},
+		Status: appsv1.ReplicaSetStatus{Replicas: size, ReadyReplicas: available, AvailableReplicas: available},
 	}
 }
 
@@ -376,7 +376,7 @@ func TestDecideTemplateChange(t *testing.T) {
 			name:            "no surge",
 			giveSurge:       intstr.FromInt32(0),
 			giveUnavailable: intstr.FromInt32(1),
-			wantSteps:       []string{"CreateReplicaSet {new} 0", "ScaleDownReplicaSet {old} 9->9", "UpdateDeploymentStatus"},
+			wantSteps:       []string{"CreateReplicaSet {new} 0", "ScaleDownReplicaSet {old} 10->9", "UpdateDeploymentStatus"},
 			wantEvents:      []string{"Normal ScalingReplicaSet: Scaled down replica set {old} from 10 to 9"},
 		},
 		{
@@ -401,12 +401,7 @@ func TestDecideTemplateChange(t *testing.T) {
 			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old}}, Request{})
 
 			newName := rsName(d, "nginx:1.1")
-			wantSteps := expand(tt.wantSteps, newName, old.Name)
-			// "9->9" above stands for a scale from 10: the step's From is 10.
-			for i := range wantSteps {
-				wantSteps[i] = strings.Replace(wantSteps[i], "9->9", "10->9", 1)
-			}
-			if got := describePlan(plan); !reflect.DeepEqual(got, wantSteps) {
+			if got, wantSteps := describePlan(plan), expand(tt.wantSteps, newName, old.Name); !reflect.DeepEqual(got, wantSteps) {
 				t.Errorf("steps = %q, want %q", got, wantSteps)
 			}
 			if got, want := eventsOf(plan), expand(tt.wantEvents, newName, old.Name); !reflect.DeepEqual(got, want) {
@@ -434,7 +429,7 @@ func TestDecideTemplateChange(t *testing.T) {
 	}
 }
 
-// A rollout in the middle: the new ReplicaSet's pods came up, so the sync continues it.
+// A rollout in the middle: each sync takes one step, scaling up first, then down.
 func TestDecideRollingContinues(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -445,31 +440,38 @@ func TestDecideRollingContinues(t *testing.T) {
 		wantSteps    []string
 	}{
 		{
-			// Old 8, new 3 (13 = max). New pods available: 13 − 8 − 0 = 5 may go, but only
-			// 11 available − 8 minimum = 3 are spare: old 8 → 5.
+			// 10 replicas, maxSurge 3, maxUnavailable 2. Old 10 + new 3 = 13: no room to grow.
+			// The new pods are available: 13 − 8 − 0 = 5 may go, and 13 available − 8 minimum
+			// = 5 are spare: old 10 → 5.
 			name:    "scale old down once new pods are available",
-			giveNew: 3, giveNewAvail: 3, giveOld: 8, giveOldAvail: 8,
-			wantSteps: []string{"ScaleDownReplicaSet {old} 8->5", "UpdateDeploymentStatus"},
+			giveNew: 3, giveNewAvail: 3, giveOld: 10, giveOldAvail: 10,
+			wantSteps: []string{"ScaleDownReplicaSet {old} 10->5", "UpdateDeploymentStatus"},
 		},
 		{
-			// Old 5, new 3: total 8 < 13, new may grow by min(5, 7) = 5 to 8. Scaling up ends
-			// the sync.
+			// Old 5 + new 3 = 8 < 13: new may grow by min(13 − 8, 10 − 3) = 5 to 8, and a
+			// scale-up ends the sync.
 			name:    "scale new up into the room",
 			giveNew: 3, giveNewAvail: 3, giveOld: 5, giveOldAvail: 5,
 			wantSteps: []string{"ScaleUpReplicaSet {new} 3->8", "UpdateDeploymentStatus"},
 		},
 		{
-			// Old 8 with 3 unhealthy, new 3 unavailable: maxScaledDown = 11 − 8 − 3 = 0.
-			name:    "nothing to do while new pods are not available",
-			giveNew: 3, giveNewAvail: 0, giveOld: 8, giveOldAvail: 8,
+			// Old 8 + new 5 = 13, none of the new pods available: 13 − 8 − 5 = 0 may go.
+			name:    "wait while new pods are not available",
+			giveNew: 5, giveNewAvail: 0, giveOld: 8, giveOldAvail: 8,
 			wantSteps: nil,
 		},
 		{
-			// Old 10 with 4 not available, new 3 not available: maxScaledDown = 13 − 8 − 3 = 2,
-			// and the unhealthy old pods go first: 10 → 8.
+			// Old 10 with 4 not available, new 3 not available: 13 − 8 − 3 = 2 may go, taken
+			// from the unhealthy old pods first: 10 → 8. Then 6 available ≤ 8: no more.
 			name:    "unhealthy old replicas go first",
 			giveNew: 3, giveNewAvail: 0, giveOld: 10, giveOldAvail: 6,
 			wantSteps: []string{"ScaleDownReplicaSet {old} 10->8", "UpdateDeploymentStatus"},
+		},
+		{
+			// Everything on the new ReplicaSet and available: nothing to do.
+			name:    "finished",
+			giveNew: 10, giveNewAvail: 10, giveOld: 0, giveOldAvail: 0,
+			wantSteps: []string{"UpdateDeploymentStatus"},
 		},
 	}
 	for _, tt := range tests {
@@ -479,32 +481,28 @@ func TestDecideRollingContinues(t *testing.T) {
 			d.Generation = 2
 			newRS := ownedRS(d, "nginx:1.1", 2, tt.giveNew, tt.giveNewAvail, ago(time.Minute))
 			old := ownedRS(d, "nginx:1.0", 1, tt.giveOld, tt.giveOldAvail, ago(time.Hour))
-			// The status the previous sync wrote for exactly these ReplicaSets.
-			prev, err := Decide(Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{newRS, old}}, Request{}, planNow.Add(-time.Minute))
-			if err != nil {
-				t.Fatalf("Decide() error = %v", err)
+			// The status written for exactly these ReplicaSets by the previous sync.
+			avail := tt.giveNewAvail + tt.giveOldAvail
+			availCond := NewCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, MinimumReplicasAvailable, "Deployment has minimum availability.", ago(time.Hour))
+			if avail < 8 {
+				availCond = NewCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse, MinimumReplicasUnavailable, "Deployment does not have minimum availability.", ago(time.Hour))
 			}
-			d.Status = prev.Status
-			if tt.wantSteps != nil {
-				// Last sync's writes are not applied here: start from a status that matches.
-				d.Status.Conditions = []appsv1.DeploymentCondition{
+			d.Status = appsv1.DeploymentStatus{
+				ObservedGeneration:  2,
+				Replicas:            tt.giveNew + tt.giveOld,
+				UpdatedReplicas:     tt.giveNew,
+				ReadyReplicas:       avail,
+				AvailableReplicas:   avail,
+				UnavailableReplicas: tt.giveNew + tt.giveOld - avail,
+				TerminatingReplicas: ptrTo(int32(0)),
+				Conditions: []appsv1.DeploymentCondition{
+					availCond,
 					NewCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReplicaSetUpdatedReason, "progressing", ago(time.Minute)),
-				}
+				},
 			}
 			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{newRS, old}}, Request{})
-			var got []string
-			for _, s := range describePlan(plan) {
-				got = append(got, s)
-			}
-			if tt.wantSteps == nil {
-				for _, s := range plan.Steps {
-					if s.Kind != StepUpdateStatus {
-						t.Errorf("step %s, want no ReplicaSet writes", describe(s))
-					}
-				}
-				return
-			}
-			if want := expand(tt.wantSteps, newRS.Name, old.Name); !reflect.DeepEqual(got, want) {
+
+			if got, want := describePlan(plan), expand(tt.wantSteps, newRS.Name, old.Name); !reflect.DeepEqual(got, want) {
 				t.Errorf("steps = %q, want %q", got, want)
 			}
 		})
@@ -878,12 +876,23 @@ func TestDecideInvalid(t *testing.T) {
 // (7) Adoption of orphans and release of ReplicaSets that stopped matching.
 func TestDecideClaim(t *testing.T) {
 	d0 := webDeployment(3, "nginx:1.0")
-	current := func() *appsv1.ReplicaSet { return ownedRS(d0, "nginx:1.0", 1, 3, 3, ago(time.Hour)) }
-	old := func() *appsv1.ReplicaSet { return ownedRS(d0, "nginx:0.9", 0, 0, 0, ago(2*time.Hour)) }
+	// current runs the Deployment's template; old(image) is an earlier, scaled-down revision.
+	current := func() *appsv1.ReplicaSet { return ownedRS(d0, "nginx:1.0", 2, 3, 3, ago(time.Hour)) }
+	old := func(image string) *appsv1.ReplicaSet { return ownedRS(d0, image, 1, 0, 0, ago(2*time.Hour)) }
 	orphaned := func(rs *appsv1.ReplicaSet) *appsv1.ReplicaSet {
 		rs.OwnerReferences = nil
 		return rs
 	}
+	relabeled := func(rs *appsv1.ReplicaSet, app string) *appsv1.ReplicaSet {
+		rs.Labels = map[string]string{"app": app}
+		return rs
+	}
+	renamed := func(rs *appsv1.ReplicaSet, name string) *appsv1.ReplicaSet {
+		rs.Name, rs.UID = name, types.UID(name+"-uid")
+		return rs
+	}
+	ref := func(rs *appsv1.ReplicaSet) ObjectRef { return ObjectRef{Name: rs.Name, UID: rs.UID} }
+
 	tests := []struct {
 		name         string
 		giveRSs      []*appsv1.ReplicaSet
@@ -898,51 +907,48 @@ func TestDecideClaim(t *testing.T) {
 			name:      "adopt a matching orphan",
 			giveRSs:   []*appsv1.ReplicaSet{orphaned(current())},
 			wantSteps: []string{fmt.Sprintf("ClaimReplicaSets adopt=[%s] release=[]", current().Name)},
-			wantAdopt: []ObjectRef{{Name: current().Name, UID: current().UID}},
+			wantAdopt: []ObjectRef{ref(current())},
 			wantNewRS: current().Name,
 			wantPhase: PhaseComplete,
 		},
 		{
-			name: "release a ReplicaSet whose labels no longer match",
-			giveRSs: func() []*appsv1.ReplicaSet {
-				o := old()
-				o.Labels = map[string]string{"app": "legacy"}
-				return []*appsv1.ReplicaSet{current(), o}
-			}(),
-			wantSteps:   []string{fmt.Sprintf("ClaimReplicaSets adopt=[] release=[%s]", old().Name)},
-			wantRelease: []ObjectRef{{Name: old().Name, UID: old().UID}},
+			name:        "release a ReplicaSet whose labels no longer match",
+			giveRSs:     []*appsv1.ReplicaSet{current(), relabeled(old("nginx:0.9"), "legacy")},
+			wantSteps:   []string{fmt.Sprintf("ClaimReplicaSets adopt=[] release=[%s]", old("nginx:0.9").Name)},
+			wantRelease: []ObjectRef{ref(old("nginx:0.9"))},
 			wantNewRS:   current().Name,
 			wantPhase:   PhaseComplete,
 		},
 		{
-			name: "adopt and release together",
-			giveRSs: func() []*appsv1.ReplicaSet {
-				o := old()
-				o.Labels = map[string]string{"app": "legacy"}
-				return []*appsv1.ReplicaSet{orphaned(current()), o}
-			}(),
-			wantSteps:   []string{fmt.Sprintf("ClaimReplicaSets adopt=[%s] release=[%s]", current().Name, old().Name)},
-			wantAdopt:   []ObjectRef{{Name: current().Name, UID: current().UID}},
-			wantRelease: []ObjectRef{{Name: old().Name, UID: old().UID}},
+			name:        "adopt and release in one step",
+			giveRSs:     []*appsv1.ReplicaSet{orphaned(current()), relabeled(old("nginx:0.9"), "legacy")},
+			wantSteps:   []string{fmt.Sprintf("ClaimReplicaSets adopt=[%s] release=[%s]", current().Name, old("nginx:0.9").Name)},
+			wantAdopt:   []ObjectRef{ref(current())},
+			wantRelease: []ObjectRef{ref(old("nginx:0.9"))},
 			wantNewRS:   current().Name,
 			wantPhase:   PhaseComplete,
 		},
 		{
 			name: "leave alone what is not ours to take",
-			giveRSs: func() []*appsv1.ReplicaSet {
-				other := orphaned(old())
-				other.Name, other.UID = "owned-elsewhere", "owned-elsewhere-uid"
-				other.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "api", UID: "api-uid", Controller: ptrTo(true)}}
-				foreign := orphaned(old())
-				foreign.Name, foreign.UID, foreign.Namespace = "other-namespace", "other-namespace-uid", "staging"
-				dying := orphaned(old())
-				dying.Name, dying.UID = "being-deleted", "being-deleted-uid"
-				dying.DeletionTimestamp = ptrTo(ago(time.Second))
-				unrelated := orphaned(old())
-				unrelated.Name, unrelated.UID = "unrelated", "unrelated-uid"
-				unrelated.Labels = map[string]string{"app": "api"}
-				return []*appsv1.ReplicaSet{current(), other, foreign, dying, unrelated}
-			}(),
+			giveRSs: []*appsv1.ReplicaSet{
+				current(),
+				func() *appsv1.ReplicaSet {
+					rs := renamed(old("nginx:0.1"), "owned-elsewhere")
+					rs.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "api", UID: "api-uid", Controller: ptrTo(true)}}
+					return rs
+				}(),
+				func() *appsv1.ReplicaSet {
+					rs := orphaned(renamed(old("nginx:0.2"), "other-namespace"))
+					rs.Namespace = "staging"
+					return rs
+				}(),
+				func() *appsv1.ReplicaSet {
+					rs := orphaned(renamed(old("nginx:0.3"), "being-deleted"))
+					rs.DeletionTimestamp = ptrTo(ago(time.Second))
+					return rs
+				}(),
+				relabeled(orphaned(renamed(old("nginx:0.4"), "unrelated")), "api"),
+			},
 			wantSteps: nil,
 			wantNewRS: current().Name,
 			wantPhase: PhaseComplete,
@@ -950,23 +956,28 @@ func TestDecideClaim(t *testing.T) {
 		{
 			// A Deployment being deleted neither adopts nor releases, and only syncs status.
 			name: "deployment being deleted",
-			giveRSs: func() []*appsv1.ReplicaSet {
-				o := old()
-				o.Labels = map[string]string{"app": "legacy"}
-				return []*appsv1.ReplicaSet{orphaned(current()), o}
-			}(),
+			giveRSs: []*appsv1.ReplicaSet{
+				current(),
+				orphaned(old("nginx:0.8")),
+				relabeled(old("nginx:0.9"), "legacy"),
+			},
 			giveDeleting: true,
 			wantSteps:    nil,
+			wantNewRS:    current().Name,
 			wantPhase:    PhaseDeleting,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := d0.DeepCopy()
-			d.Annotations[RevisionAnnotation] = "1"
+			d.Annotations[RevisionAnnotation] = "2"
 			d.Status = settledStatus(d, 3)
 			if tt.giveDeleting {
 				d.DeletionTimestamp = ptrTo(ago(time.Minute))
+			}
+			var before []*appsv1.ReplicaSet
+			for _, rs := range tt.giveRSs {
+				before = append(before, rs.DeepCopy())
 			}
 			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: tt.giveRSs}, Request{})
 
@@ -987,10 +998,8 @@ func TestDecideClaim(t *testing.T) {
 			if plan.Phase != tt.wantPhase {
 				t.Errorf("Phase = %s, want %s", plan.Phase, tt.wantPhase)
 			}
-			for _, rs := range tt.giveRSs {
-				if rs.UID == current().UID && len(rs.OwnerReferences) > 0 && metav1.GetControllerOf(rs).UID != d.UID {
-					t.Errorf("Decide() changed the owner of %s in its snapshot", rs.Name)
-				}
+			if !reflect.DeepEqual(tt.giveRSs, before) {
+				t.Errorf("Decide() modified the ReplicaSets of its snapshot")
 			}
 		})
 	}
@@ -1412,14 +1421,14 @@ func TestDecideMergesWrites(t *testing.T) {
 	d.Status.ObservedGeneration = 2
 	plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{reused, current}}, Request{})
 
-	// maxSurge 3: 13 − 10 = 3 for the reused RS; then 13 − 8 − 3 = 2 old pods may go.
-	wantSteps := []string{
-		fmt.Sprintf("ScaleUpReplicaSet %s 0->3", reused.Name),
-		fmt.Sprintf("ScaleDownReplicaSet %s 10->8", current.Name),
-		"UpdateDeploymentStatus",
-	}
+	// maxSurge 3: 13 − 10 = 3 for the reused RS, and a scale-up ends the sync.
+	wantSteps := []string{fmt.Sprintf("ScaleUpReplicaSet %s 0->3", reused.Name), "UpdateDeploymentStatus"}
 	if got := describePlan(plan); !reflect.DeepEqual(got, wantSteps) {
 		t.Fatalf("steps = %q, want %q", got, wantSteps)
+	}
+	wantEvents := []string{fmt.Sprintf("Normal ScalingReplicaSet: Scaled up replica set %s from 0 to 3", reused.Name)}
+	if got := eventsOf(plan); !reflect.DeepEqual(got, wantEvents) {
+		t.Errorf("events = %q, want %q", got, wantEvents)
 	}
 	up := plan.Steps[0].ReplicaSet
 	tests := []struct {

@@ -1,0 +1,46 @@
+# Temporal-driven Deployment controller. `make dev` runs it on the embedded local stack;
+# `make test` runs the unit, workflow and end-to-end tests. See README.md.
+
+SHELL := /bin/bash
+GO    ?= go
+BIN   := $(CURDIR)/bin
+# Where hack/tools.sh keeps the pinned stack binaries (outside the clone, reused).
+export ROLLOUT_TOOLS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/temporal-rollout/tools
+
+.PHONY: all tools build dev test test-unit test-e2e lint bench clean
+
+all: build
+
+## tools: build the pinned Temporal CLI, etcd, Kubernetes components, kubectl and kwok (cached).
+tools:
+	@hack/tools.sh >/dev/null
+
+## build: the worker and starter binaries into ./bin.
+build:
+	$(GO) build -o $(BIN)/worker ./worker
+	$(GO) build -o $(BIN)/starter ./starter
+	$(GO) build -o $(BIN)/devstack ./hack/devstack
+
+## dev: start the local stack plus our worker and watcher; Ctrl-C stops everything.
+dev: tools build
+	$(BIN)/devstack --dir $(CURDIR)/.dev --bin $(BIN)
+
+## test: unit and workflow tests, then end-to-end tests on the real stack.
+test: tools test-unit test-e2e
+
+test-unit:
+	$(GO) test -count=1 ./...
+
+test-e2e:
+	$(GO) test -tags e2e -count=1 -timeout 40m -v ./e2e/ 2>&1 | tee $(CURDIR)/e2e.out | grep -E '^(=== RUN|--- |\s+\S+_test\.go|ok|FAIL|PASS|panic)'; exit $${PIPESTATUS[0]}
+
+## lint: gofmt, go vet, staticcheck and workflowcheck.
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./e2e/
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.3.0 ./workflows/...
+
+clean:
+	rm -rf $(BIN) .dev e2e.out
