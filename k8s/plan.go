@@ -43,18 +43,18 @@ type StepKind string
 
 // The kinds of step, in the words the Temporal history shows.
 const (
-	StepEvent         StepKind = "RecordEvent"
-	StepClaim         StepKind = "ClaimReplicaSets"
-	StepCreate        StepKind = "CreateReplicaSet"
-	StepScaleUp       StepKind = "ScaleUpReplicaSet"
-	StepScaleDown     StepKind = "ScaleDownReplicaSet"
-	StepUpdateRS      StepKind = "UpdateReplicaSet"
-	StepCleanup       StepKind = "CleanupReplicaSets"
-	StepRollback      StepKind = "RollbackDeployment"
-	StepUpdateStatus  StepKind = "UpdateDeploymentStatus"
-	eventTypeNormal            = corev1.EventTypeNormal
-	eventTypeWarning           = corev1.EventTypeWarning
-	eventScalingReplicaSet     = "ScalingReplicaSet"
+	StepEvent              StepKind = "RecordEvent"
+	StepClaim              StepKind = "ClaimReplicaSets"
+	StepCreate             StepKind = "CreateReplicaSet"
+	StepScaleUp            StepKind = "ScaleUpReplicaSet"
+	StepScaleDown          StepKind = "ScaleDownReplicaSet"
+	StepUpdateRS           StepKind = "UpdateReplicaSet"
+	StepCleanup            StepKind = "CleanupReplicaSets"
+	StepRollback           StepKind = "RollbackDeployment"
+	StepUpdateStatus       StepKind = "UpdateDeploymentStatus"
+	eventTypeNormal                 = corev1.EventTypeNormal
+	eventTypeWarning                = corev1.EventTypeWarning
+	eventScalingReplicaSet          = "ScalingReplicaSet"
 )
 
 // Event is a Kubernetes event to record on the Deployment.
@@ -140,6 +140,9 @@ type planner struct {
 	steps    []Step
 	recheck  *metav1.Time
 	rollback bool
+	// rollbackPending is set while a rollback is requested but not yet carried out (the
+	// Deployment is paused): cleanup must not delete the revision it may go back to.
+	rollbackPending bool
 }
 
 // Decide runs one sync of the Deployment controller over a snapshot, in upstream order:
@@ -200,6 +203,7 @@ func Decide(s Snapshot, req Request, now time.Time) (Plan, error) {
 	}
 
 	p.checkPausedConditions()
+	_, p.rollbackPending = p.rollbackTo(req)
 	if d.Spec.Paused {
 		p.sync()
 		return p.finish(PhasePaused, ""), nil
@@ -278,11 +282,12 @@ func (p *planner) checkPausedConditions() {
 	}
 }
 
-// sync scales (proportionally when needed), cleans up while paused, and syncs status.
+// sync scales (proportionally when needed), cleans up while paused (unless a rollback is
+// pending, as upstream), and syncs status.
 func (p *planner) sync() {
 	newRS, old := p.getNewReplicaSet(false)
 	p.scale(newRS, old)
-	if p.d.Spec.Paused && !p.rollback {
+	if p.d.Spec.Paused && !p.rollbackPending {
 		p.cleanupDeployment(old)
 	}
 	p.syncDeploymentStatus(withNew(old, newRS), newRS)
@@ -493,8 +498,8 @@ func (p *planner) scale(newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet) {
 // never passes toAdd. ReplicaSets are visited largest first (newest first on ties when growing,
 // oldest first when shrinking), and the leftover goes to the first one, never below 0.
 //
-// Example: 10 replicas, maxSurge 3, new RS at 6 and old RS at 7 (13 = 10+3), both annotated
-// max-replicas 13. Scaling to 20 gives allowed 25, toAdd 12. Old (7, larger) first:
+// Example: 10 replicas, maxSurge 25% (3), new RS at 6 and old RS at 7 (13 = 10+3), both
+// annotated max-replicas 13. Scaling to 20 (maxSurge 5) gives allowed 25, toAdd 12. Old (7, larger) first:
 // round(7×25/13)=13, +6. New: round(6×25/13)=12, +6. Sum 12, no leftover: old 13, new 12.
 func ProportionalShares(d *appsv1.Deployment, all []*appsv1.ReplicaSet) map[string]int32 {
 	allowed := int32(0)
@@ -563,7 +568,7 @@ func replicaSetFraction(rs *appsv1.ReplicaSet, d *appsv1.Deployment) int32 {
 			return 0
 		}
 	}
-	size := float64(rsReplicas(rs) * maxNow) / float64(maxBefore)
+	size := float64(rsReplicas(rs)*maxNow) / float64(maxBefore)
 	return roundToInt32(size) - rsReplicas(rs)
 }
 

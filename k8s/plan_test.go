@@ -445,7 +445,9 @@ func TestDecideRollingContinues(t *testing.T) {
 			// = 5 are spare: old 10 → 5.
 			name:    "scale old down once new pods are available",
 			giveNew: 3, giveNewAvail: 3, giveOld: 10, giveOldAvail: 10,
-			wantSteps: []string{"ScaleDownReplicaSet {old} 10->5", "UpdateDeploymentStatus"},
+			// The counts in status come from the ReplicaSets' status, which this write does
+			// not change: no status update.
+			wantSteps: []string{"ScaleDownReplicaSet {old} 10->5"},
 		},
 		{
 			// Old 5 + new 3 = 8 < 13: new may grow by min(13 − 8, 10 − 3) = 5 to 8, and a
@@ -516,6 +518,7 @@ func TestDecideRecreate(t *testing.T) {
 		giveOld       int32 // spec.replicas of the old ReplicaSet
 		giveOldStatus int32 // status.replicas of the old ReplicaSet
 		givePods      int32 // running pods of the old ReplicaSet; -1 for no pod list
+		giveNewPods   int32 // running pods of an existing, empty new ReplicaSet; 0: no such RS
 		wantSteps     []string
 		wantEvents    []string
 	}{
@@ -558,6 +561,17 @@ func TestDecideRecreate(t *testing.T) {
 			wantSteps:     []string{"CreateReplicaSet {new} 3", "UpdateDeploymentStatus"},
 			wantEvents:    []string{"Normal ScalingReplicaSet: Scaled up replica set {new} from 0 to 3"},
 		},
+		{
+			// The new ReplicaSet exists at 0 with pods of its own still around: only old pods
+			// block, so it is scaled up.
+			name:          "pods of the new ReplicaSet do not block",
+			giveOld:       0,
+			giveOldStatus: 0,
+			givePods:      0,
+			giveNewPods:   2,
+			wantSteps:     []string{"ScaleUpReplicaSet {new} 0->3", "UpdateDeploymentStatus"},
+			wantEvents:    []string{"Normal ScalingReplicaSet: Scaled up replica set {new} from 0 to 3"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -570,6 +584,11 @@ func TestDecideRecreate(t *testing.T) {
 			s := Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old}}
 			if tt.givePods >= 0 {
 				s.Pods = []PodCount{{ReplicaSetUID: old.UID, Running: tt.givePods}}
+			}
+			if tt.giveNewPods > 0 {
+				newRS := ownedRS(d, "nginx:1.1", 2, 0, 0, ago(time.Minute))
+				s.ReplicaSets = append(s.ReplicaSets, newRS)
+				s.Pods = append(s.Pods, PodCount{ReplicaSetUID: newRS.UID, Running: tt.giveNewPods})
 			}
 			plan := decide(t, s, Request{})
 
@@ -1008,11 +1027,12 @@ func TestDecideClaim(t *testing.T) {
 // (8) Old ReplicaSets beyond revisionHistoryLimit are deleted once the rollout is complete.
 func TestDecideCleanup(t *testing.T) {
 	tests := []struct {
-		name       string
-		giveLimit  *int32
-		giveMutate func(d *appsv1.Deployment, old []*appsv1.ReplicaSet)
-		wantDelete []string // revisions of the deleted ReplicaSets, in order
-		wantPhase  Phase
+		name        string
+		giveLimit   *int32
+		giveRequest *int64
+		giveMutate  func(d *appsv1.Deployment, old []*appsv1.ReplicaSet)
+		wantDelete  []string // revisions of the deleted ReplicaSets, in order
+		wantPhase   Phase
 	}{
 		{
 			// Three old revisions, limit 1: the two oldest by revision go, although the
@@ -1050,7 +1070,8 @@ func TestDecideCleanup(t *testing.T) {
 				old[0].Status.Replicas = 1
 			},
 			wantDelete: []string{"2"},
-			wantPhase:  PhaseComplete,
+			// The terminating pod counts in status.replicas (4 of 3).
+			wantPhase: PhaseProgressing,
 		},
 		{
 			name:      "not yet observed by the ReplicaSet controller",
@@ -1101,6 +1122,22 @@ func TestDecideCleanup(t *testing.T) {
 			},
 			wantPhase: PhasePaused,
 		},
+		{
+			name:        "paused with a rollback signal pending",
+			giveLimit:   ptrTo(int32(1)),
+			giveRequest: ptrTo(int64(1)),
+			giveMutate: func(d *appsv1.Deployment, _ []*appsv1.ReplicaSet) {
+				d.Spec.Paused = true
+			},
+			wantPhase: PhasePaused,
+		},
+		{
+			// Not paused: the rollback is carried out and nothing is cleaned up in that sync.
+			name:        "rollback",
+			giveLimit:   ptrTo(int32(1)),
+			giveRequest: ptrTo(int64(1)),
+			wantPhase:   PhaseRollingBack,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1118,7 +1155,7 @@ func TestDecideCleanup(t *testing.T) {
 				tt.giveMutate(d, old)
 			}
 			current := ownedRS(d, "nginx:1.3", 4, 3, 3, ago(time.Minute))
-			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: append([]*appsv1.ReplicaSet{current}, old...)}, Request{})
+			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: append([]*appsv1.ReplicaSet{current}, old...)}, Request{RollbackTo: tt.giveRequest})
 
 			var wantNames []string
 			for _, rev := range tt.wantDelete {
@@ -1450,5 +1487,61 @@ func TestDecideMergesWrites(t *testing.T) {
 	}
 	if plan.Revision != 3 {
 		t.Errorf("Revision = %d, want 3", plan.Revision)
+	}
+}
+
+// ReplicaFailure conditions of the ReplicaSets are surfaced on the Deployment, the new
+// ReplicaSet's first.
+func TestDecideReplicaFailure(t *testing.T) {
+	failure := func(msg string) appsv1.ReplicaSetCondition {
+		return appsv1.ReplicaSetCondition{
+			Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate",
+			Message: msg, LastTransitionTime: ago(time.Minute),
+		}
+	}
+	tests := []struct {
+		name        string
+		giveNewCond *appsv1.ReplicaSetCondition
+		giveOldCond *appsv1.ReplicaSetCondition
+		giveHad     bool // the Deployment already shows a ReplicaFailure
+		wantMessage string
+	}{
+		{name: "from the new ReplicaSet", giveNewCond: ptrTo(failure("quota new")), wantMessage: "quota new"},
+		{name: "from an old ReplicaSet", giveOldCond: ptrTo(failure("quota old")), wantMessage: "quota old"},
+		{name: "new ReplicaSet first", giveNewCond: ptrTo(failure("quota new")), giveOldCond: ptrTo(failure("quota old")), wantMessage: "quota new"},
+		{name: "cleared once gone", giveHad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := webDeployment(10, "nginx:1.1")
+			d.Annotations[RevisionAnnotation] = "2"
+			newRS := ownedRS(d, "nginx:1.1", 2, 5, 5, ago(time.Minute))
+			old := ownedRS(d, "nginx:1.0", 1, 5, 5, ago(time.Hour))
+			if tt.giveNewCond != nil {
+				newRS.Status.Conditions = []appsv1.ReplicaSetCondition{*tt.giveNewCond}
+			}
+			if tt.giveOldCond != nil {
+				old.Status.Conditions = []appsv1.ReplicaSetCondition{*tt.giveOldCond}
+			}
+			if tt.giveHad {
+				d.Status.Conditions = []appsv1.DeploymentCondition{replicaSetToDeploymentCondition(failure("quota"))}
+			}
+			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{newRS, old}}, Request{})
+
+			c := GetCondition(plan.Status, appsv1.DeploymentReplicaFailure)
+			switch {
+			case tt.wantMessage == "" && c != nil:
+				t.Errorf("ReplicaFailure = %+v, want none", c)
+			case tt.wantMessage != "" && c == nil:
+				t.Errorf("ReplicaFailure missing, want %q", tt.wantMessage)
+			case c != nil:
+				if c.Message != tt.wantMessage || c.Status != corev1.ConditionTrue || c.Reason != "FailedCreate" {
+					t.Errorf("ReplicaFailure = %s/%s %q, want True/FailedCreate %q", c.Status, c.Reason, c.Message, tt.wantMessage)
+				}
+				if want := ago(time.Minute); !c.LastUpdateTime.Equal(&want) {
+					t.Errorf("ReplicaFailure lastUpdateTime = %v, want the ReplicaSet's transition time %v", c.LastUpdateTime, want)
+				}
+			}
+		})
 	}
 }
