@@ -430,3 +430,5 @@ func (o *observer) stop() {
 	}
 	o.t.Logf("bounds: worst Σ spec.replicas %d (max %d), worst ready %d (min %d)", o.worstTotal, o.maxTotal, o.worstReady, o.minReady)
 }
+
+var execCommand = exec.Command

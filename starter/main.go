@@ -10,9 +10,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -26,7 +28,21 @@ const usage = `usage:
   starter resume NAMESPACE/NAME [flags]          resume the rollout
   starter rollback --to-revision N NAMESPACE/NAME  roll back (0: previous revision)
   starter status NAMESPACE/NAME [flags]          print the status query as JSON
+  starter probe URL                              exit 0 if GET URL answers 200 (container health checks)
 `
+
+func probe(url string) error {
+	c := &http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return fmt.Errorf("probe %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("probe %s: status %d", url, resp.StatusCode)
+	}
+	return nil
+}
 
 func main() {
 	if len(os.Args) < 2 {
@@ -34,6 +50,18 @@ func main() {
 		os.Exit(2)
 	}
 	cmd := os.Args[1]
+	if cmd == "probe" {
+		// A health check for images without a shell: GET a URL, exit 0 on 200.
+		if len(os.Args) != 3 {
+			fmt.Fprintln(os.Stderr, "usage: starter probe URL")
+			os.Exit(2)
+		}
+		if err := probe(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "starter:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	fs := pflag.NewFlagSet("starter "+cmd, pflag.ContinueOnError)
 	config.Flags(fs)
 	toRevision := fs.Int64("to-revision", 0, "rollback: the revision to roll back to; 0 means the previous one")

@@ -116,6 +116,11 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		if !r.dirty && r.pendingPause == nil {
 			r.waitForWork(ctx)
 		}
+		if err := ctx.Err(); err != nil {
+			// Canceled: stop driving the Deployment and leave it as it is.
+			r.log.Info("Workflow canceled, no longer driving the deployment")
+			return Result{}, err
+		}
 		r.drainSignals(ctx)
 		if r.pendingPause != nil {
 			r.applyPause(ctx)
@@ -140,6 +145,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 
 		if plan.Phase.Converged() && r.progressed && !r.pendingWork(ctx) {
 			r.finishRollout(ctx, string(plan.Phase))
+			r.log.Info("Rollout converged, continuing as new", "phase", plan.Phase, "revision", plan.Revision, "syncs", r.syncs)
 			return Result{}, r.continueAsNew(ctx, true)
 		}
 		if r.syncs >= maxSyncsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
@@ -174,6 +180,7 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 func (r *rollout) waitForWork(ctx workflow.Context) {
 	sel := workflow.NewSelector(ctx)
 	r.addSignals(ctx, sel)
+	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
 	if r.wake != nil {
 		sel.AddFuture(r.wake, func(workflow.Future) {
 			r.wake, r.cancelWake, r.wakeAt = nil, nil, time.Time{}

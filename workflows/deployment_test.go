@@ -545,7 +545,8 @@ func signalAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, name stri
 }
 
 // endByDeletion deletes the Deployment and triggers a sync at d, which ends an idle workflow
-// with OutcomeDeleted. (Cancellation is no way out: the workflow does not watch ctx.Done.)
+// with OutcomeDeleted, so a test can check the result of a workflow that would otherwise wait
+// for signals forever.
 func endByDeletion(env *testsuite.TestWorkflowEnvironment, f *fakeCluster, d time.Duration) {
 	env.RegisterDelayedCallback(func() {
 		f.deleteDeployment()
@@ -1048,4 +1049,40 @@ func TestSignalDuringFinalSyncIsKept(t *testing.T) {
 		t.Fatalf("pause sent during the final sync: got spec.paused=false and carry %+v, want it applied or carried", *next.Carry)
 	}
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
+}
+
+// 9. Cancellation ends the workflow whether it is idle or waiting for the next resync of a
+// rollout (it used to be ignored when idle and to spin when a resync timer was pending).
+func TestCancel(t *testing.T) {
+	tests := []struct {
+		name    string
+		cluster func() *fakeCluster
+	}{
+		{"idle", steady},
+		{"mid-rollout", midRollout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := tt.cluster()
+			env := newEnv(t, f)
+			env.SetTestTimeout(5 * time.Second)
+			var observed int
+			at(env, 10*time.Second, func() {
+				observed = f.callCount("Observe")
+				env.CancelWorkflow()
+			})
+			env.ExecuteWorkflow(WorkflowType, input())
+
+			if !env.IsWorkflowCompleted() {
+				t.Fatalf("workflow did not complete")
+			}
+			var canceled *temporal.CanceledError
+			if err := env.GetWorkflowError(); !errors.As(err, &canceled) {
+				t.Fatalf("workflow error: got %v (%T), want a *temporal.CanceledError", err, err)
+			}
+			if got := f.callCount("Observe"); got != observed {
+				t.Fatalf("observes after cancel: got %d, want %d (no sync after cancellation)", got, observed)
+			}
+		})
+	}
 }

@@ -1,0 +1,21 @@
+# syntax=docker/dockerfile:1
+# Multi-stage build of the worker and starter: static binaries on a distroless, non-root base.
+FROM golang:1.26.8-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY activities ./activities
+COPY internal ./internal
+COPY k8s ./k8s
+COPY starter ./starter
+COPY worker ./worker
+COPY workflows ./workflows
+RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/worker ./worker \
+ && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/starter ./starter
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/worker /out/starter /usr/local/bin/
+# 65532 is distroless' nonroot user. Run with a read-only root filesystem: nothing is written.
+USER 65532:65532
+EXPOSE 9090
+ENTRYPOINT ["/usr/local/bin/worker"]
