@@ -702,6 +702,7 @@ func TestDecideRollback(t *testing.T) {
 		wantEvent      string
 		wantImage      string
 		wantCause      string
+		wantNoWrite    bool
 	}{
 		{
 			name:        "to revision 1",
@@ -735,6 +736,7 @@ func TestDecideRollback(t *testing.T) {
 		{
 			name:        "unknown revision",
 			giveRequest: ptrTo(int64(7)),
+			wantNoWrite: true,
 			wantEvent:   "Warning DeploymentRollbackRevisionNotFound: Unable to find the revision to rollback to.",
 			wantImage:   "nginx:1.1",
 			wantCause:   "deploy 1.1",
@@ -749,6 +751,7 @@ func TestDecideRollback(t *testing.T) {
 		{
 			name:        "no previous revision",
 			giveRequest: ptrTo(int64(0)),
+			wantNoWrite: true,
 			giveOnlyNew: true,
 			wantEvent:   "Warning DeploymentRollbackRevisionNotFound: Unable to find last revision.",
 			wantImage:   "nginx:1.1",
@@ -757,6 +760,7 @@ func TestDecideRollback(t *testing.T) {
 		{
 			name:        "current template",
 			giveRequest: ptrTo(int64(2)),
+			wantNoWrite: true,
 			wantEvent:   `Warning DeploymentRollbackTemplateUnchanged: The rollback revision contains the same template as current deployment "web"`,
 			wantImage:   "nginx:1.1",
 			wantCause:   "deploy 1.1",
@@ -781,6 +785,20 @@ func TestDecideRollback(t *testing.T) {
 			}
 			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: rss}, Request{RollbackTo: tt.giveRequest})
 
+			if tt.wantNoWrite {
+				// A signal that changes nothing writes nothing: only the event.
+				reason, _, _ := strings.Cut(strings.TrimPrefix(tt.wantEvent, "Warning "), ":")
+				if got, want := describePlan(plan), []string{"RecordEvent " + reason}; !reflect.DeepEqual(got, want) {
+					t.Fatalf("steps = %q, want %q", got, want)
+				}
+				if got, want := eventsOf(plan), []string{tt.wantEvent}; !reflect.DeepEqual(got, want) {
+					t.Errorf("events = %q, want %q", got, want)
+				}
+				if !plan.RollbackHandled {
+					t.Errorf("RollbackHandled = false, want true")
+				}
+				return
+			}
 			if got, want := describePlan(plan), []string{"RollbackDeployment"}; !reflect.DeepEqual(got, want) {
 				t.Fatalf("steps = %q, want %q", got, want)
 			}

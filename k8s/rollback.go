@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // rollbackTo returns the requested revision: a signal's request first, then the deprecated
@@ -70,8 +71,14 @@ func (p *planner) rollbackToRevision(rev int64) {
 }
 
 // rollbackStep updates the Deployment (template and annotations) with the rollback annotation
-// removed, and records the event once that update succeeds.
+// removed, and records the event once that update succeeds. A request that changes nothing (a
+// signal for an unknown revision) writes nothing and only records the event.
 func (p *planner) rollbackStep(ev Event) {
+	_, hadAnnotation := p.orig.Annotations[appsv1.DeprecatedRollbackTo]
 	delete(p.d.Annotations, appsv1.DeprecatedRollbackTo)
+	if !hadAnnotation && equality.Semantic.DeepEqual(p.orig.Spec.Template, p.d.Spec.Template) {
+		p.steps = append(p.steps, Step{Kind: StepEvent, Events: []Event{ev}})
+		return
+	}
 	p.steps = append(p.steps, Step{Kind: StepRollback, Deployment: stripDeployment(p.d), Events: []Event{ev}})
 }

@@ -52,6 +52,8 @@ type rollout struct {
 	rollbackTo   *int64
 	uid          types.UID
 	fromRevision int64
+	// pauseBlocked: the last SetPaused failed; wait for the backoff timer or a signal.
+	pauseBlocked bool
 
 	failures   int
 	progressed bool
@@ -113,7 +115,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 	}
 
 	for {
-		if !r.dirty && r.pendingPause == nil {
+		if !r.dirty && (r.pendingPause == nil || r.pauseBlocked) {
 			r.waitForWork(ctx)
 		}
 		if err := ctx.Err(); err != nil {
@@ -188,6 +190,7 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 		})
 	}
 	sel.Select(ctx)
+	r.pauseBlocked = false
 }
 
 // drainSignals handles every signal already delivered, without blocking.
@@ -246,6 +249,9 @@ func ParseRollback(raw json.RawMessage) (int64, error) {
 	if err := dec.Decode(&req); err != nil {
 		return 0, fmt.Errorf(`payload %s is not {"revision": N}: %w`, string(raw), err)
 	}
+	if dec.More() {
+		return 0, fmt.Errorf(`payload %s has data after {"revision": N}`, string(raw))
+	}
 	if req.Revision == nil {
 		return 0, fmt.Errorf(`payload %s has no "revision"; want {"revision": N}`, string(raw))
 	}
@@ -262,7 +268,12 @@ func (r *rollout) applyPause(ctx workflow.Context) {
 		Namespace: r.in.Namespace, Name: r.in.Name, Paused: paused,
 	}).Get(ctx, &res)
 	if err != nil && !activities.IsKind(err, activities.ErrNotFound) {
-		r.failed(ctx, fmt.Errorf("set paused=%t: %w", paused, err))
+		// Keep the request, and retry it after a backoff rather than at once.
+		r.status.LastError = fmt.Sprintf("set paused=%t: %v", paused, err)
+		r.failures++
+		r.pauseBlocked = true
+		r.setWake(ctx, workflow.Now(ctx).Add(backoffFor(r.failures)))
+		r.log.Warn("Setting spec.paused failed, retrying after backoff", "paused", paused, "error", err)
 		return
 	}
 	r.pendingPause = nil
@@ -389,12 +400,14 @@ func (r *rollout) failed(ctx workflow.Context, err error) {
 		r.dirty = true
 		return
 	}
-	backoff := time.Second << min(r.failures, 9)
-	if backoff > maxBackoff {
-		backoff = maxBackoff
-	}
+	backoff := backoffFor(r.failures)
 	r.log.Warn("Sync failed, retrying after backoff", "error", err, "backoff", backoff)
 	r.setWake(ctx, workflow.Now(ctx).Add(backoff))
+}
+
+// backoffFor is 2s, 4s, 8s ... up to maxBackoff.
+func backoffFor(failures int) time.Duration {
+	return min(time.Second<<min(failures, 9), maxBackoff)
 }
 
 // scheduleWake keeps one timer: the progress deadline recheck or, while a rollout is under way,

@@ -801,6 +801,22 @@ func TestRollback(t *testing.T) {
 					"before rollback: status got phase %q pending %v, want Complete, nil", st.Phase, st.PendingRollback)
 			})
 			signalAt(env, 10*time.Second, SignalRollback, map[string]any{"revision": tt.revision})
+			if tt.wantEvent == k8s.RollbackRevisionNotFound {
+				// Nothing to write: the event is recorded, the request consumed, and the run
+				// stays open; end it by deleting the Deployment.
+				at(env, 20*time.Second, func() {
+					st := queryStatus(t, env)
+					check(t, st.PendingRollback == nil && st.LastError == "", "after unknown rollback: pending %v, last error %q, want nil, none", st.PendingRollback, st.LastError)
+					check(t, f.hasEvent(tt.wantEvent), "events: got %+v, want %s", f.events, tt.wantEvent)
+				})
+				endByDeletion(env, f, 30*time.Second)
+				env.ExecuteWorkflow(WorkflowType, input())
+				deleted(t, env)
+				if len(f.rollbacks) != 0 {
+					t.Fatalf("RollbackDeployment calls: got %d, want 0 (nothing to change)", len(f.rollbacks))
+				}
+				return
+			}
 			env.ExecuteWorkflow(WorkflowType, input())
 
 			next := continuedAsNew(t, env)
