@@ -1,0 +1,39 @@
+package workflows
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// TestReplayHistories replays histories recorded on the real stack (testdata/histories, made
+// with `temporal workflow show -o json`) against the current workflow code. A change to the
+// shape of the workflow that breaks them must go behind workflow.GetVersion.
+//
+// Recorded: a RollingUpdate rollout of 10 replicas, pause with a template change while paused,
+// a malformed rollback signal, resume, rollback to revision 1, rollback to an unknown revision,
+// and a Recreate rollout ending with the Deployment deleted.
+func TestReplayHistories(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no recorded histories in testdata/histories")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(DeploymentWorkflow, workflow.RegisterOptions{Name: WorkflowType})
+			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+				t.Errorf("replay %s: %v", f, err)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join("testdata", "histories")); err != nil {
+		t.Fatal(err)
+	}
+}
