@@ -42,5 +42,13 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.3.0 ./workflows/...
 
+## bench: the same workloads with the built-in Deployment controller and with ours, each on a
+## fresh local stack; prints a table, writes bench-out/, BENCHMARKS.md and
+## docs/bench-progress.png. BENCH_FLAGS=--quick is a one-Deployment smoke run.
+BENCH_FLAGS ?=
+bench: tools build
+	$(GO) build -o $(BIN)/bench ./hack/bench
+	$(BIN)/bench --bin $(BIN) $(BENCH_FLAGS)
+
 clean:
 	rm -rf $(BIN) .dev e2e.out

@@ -90,6 +90,8 @@ type CreateInput struct {
 	// ProgressDeadline is set when the Deployment has one; a create error is then recorded as
 	// the Progressing condition.
 	ProgressDeadline bool `json:"progressDeadline,omitempty"`
+	// ThenStatus, when set, is the sync's status write, made once the ReplicaSet exists.
+	ThenStatus *appsv1.Deployment `json:"thenStatus,omitempty"`
 }
 
 // CreateResult tells what happened: created, found already there (ours, same template), or a
@@ -117,7 +119,7 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 	case err == nil:
 		res.Created, res.Generation = true, created.Generation
 		a.record(in.Deployment, in.Events)
-		return res, nil
+		return res, a.thenStatus(ctx, in.ThenStatus)
 	case apierrors.IsAlreadyExists(err):
 		existing, gerr := a.Client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
 		if gerr != nil {
@@ -125,7 +127,7 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 		}
 		if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == in.Deployment.UID && k8s.EqualIgnoreHash(&rs.Spec.Template, &existing.Spec.Template) {
 			res.Existed, res.Generation = true, existing.Generation
-			return res, nil
+			return res, a.thenStatus(ctx, in.ThenStatus)
 		}
 		if err := a.bumpCollisionCount(ctx, in.Deployment); err != nil {
 			return res, err
@@ -187,6 +189,8 @@ type WriteReplicaSetInput struct {
 	ReplicaSet   *appsv1.ReplicaSet `json:"replicaSet"`
 	FromReplicas int32              `json:"fromReplicas"`
 	Events       []k8s.Event        `json:"events,omitempty"`
+	// ThenStatus, when set, is the sync's status write, made after the ReplicaSet write.
+	ThenStatus *appsv1.Deployment `json:"thenStatus,omitempty"`
 }
 
 // WriteReplicaSetResult reports the replicas written and the generation they produced.
@@ -229,7 +233,7 @@ func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInpu
 		if err == nil {
 			res.Generation = updated.Generation
 			a.record(in.Deployment, in.Events)
-			return res, nil
+			return res, a.thenStatus(ctx, in.ThenStatus)
 		}
 		if !apierrors.IsConflict(err) || i >= conflictRetries {
 			return res, classify(fmt.Sprintf("scale replicaset %s/%s to %d", want.Namespace, want.Name, *want.Spec.Replicas), err)
@@ -246,7 +250,7 @@ func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInpu
 		}
 		if hasTarget(fresh, want) {
 			res.Generation, res.Unchanged = fresh.Generation, true
-			return res, nil
+			return res, a.thenStatus(ctx, in.ThenStatus)
 		}
 		obj = fresh.DeepCopy()
 		obj.Spec.Replicas = want.Spec.Replicas
@@ -258,6 +262,15 @@ func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInpu
 			obj.Annotations[k] = v
 		}
 	}
+}
+
+// thenStatus makes a status write that rides along with a ReplicaSet write.
+func (a *Activities) thenStatus(ctx context.Context, d *appsv1.Deployment) error {
+	if d == nil {
+		return nil
+	}
+	_, err := a.UpdateDeploymentStatus(ctx, DeploymentWriteInput{Deployment: d})
+	return err
 }
 
 func hasTarget(have, want *appsv1.ReplicaSet) bool {

@@ -28,7 +28,9 @@ import (
 const watchWorkers = 4
 
 // watcher turns informer events into signals. A Deployment's key waits `coalesce` in a
-// deduplicating queue, so a burst of changes costs one signal. Existing Deployments get
+// deduplicating queue, so a burst of changes costs one signal, and a Deployment gets at most
+// one signal per `min-signal-interval`, so a rollout's stream of ReplicaSet status changes
+// costs one sync (and a handful of history events) per interval. Existing Deployments get
 // signal-with-start, which is idempotent: several watchers cause extra trigger signals at
 // most, and the workflow coalesces them into one sync.
 type watcher struct {
@@ -38,6 +40,9 @@ type watcher struct {
 	queue    workqueue.TypedDelayingInterface[string]
 	dLister  appslisters.DeploymentLister
 	rsLister appslisters.ReplicaSetLister
+
+	mu   sync.Mutex
+	last map[string]time.Time // when each key was last signalled
 }
 
 func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *slog.Logger) error {
@@ -64,6 +69,7 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 		queue:    workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: "deployments"}),
 		dLister:  dInf.Lister(),
 		rsLister: rsInf.Lister(),
+		last:     map[string]time.Time{},
 	}
 	defer w.queue.ShutDown()
 
@@ -114,7 +120,7 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 	}
 	defer stopServer()
 
-	logger.Info("Watcher running", "watchNamespace", cfg.WatchNamespace, "coalesce", cfg.Coalesce)
+	logger.Info("Watcher running", "watchNamespace", cfg.WatchNamespace, "coalesce", cfg.Coalesce, "minSignalInterval", cfg.SignalInterval)
 	var wg sync.WaitGroup
 	for range watchWorkers {
 		wg.Go(func() {
@@ -140,7 +146,35 @@ func specChanged(o, n *appsv1.Deployment) bool {
 }
 
 func (w *watcher) enqueue(namespace, name string) {
-	w.queue.AddAfter(namespace+"/"+name, w.cfg.Coalesce)
+	key := namespace + "/" + name
+	w.queue.AddAfter(key, w.delay(key, time.Now()))
+}
+
+// delay is the coalescing delay, stretched so the key is not signalled again before
+// min-signal-interval has passed since its last signal.
+func (w *watcher) delay(key string, now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.cfg.Coalesce
+	if t, ok := w.last[key]; ok {
+		if wait := t.Add(w.cfg.SignalInterval).Sub(now); wait > d {
+			d = wait
+		}
+	}
+	return d
+}
+
+func (w *watcher) signalled(key string, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last[key] = now
+	if len(w.last) > 4096 {
+		for k, t := range w.last {
+			if now.Sub(t) > w.cfg.SignalInterval {
+				delete(w.last, k)
+			}
+		}
+	}
 }
 
 func (w *watcher) enqueueDeployment(obj any) {
@@ -220,7 +254,9 @@ func (w *watcher) processNext(ctx context.Context) bool {
 	if err := w.signal(ctx, key); err != nil {
 		w.log.Warn("Signal failed, retrying", "key", key, "error", err)
 		w.queue.AddAfter(key, time.Second)
+		return true
 	}
+	w.signalled(key, time.Now())
 	return true
 }
 

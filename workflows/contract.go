@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 
+	"go.temporal.io/sdk/workflow"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -74,6 +75,8 @@ type Carry struct {
 	RollbackTo *int64 `json:"rollbackTo,omitempty"`
 	Pause      *bool  `json:"pause,omitempty"`
 	Runs       int    `json:"runs,omitempty"`
+	// Version is the workflow version the previous run used; see versionFoldStatus.
+	Version workflow.Version `json:"version,omitempty"`
 	// Status is the last known status, so the query answers before the first sync.
 	Status *Status `json:"status,omitempty"`
 }

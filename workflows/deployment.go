@@ -27,6 +27,10 @@ const (
 
 var a *activities.Activities
 
+// versionFoldStatus is the workflow version that folds the status write into the ReplicaSet
+// write before it.
+const versionFoldStatus workflow.Version = 1
+
 // localActivityOptions: every Kubernetes read and write is a local activity, recorded as one
 // marker event, so a rollout's history stays small. Each is idempotent, so a retry after a
 // worker crash repeats it safely.
@@ -52,6 +56,8 @@ type rollout struct {
 	rollbackTo   *int64
 	uid          types.UID
 	fromRevision int64
+	// foldStatus: the status write rides along with the ReplicaSet write before it.
+	foldStatus bool
 	// pauseBlocked: the last SetPaused failed; wait for the backoff timer or a signal.
 	pauseBlocked bool
 
@@ -105,6 +111,14 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		return st, nil
 	}); err != nil {
 		return Result{}, fmt.Errorf("register status query: %w", err)
+	}
+	// Version 1 folds the status write into the ReplicaSet write before it. Runs continued from
+	// a version-1 run carry the version; others ask GetVersion, so histories recorded before
+	// the change replay unchanged.
+	if in.Carry != nil && in.Carry.Version >= versionFoldStatus {
+		r.foldStatus = true
+	} else {
+		r.foldStatus = workflow.GetVersion(ctx, "fold-status-into-write", workflow.DefaultVersion, versionFoldStatus) >= versionFoldStatus
 	}
 	ctx = workflow.WithLocalActivityOptions(ctx, localActivityOptions)
 
@@ -172,6 +186,9 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 		Pause:      r.pendingPause,
 		Status:     &st,
 	}}
+	if r.foldStatus {
+		next.Carry.Version = versionFoldStatus
+	}
 	if r.in.Carry != nil {
 		next.Carry.Runs = r.in.Carry.Runs + 1
 	}
@@ -317,7 +334,11 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	}
 	ref := activities.DeploymentRef{Namespace: d.Namespace, Name: d.Name, UID: d.UID}
 	wrote := false
-	for _, step := range plan.Steps {
+	steps := plan.Steps
+	if r.foldStatus {
+		steps = foldStatus(steps)
+	}
+	for _, step := range steps {
 		if step.Kind != k8s.StepEvent && step.Kind != k8s.StepUpdateStatus {
 			wrote = true
 		}
@@ -360,6 +381,7 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 		var res activities.CreateResult
 		err := workflow.ExecuteLocalActivity(ctx, a.CreateReplicaSet, activities.CreateInput{
 			Deployment: ref, ReplicaSet: step.ReplicaSet, Events: step.Events, ProgressDeadline: k8s.HasProgressDeadline(d),
+			ThenStatus: step.Deployment,
 		}).Get(ctx, &res)
 		if err != nil {
 			return false, err
@@ -379,6 +401,7 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 		}
 		return false, workflow.ExecuteLocalActivity(ctx, fn, activities.WriteReplicaSetInput{
 			Deployment: ref, ReplicaSet: step.ReplicaSet, FromReplicas: step.FromReplicas, Events: step.Events,
+			ThenStatus: step.Deployment,
 		}).Get(ctx, nil)
 	case k8s.StepCleanup:
 		return false, workflow.ExecuteLocalActivity(ctx, a.CleanupReplicaSets, activities.CleanupInput{Deployment: ref, Delete: step.Delete}).Get(ctx, nil)
@@ -388,6 +411,24 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 		return false, workflow.ExecuteLocalActivity(ctx, a.RollbackDeployment, activities.DeploymentWriteInput{Deployment: step.Deployment, Events: step.Events}).Get(ctx, nil)
 	}
 	return false, temporal.NewNonRetryableApplicationError("unknown step "+string(step.Kind), activities.ErrInvalid, nil)
+}
+
+// foldStatus carries a sync's closing status write inside the ReplicaSet write before it, so
+// a sync that scales costs one local activity, not two. The status is written after the
+// ReplicaSet, as before.
+func foldStatus(steps []k8s.Step) []k8s.Step {
+	n := len(steps)
+	if n < 2 || steps[n-1].Kind != k8s.StepUpdateStatus {
+		return steps
+	}
+	switch steps[n-2].Kind {
+	case k8s.StepCreate, k8s.StepScaleUp, k8s.StepScaleDown, k8s.StepUpdateRS:
+	default:
+		return steps
+	}
+	out := append([]k8s.Step(nil), steps[:n-1]...)
+	out[n-2].Deployment = steps[n-1].Deployment
+	return out
 }
 
 // failed records an error and schedules the next attempt: at once after a stale decision,

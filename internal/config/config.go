@@ -43,6 +43,7 @@ type Config struct {
 	LogLevel         string        `mapstructure:"log-level"`
 	LogFormat        string        `mapstructure:"log-format"`
 	Coalesce         time.Duration `mapstructure:"coalesce"`
+	SignalInterval   time.Duration `mapstructure:"min-signal-interval"`
 	SearchAttributes bool          `mapstructure:"search-attributes"`
 }
 
@@ -64,7 +65,8 @@ func Flags(fs *pflag.FlagSet) {
 	fs.String("metrics-address", ":9090", "listen address for /metrics, /healthz and /readyz; empty disables")
 	fs.String("log-level", "info", "debug, info, warn or error")
 	fs.String("log-format", "json", "json or text")
-	fs.Duration("coalesce", 250*time.Millisecond, "watcher: how long to gather changes to one Deployment into one signal")
+	fs.Duration("coalesce", 100*time.Millisecond, "watcher: how long to gather changes to one Deployment into one signal")
+	fs.Duration("min-signal-interval", time.Second, "watcher: at most one trigger signal per Deployment in this interval; a burst during a rollout costs one sync per interval")
 	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
 }
 
@@ -130,6 +132,9 @@ func (c Config) Validate() error {
 	}
 	if c.Coalesce < 0 {
 		errs = append(errs, fmt.Errorf("coalesce must be >= 0, got %s", c.Coalesce))
+	}
+	if c.SignalInterval < 0 {
+		errs = append(errs, fmt.Errorf("min-signal-interval must be >= 0, got %s", c.SignalInterval))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
