@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -1561,5 +1562,33 @@ func TestDecideReplicaFailure(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecideIsDeterministic: Decide runs inside the workflow, so the same snapshot must give
+// the same plan every time. Go randomises map iteration order on every range, so repeating
+// the call exposes any dependence on it.
+func TestDecideIsDeterministic(t *testing.T) {
+	d := webDeployment(10, "nginx:1.2")
+	d.Annotations[RevisionAnnotation] = "2"
+	d.Annotations["a"], d.Annotations["b"], d.Annotations["c"] = "1", "2", "3"
+	d.Status = settledStatus(d, 10)
+	old1 := ownedRS(d, "nginx:1.0", 1, 4, 4, ago(2*time.Hour))
+	old2 := ownedRS(d, "nginx:1.1", 2, 6, 6, ago(time.Hour))
+	snap := Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old1, old2}}
+	now := time.Now()
+	first, err := Decide(snap, Request{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(first)
+	for i := range 200 {
+		plan, err := Decide(snap, Request{}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := json.Marshal(plan); string(got) != string(want) {
+			t.Fatalf("run %d: plan = %s, want %s", i, got, want)
+		}
 	}
 }

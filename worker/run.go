@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -59,14 +60,17 @@ func run(ctx context.Context, cfg config.Config) error {
 	}
 	defer tc.Close()
 
-	w := worker.New(tc, cfg.TaskQueue, worker.Options{})
+	metrics := activities.NewMetrics(reg)
+	w := worker.New(tc, cfg.TaskQueue, worker.Options{
+		Interceptors: []interceptor.WorkerInterceptor{&activities.ErrorCounter{Metrics: metrics}},
+	})
 	w.RegisterWorkflowWithOptions(workflows.DeploymentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowType})
 	w.RegisterActivity(&activities.Activities{
 		Client:   kube,
 		Cache:    cache,
 		Recorder: recorder,
 		Logger:   logger,
-		Metrics:  activities.NewMetrics(reg),
+		Metrics:  metrics,
 	})
 
 	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: func() error {

@@ -7,6 +7,7 @@ package workflows
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
@@ -89,8 +90,15 @@ func (in Input) Validate() error {
 	if errs := validation.IsDNS1123Subdomain(in.Name); len(errs) > 0 {
 		return fmt.Errorf("invalid deployment name %q: %s", in.Name, strings.Join(errs, "; "))
 	}
-	for c, img := range in.Image {
-		if c == "" || strings.TrimSpace(img) == "" {
+	containers := make([]string, 0, len(in.Image))
+	// Only collects the keys, sorted below.
+	//workflowcheck:ignore
+	for c := range in.Image {
+		containers = append(containers, c)
+	}
+	sort.Strings(containers)
+	for _, c := range containers {
+		if img := in.Image[c]; c == "" || strings.TrimSpace(img) == "" {
 			return fmt.Errorf("invalid image entry %q: %q: container and image must be non-empty", c, img)
 		}
 	}
