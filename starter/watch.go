@@ -111,10 +111,7 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 		return fmt.Errorf("wait for watcher caches: %w", ctx.Err())
 	}
 
-	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: func() error {
-		_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
-		return err
-	}}.Start(ctx)
+	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: obs.TemporalReady(ctx, tc)}.Start(ctx)
 	if err != nil {
 		return err
 	}

@@ -73,10 +73,7 @@ func run(ctx context.Context, cfg config.Config) error {
 		Metrics:  metrics,
 	})
 
-	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: func() error {
-		_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
-		return err
-	}}.Start(ctx)
+	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: obs.TemporalReady(ctx, tc)}.Start(ctx)
 	if err != nil {
 		return err
 	}

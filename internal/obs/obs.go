@@ -39,6 +39,14 @@ func SDKMetrics(reg *prometheus.Registry) (client.MetricsHandler, func()) {
 	return sdktally.NewMetricsHandler(scope), func() { _ = closer.Close() }
 }
 
+// TemporalReady is a readiness check: the Temporal frontend answers a health check.
+func TemporalReady(ctx context.Context, tc client.Client) func() error {
+	return func() error {
+		_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err
+	}
+}
+
 // Server serves the endpoints until ctx ends. ready is called by /readyz.
 type Server struct {
 	Addr   string
