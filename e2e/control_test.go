@@ -210,6 +210,25 @@ func TestRollback(t *testing.T) {
 	if got := d.Annotations[k8s.ChangeCauseAnnotation]; got != "image nginx:1.26" {
 		t.Errorf("change-cause after undo = %q, want the revision's %q", got, "image nginx:1.26")
 	}
+
+	// The deprecated annotation older clients set: back to revision 3 (nginx:1.27), and the
+	// annotation is cleared.
+	kubectl(t, "-n", ns, "annotate", "deployment/web", "deprecated.deployment.rollback.to=3")
+	eventually(t, waitTimeout, func() string {
+		d := getDeployment(t, ns, "web")
+		if _, ok := d.Annotations["deprecated.deployment.rollback.to"]; ok {
+			return "rollback annotation not cleared yet"
+		}
+		if got := d.Spec.Template.Spec.Containers[0].Image; got != "nginx:1.27" {
+			return "image " + got
+		}
+		return rolloutPending(d)
+	})
+	if got, want := rsSummary(replicaSets(t, ns)), fmt.Sprintf("%s:r6:3 %s:r5:0 %s:r4:0", rs3, rs2, rs1); got != want {
+		t.Fatalf("after annotation rollback replicasets = %s, want %s", got, want)
+	}
+	// No event check here: by now the Deployment has had more than 25 events, and client-go's
+	// per-object spam filter (burst 25, as in kube-controller-manager) drops further ones.
 }
 
 // TestProgressDeadline: a :404 image sticks, ProgressDeadlineExceeded appears after
