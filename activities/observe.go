@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -70,6 +71,10 @@ func (a *Activities) Observe(ctx context.Context, in ObserveInput) (ObserveResul
 			return ObserveResult{}, classify("list cached replicasets in "+in.Namespace, err)
 		}
 		for _, rs := range cached {
+			// A matching ReplicaSet missing from the live list is gone; only the cache lags.
+			if selector.Matches(labels.Set(rs.Labels)) {
+				continue
+			}
 			if ref := metav1.GetControllerOf(rs); ref != nil && ref.UID == d.UID && !seen[rs.Name] {
 				snap.ReplicaSets = append(snap.ReplicaSets, rs.DeepCopy())
 			}
@@ -95,6 +100,8 @@ func (a *Activities) Observe(ctx context.Context, in ObserveInput) (ObserveResul
 				snap.Pods = append(snap.Pods, k8s.PodCount{ReplicaSetUID: rs.UID, Running: n})
 			}
 		}
+		// k8s.Snapshot documents Pods as sorted by UID; the loop above yields name order.
+		sort.Slice(snap.Pods, func(i, j int) bool { return snap.Pods[i].ReplicaSetUID < snap.Pods[j].ReplicaSetUID })
 	}
 	return ObserveResult{Found: true, Snapshot: snap}, nil
 }

@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -24,7 +25,9 @@ func RESTConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error)
 			return nil, fmt.Errorf("load in-cluster config (set --kubeconfig outside a cluster): %w", err)
 		}
 	} else {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+		// A list of files (path-list separated), as KUBECONFIG allows, is merged as kubectl does.
+		rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(kubeconfig)}
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 		if err != nil {
 			return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
 		}

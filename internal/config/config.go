@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -116,7 +117,8 @@ func (c Config) Validate() error {
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("temporal-tls-cert and temporal-tls-key go together"))
 	}
-	for _, f := range []string{c.Kubeconfig, c.TLSCert, c.TLSKey, c.TLSCA} {
+	files := append(filepath.SplitList(c.Kubeconfig), c.TLSCert, c.TLSKey, c.TLSCA)
+	for _, f := range files {
 		if f == "" {
 			continue
 		}
