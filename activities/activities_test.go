@@ -493,7 +493,8 @@ func TestScaleUpReplicaSet(t *testing.T) {
 			got, err := f.a.ScaleUpReplicaSet(context.Background(), tt.give)
 
 			checkErr(t, err, tt.wantErr)
-			if got != tt.want {
+			got.Wrote = nil // versions are checked in TestWritesReportVersions
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("result = %+v, want %+v", got, tt.want)
 			}
 			if got := f.events(); !reflect.DeepEqual(got, tt.wantEvents) {
@@ -540,7 +541,8 @@ func TestReplicaSetWritesShareOneImplementation(t *testing.T) {
 			f := newFixture(t, stale)
 			got, err := tt.give(f.a, context.Background(), WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target})
 			checkErr(t, err, "")
-			if got != tt.want {
+			got.Wrote = nil // versions are checked in TestWritesReportVersions
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("result = %+v, want %+v", got, tt.want)
 			}
 			if got := *f.rs(t, "web-abc").Spec.Replicas; got != 1 {
@@ -681,7 +683,8 @@ func TestCreateReplicaSet(t *testing.T) {
 			got, err := f.a.CreateReplicaSet(context.Background(), tt.give)
 
 			checkErr(t, err, tt.wantErr)
-			if got != tt.want {
+			got.Wrote = nil // versions are checked in TestWritesReportVersions
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("result = %+v, want %+v", got, tt.want)
 			}
 			if got := f.events(); !reflect.DeepEqual(got, tt.wantEvents) {
@@ -861,6 +864,7 @@ func TestClaimReplicaSets(t *testing.T) {
 			got, err := f.a.ClaimReplicaSets(context.Background(), tt.give)
 
 			checkErr(t, err, tt.wantErr)
+			got.Wrote = nil // versions are checked in TestWritesReportVersions
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("result = %+v, want %+v", got, tt.want)
 			}
@@ -977,6 +981,7 @@ func TestCleanupReplicaSets(t *testing.T) {
 			got, err := f.a.CleanupReplicaSets(context.Background(), CleanupInput{Deployment: testRef(), Delete: tt.give})
 
 			checkErr(t, err, tt.wantErr)
+			got.Wrote = nil // versions are checked in TestWritesReportVersions
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("result = %+v, want %+v", got, tt.want)
 			}
@@ -1092,7 +1097,8 @@ func TestUpdateDeploymentStatus(t *testing.T) {
 			got, err := f.a.UpdateDeploymentStatus(context.Background(), DeploymentWriteInput{Deployment: tt.give, Events: tt.giveEvents})
 
 			checkErr(t, err, tt.wantErr)
-			if got != tt.want {
+			got.Wrote = nil // versions are checked in TestWritesReportVersions
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("result = %+v, want %+v", got, tt.want)
 			}
 			if got := f.events(); !reflect.DeepEqual(got, tt.wantEvents) {
@@ -1185,7 +1191,8 @@ func TestRollbackDeployment(t *testing.T) {
 			got, err := f.a.RollbackDeployment(context.Background(), DeploymentWriteInput{Deployment: tt.give, Events: []k8s.Event{rolledBack}})
 
 			checkErr(t, err, tt.wantErr)
-			if got != tt.want {
+			got.Wrote = nil // versions are checked in TestWritesReportVersions
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("result = %+v, want %+v", got, tt.want)
 			}
 			if got := f.events(); !reflect.DeepEqual(got, tt.wantEvents) {
@@ -1268,7 +1275,8 @@ func TestSetPaused(t *testing.T) {
 			got, err := f.a.SetPaused(context.Background(), tt.give)
 
 			checkErr(t, err, tt.wantErr)
-			if got != tt.want {
+			got.Wrote = nil // versions are checked in TestWritesReportVersions
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("result = %+v, want %+v", got, tt.want)
 			}
 			if got := f.actions(); !reflect.DeepEqual(got, tt.wantActions) {
@@ -1368,7 +1376,8 @@ func TestSetImage(t *testing.T) {
 			got, err := f.a.SetImage(context.Background(), tt.give)
 
 			checkErr(t, err, tt.wantErr)
-			if got != tt.want {
+			got.Wrote = nil // versions are checked in TestWritesReportVersions
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("result = %+v, want %+v", got, tt.want)
 			}
 			if got := f.actions(); !reflect.DeepEqual(got, tt.wantActions) {
@@ -1463,9 +1472,19 @@ func TestObserve(t *testing.T) {
 			wantRSs:        []string{"web-a", "web-b"},
 		},
 		{
-			name:           "recreate counts running pods per ReplicaSet",
+			name:           "recreate counts running pods per ReplicaSet, listed live even from the cache",
 			giveDeployment: recreate,
 			give:           ObserveInput{Namespace: testNS, Name: "web"},
+			giveCache:      true,
+			wantFound:      true,
+			wantRSs:        []string{"web-a", "web-b", "web-c"},
+			wantPods:       []k8s.PodCount{{ReplicaSetUID: "uid-1", Running: 2}, {ReplicaSetUID: "uid-2", Running: 1}},
+			wantPodList:    true,
+		},
+		{
+			name:           "recreate counts running pods per ReplicaSet live",
+			giveDeployment: recreate,
+			give:           ObserveInput{Namespace: testNS, Name: "web", Live: true},
 			giveCache:      true,
 			wantFound:      true,
 			wantRSs:        []string{"web-a", "web-b", "web-c"},
@@ -1798,13 +1817,86 @@ func TestObserveIgnoresDeletedReplicaSetsStillCached(t *testing.T) {
 	}
 	f.a.Cache = c
 
-	got, err := f.a.Observe(context.Background(), ObserveInput{Namespace: testNS, Name: "web"})
+	// The sync knows web-old is gone (it deleted it), the cache still has it: Observe waits,
+	// gives up on the cache and reads live.
+	got, err := f.a.Observe(context.Background(), ObserveInput{Namespace: testNS, Name: "web",
+		AtLeast: []k8s.ObjectVersion{{Kind: "ReplicaSet", Name: "web-old", Gone: true}}})
 	checkErr(t, err, "")
 	var names []string
 	for _, rs := range got.Snapshot.ReplicaSets {
 		names = append(names, rs.Name)
 	}
-	if want := []string{"web-c", "web-new"}; !reflect.DeepEqual(names, want) {
-		t.Errorf("replicasets = %q, want %q", names, want)
+	if want := []string{"web-c", "web-new"}; !reflect.DeepEqual(names, want) || got.FromCache {
+		t.Errorf("replicasets = %q (from cache %t), want %q read live", names, got.FromCache, want)
+	}
+	// With nothing to wait for, the cache is used as it is, as the upstream controller does.
+	got, err = f.a.Observe(context.Background(), ObserveInput{Namespace: testNS, Name: "web"})
+	checkErr(t, err, "")
+	if !got.FromCache || len(got.Snapshot.ReplicaSets) != 3 {
+		t.Errorf("from cache %t with %d replicasets, want the cache's 3", got.FromCache, len(got.Snapshot.ReplicaSets))
+	}
+}
+
+func TestCacheCaughtUp(t *testing.T) {
+	f := newFixture(t, testDeployment(), testRS("web-new", "uid-new", dUID, 1))
+	c, err := NewCache(f.client, testNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); c.Shutdown() }()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := c.Deployment(testNS, "web")
+	rs, _ := c.rsLister.ReplicaSets(testNS).Get("web-new")
+	tests := []struct {
+		name string
+		give []k8s.ObjectVersion
+		want bool
+	}{
+		{name: "nothing", want: true},
+		{name: "same versions", give: []k8s.ObjectVersion{{Kind: "Deployment", Name: "web", ResourceVersion: d.ResourceVersion}, {Kind: "ReplicaSet", Name: "web-new", ResourceVersion: rs.ResourceVersion}}, want: true},
+		{name: "newer deployment", give: []k8s.ObjectVersion{{Kind: "Deployment", Name: "web", ResourceVersion: "999999"}}, want: false},
+		{name: "unparseable", give: []k8s.ObjectVersion{{Kind: "Deployment", Name: "web", ResourceVersion: "x"}}, want: false},
+		{name: "expected gone but cached", give: []k8s.ObjectVersion{{Kind: "ReplicaSet", Name: "web-new", Gone: true}}, want: false},
+		{name: "missing counts as gone", give: []k8s.ObjectVersion{{Kind: "ReplicaSet", Name: "web-x", ResourceVersion: "5"}}, want: true},
+		{name: "unknown kind", give: []k8s.ObjectVersion{{Kind: "Pod", Name: "p"}}, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := c.CaughtUp(testNS, tt.give); got != tt.want {
+				t.Errorf("CaughtUp(%v) = %t, want %t", tt.give, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestWritesReportVersions: every write reports the resourceVersion it produced, so the next
+// sync waits for the cache to show it.
+func TestWritesReportVersions(t *testing.T) {
+	f := newFixture(t, testDeployment(), testRS("web-a", "uid-a", dUID, 1))
+	rs, err := f.client.AppsV1().ReplicaSets(testNS).Get(context.Background(), "web-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rs.DeepCopy()
+	n := int32(3)
+	want.Spec.Replicas = &n
+	d, err := f.client.AppsV1().Deployments(testNS).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.a.ScaleUpReplicaSet(context.Background(), WriteReplicaSetInput{
+		Deployment: DeploymentRef{Namespace: testNS, Name: "web", UID: dUID}, ReplicaSet: want, FromReplicas: 1, ThenStatus: d,
+	})
+	checkErr(t, err, "")
+	if len(res.Wrote) != 2 || res.Wrote[0].Kind != "ReplicaSet" || res.Wrote[0].Name != "web-a" || res.Wrote[1].Kind != "Deployment" || res.Wrote[1].Name != "web" {
+		t.Errorf("wrote = %+v, want the ReplicaSet then the Deployment", res.Wrote)
+	}
+	cres, err := f.a.CleanupReplicaSets(context.Background(), CleanupInput{Deployment: DeploymentRef{Namespace: testNS, Name: "web", UID: dUID}, Delete: []k8s.ObjectRef{{Name: "web-a", UID: "uid-a"}}})
+	checkErr(t, err, "")
+	if len(cres.Wrote) != 1 || !cres.Wrote[0].Gone {
+		t.Errorf("cleanup wrote = %+v, want web-a gone", cres.Wrote)
 	}
 }

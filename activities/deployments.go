@@ -23,7 +23,8 @@ type DeploymentWriteInput struct {
 
 // DeploymentWriteResult reports the generation after the write.
 type DeploymentWriteResult struct {
-	Generation int64 `json:"generation"`
+	Generation int64               `json:"generation"`
+	Wrote      []k8s.ObjectVersion `json:"wrote,omitempty"`
 }
 
 // UpdateDeploymentStatus writes status and the revision annotation (a status update keeps
@@ -41,7 +42,7 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 		a.countWrite("update", "deployments/status", err)
 		if err == nil {
 			a.record(refOf(want), in.Events)
-			return DeploymentWriteResult{Generation: updated.Generation}, nil
+			return DeploymentWriteResult{Generation: updated.Generation, Wrote: []k8s.ObjectVersion{deploymentVersion(updated)}}, nil
 		}
 		if !apierrors.IsConflict(err) || i >= conflictRetries {
 			return DeploymentWriteResult{}, classify("update status of deployment "+want.Namespace+"/"+want.Name, err)
@@ -75,7 +76,7 @@ func (a *Activities) RollbackDeployment(ctx context.Context, in DeploymentWriteI
 		a.countWrite("update", "deployments", err)
 		if err == nil {
 			a.record(refOf(want), in.Events)
-			return DeploymentWriteResult{Generation: updated.Generation}, nil
+			return DeploymentWriteResult{Generation: updated.Generation, Wrote: []k8s.ObjectVersion{deploymentVersion(updated)}}, nil
 		}
 		if !apierrors.IsConflict(err) || i >= conflictRetries {
 			return DeploymentWriteResult{}, classify("roll back deployment "+want.Namespace+"/"+want.Name, err)
@@ -122,8 +123,9 @@ type SetPausedInput struct {
 
 // SetPausedResult reports whether the spec changed.
 type SetPausedResult struct {
-	Changed    bool  `json:"changed"`
-	Generation int64 `json:"generation"`
+	Changed    bool                `json:"changed"`
+	Generation int64               `json:"generation"`
+	Wrote      []k8s.ObjectVersion `json:"wrote,omitempty"`
 }
 
 // SetPaused patches spec.paused, so kubectl and Temporal show the same truth. Patching an
@@ -143,7 +145,7 @@ func (a *Activities) SetPaused(ctx context.Context, in SetPausedInput) (SetPause
 	if err != nil {
 		return SetPausedResult{}, classify(fmt.Sprintf("set paused=%t on deployment %s/%s", in.Paused, in.Namespace, in.Name), err)
 	}
-	return SetPausedResult{Changed: true, Generation: updated.Generation}, nil
+	return SetPausedResult{Changed: true, Generation: updated.Generation, Wrote: []k8s.ObjectVersion{deploymentVersion(updated)}}, nil
 }
 
 // SetImageInput sets container images, by container name.
@@ -156,9 +158,10 @@ type SetImageInput struct {
 
 // SetImageResult reports whether the template changed.
 type SetImageResult struct {
-	Changed     bool   `json:"changed"`
-	Generation  int64  `json:"generation"`
-	ChangeCause string `json:"changeCause,omitempty"`
+	Changed     bool                `json:"changed"`
+	Generation  int64               `json:"generation"`
+	ChangeCause string              `json:"changeCause,omitempty"`
+	Wrote       []k8s.ObjectVersion `json:"wrote,omitempty"`
 }
 
 // SetImage applies new images to the Deployment's containers (and init containers) and
@@ -217,7 +220,7 @@ func (a *Activities) SetImage(ctx context.Context, in SetImageInput) (SetImageRe
 		updated, err := dc.Update(ctx, d, metav1.UpdateOptions{FieldManager: FieldManager})
 		a.countWrite("update", "deployments", err)
 		if err == nil {
-			return SetImageResult{Changed: true, Generation: updated.Generation, ChangeCause: cause}, nil
+			return SetImageResult{Changed: true, Generation: updated.Generation, ChangeCause: cause, Wrote: []k8s.ObjectVersion{deploymentVersion(updated)}}, nil
 		}
 		if !apierrors.IsConflict(err) || i >= conflictRetries {
 			return SetImageResult{}, classify("set image on deployment "+in.Namespace+"/"+in.Name, err)

@@ -26,8 +26,9 @@ type ClaimInput struct {
 
 // ClaimResult reports what was adopted and released.
 type ClaimResult struct {
-	Adopted  []string `json:"adopted,omitempty"`
-	Released []string `json:"released,omitempty"`
+	Adopted  []string            `json:"adopted,omitempty"`
+	Released []string            `json:"released,omitempty"`
+	Wrote    []k8s.ObjectVersion `json:"wrote,omitempty"`
 }
 
 // ClaimReplicaSets adopts orphans by patching in our controllerRef and releases ReplicaSets
@@ -53,7 +54,7 @@ func (a *Activities) ClaimReplicaSets(ctx context.Context, in ClaimInput) (Claim
 				"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(fresh, appsv1.SchemeGroupVersion.WithKind("Deployment"))},
 				"uid":             r.UID,
 			}})
-			_, err := rsClient.Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+			patched, err := rsClient.Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 			a.countWrite("patch", "replicasets", err)
 			if apierrors.IsNotFound(err) {
 				continue
@@ -62,6 +63,7 @@ func (a *Activities) ClaimReplicaSets(ctx context.Context, in ClaimInput) (Claim
 				return res, classify("adopt replicaset "+in.Deployment.Namespace+"/"+r.Name, err)
 			}
 			res.Adopted = append(res.Adopted, r.Name)
+			res.Wrote = append(res.Wrote, rsVersion(patched))
 		}
 	}
 	for _, r := range in.Release {
@@ -69,7 +71,7 @@ func (a *Activities) ClaimReplicaSets(ctx context.Context, in ClaimInput) (Claim
 			"ownerReferences": []map[string]string{{"$patch": "delete", "uid": string(in.Deployment.UID)}},
 			"uid":             r.UID,
 		}})
-		_, err := rsClient.Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+		patched, err := rsClient.Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 		a.countWrite("patch", "replicasets", err)
 		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
 			continue
@@ -78,6 +80,7 @@ func (a *Activities) ClaimReplicaSets(ctx context.Context, in ClaimInput) (Claim
 			return res, classify("release replicaset "+in.Deployment.Namespace+"/"+r.Name, err)
 		}
 		res.Released = append(res.Released, r.Name)
+		res.Wrote = append(res.Wrote, rsVersion(patched))
 	}
 	return res, nil
 }
@@ -102,6 +105,8 @@ type CreateResult struct {
 	Existed    bool   `json:"existed,omitempty"`
 	Collision  bool   `json:"collision,omitempty"`
 	Generation int64  `json:"generation"`
+	// Wrote lists the objects written, at their new resourceVersions.
+	Wrote []k8s.ObjectVersion `json:"wrote,omitempty"`
 }
 
 // CreateReplicaSet creates the new ReplicaSet. If the name exists with our controllerRef and
@@ -118,8 +123,9 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 	switch {
 	case err == nil:
 		res.Created, res.Generation = true, created.Generation
+		res.Wrote = append(res.Wrote, rsVersion(created))
 		a.record(in.Deployment, in.Events)
-		return res, a.thenStatus(ctx, in.ThenStatus)
+		return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
 	case apierrors.IsAlreadyExists(err):
 		existing, gerr := a.Client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
 		if gerr != nil {
@@ -127,7 +133,8 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 		}
 		if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == in.Deployment.UID && k8s.EqualIgnoreHash(&rs.Spec.Template, &existing.Spec.Template) {
 			res.Existed, res.Generation = true, existing.Generation
-			return res, a.thenStatus(ctx, in.ThenStatus)
+			res.Wrote = append(res.Wrote, rsVersion(existing))
+			return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
 		}
 		if err := a.bumpCollisionCount(ctx, in.Deployment); err != nil {
 			return res, err
@@ -200,6 +207,8 @@ type WriteReplicaSetResult struct {
 	Generation int64  `json:"generation"`
 	// Unchanged is true when the ReplicaSet already had the target (a retried write).
 	Unchanged bool `json:"unchanged,omitempty"`
+	// Wrote lists the objects written, at their new resourceVersions.
+	Wrote []k8s.ObjectVersion `json:"wrote,omitempty"`
 }
 
 // ScaleUpReplicaSet sets a ReplicaSet's replicas (and annotations) to an absolute target.
@@ -232,8 +241,9 @@ func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInpu
 		a.countWrite("update", "replicasets", err)
 		if err == nil {
 			res.Generation = updated.Generation
+			res.Wrote = append(res.Wrote, rsVersion(updated))
 			a.record(in.Deployment, in.Events)
-			return res, a.thenStatus(ctx, in.ThenStatus)
+			return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
 		}
 		if !apierrors.IsConflict(err) || i >= conflictRetries {
 			return res, classify(fmt.Sprintf("scale replicaset %s/%s to %d", want.Namespace, want.Name, *want.Spec.Replicas), err)
@@ -250,7 +260,8 @@ func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInpu
 		}
 		if hasTarget(fresh, want) {
 			res.Generation, res.Unchanged = fresh.Generation, true
-			return res, a.thenStatus(ctx, in.ThenStatus)
+			res.Wrote = append(res.Wrote, rsVersion(fresh))
+			return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
 		}
 		obj = fresh.DeepCopy()
 		obj.Spec.Replicas = want.Spec.Replicas
@@ -265,12 +276,21 @@ func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInpu
 }
 
 // thenStatus makes a status write that rides along with a ReplicaSet write.
-func (a *Activities) thenStatus(ctx context.Context, d *appsv1.Deployment) error {
+func (a *Activities) thenStatus(ctx context.Context, d *appsv1.Deployment, wrote *[]k8s.ObjectVersion) error {
 	if d == nil {
 		return nil
 	}
-	_, err := a.UpdateDeploymentStatus(ctx, DeploymentWriteInput{Deployment: d})
+	res, err := a.UpdateDeploymentStatus(ctx, DeploymentWriteInput{Deployment: d})
+	*wrote = append(*wrote, res.Wrote...)
 	return err
+}
+
+func rsVersion(rs *appsv1.ReplicaSet) k8s.ObjectVersion {
+	return k8s.ObjectVersion{Kind: "ReplicaSet", Name: rs.Name, ResourceVersion: rs.ResourceVersion}
+}
+
+func deploymentVersion(d *appsv1.Deployment) k8s.ObjectVersion {
+	return k8s.ObjectVersion{Kind: "Deployment", Name: d.Name, ResourceVersion: d.ResourceVersion}
 }
 
 func hasTarget(have, want *appsv1.ReplicaSet) bool {
@@ -293,7 +313,8 @@ type CleanupInput struct {
 
 // CleanupResult lists what was deleted.
 type CleanupResult struct {
-	Deleted []string `json:"deleted,omitempty"`
+	Deleted []string            `json:"deleted,omitempty"`
+	Wrote   []k8s.ObjectVersion `json:"wrote,omitempty"`
 }
 
 // CleanupReplicaSets deletes old ReplicaSets beyond revisionHistoryLimit, each with a UID
@@ -311,6 +332,7 @@ func (a *Activities) CleanupReplicaSets(ctx context.Context, in CleanupInput) (C
 			return res, classify("delete replicaset "+in.Deployment.Namespace+"/"+r.Name, err)
 		}
 		res.Deleted = append(res.Deleted, r.Name)
+		res.Wrote = append(res.Wrote, k8s.ObjectVersion{Kind: "ReplicaSet", Name: r.Name, Gone: true})
 	}
 	return res, nil
 }

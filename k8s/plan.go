@@ -822,3 +822,13 @@ func stripDeployment(d *appsv1.Deployment) *appsv1.Deployment {
 	c.ManagedFields = nil
 	return c
 }
+
+// ObjectVersion names a Deployment or ReplicaSet at a resourceVersion: a sync must not decide
+// on a cache older than that. Kind is "Deployment" or "ReplicaSet".
+type ObjectVersion struct {
+	Kind            string `json:"kind"`
+	Name            string `json:"name"`
+	ResourceVersion string `json:"rv,omitempty"`
+	// Gone: the object was deleted and must be absent.
+	Gone bool `json:"gone,omitempty"`
+}

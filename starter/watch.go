@@ -25,7 +25,10 @@ import (
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
-const watchWorkers = 4
+const (
+	watchWorkers = 4
+	rsByOwner    = "ownerUID"
+)
 
 // watcher turns informer events into signals. A Deployment's key waits `coalesce` in a
 // deduplicating queue, so a burst of changes costs one signal, and a Deployment gets at most
@@ -40,6 +43,7 @@ type watcher struct {
 	queue    workqueue.TypedDelayingInterface[string]
 	dLister  appslisters.DeploymentLister
 	rsLister appslisters.ReplicaSetLister
+	rsIndex  cache.Indexer
 
 	mu   sync.Mutex
 	last map[string]time.Time // when each key was last signalled
@@ -64,11 +68,24 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 	dInf := factory.Apps().V1().Deployments()
 	rsInf := factory.Apps().V1().ReplicaSets()
 	podInf := factory.Core().V1().Pods()
+	// ReplicaSets by controller UID, and orphans by namespace ("orphan/<ns>").
+	if err := rsInf.Informer().AddIndexers(cache.Indexers{rsByOwner: func(obj any) ([]string, error) {
+		if rs, ok := obj.(*appsv1.ReplicaSet); ok {
+			if ref := metav1.GetControllerOf(rs); ref != nil {
+				return []string{string(ref.UID)}, nil
+			}
+			return []string{"orphan/" + rs.Namespace}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return fmt.Errorf("index replicasets by owner: %w", err)
+	}
 	w := &watcher{
 		cfg: cfg, tc: tc, log: logger,
 		queue:    workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: "deployments"}),
 		dLister:  dInf.Lister(),
 		rsLister: rsInf.Lister(),
+		rsIndex:  rsInf.Informer().GetIndexer(),
 		last:     map[string]time.Time{},
 	}
 	defer w.queue.ShutDown()
@@ -266,13 +283,34 @@ func (w *watcher) signal(ctx context.Context, key string) error {
 	}
 	in := workflows.Input{Namespace: ns, Name: name}
 	id := workflows.WorkflowID(ns, name)
-	if _, err := w.dLister.Deployments(ns).Get(name); err != nil {
+	d, err := w.dLister.Deployments(ns).Get(name)
+	if err != nil {
 		err := w.tc.SignalWorkflow(ctx, id, "", workflows.SignalTrigger, nil)
 		if _, ok := err.(*serviceerror.NotFound); ok {
 			return nil
 		}
 		return err
 	}
-	_, err = w.tc.SignalWithStartWorkflow(ctx, id, workflows.SignalTrigger, nil, startOptions(w.cfg, in), workflows.WorkflowType, in)
+	_, err = w.tc.SignalWithStartWorkflow(ctx, id, workflows.SignalTrigger, w.trigger(d), startOptions(w.cfg, in), workflows.WorkflowType, in)
 	return err
+}
+
+// trigger carries the versions this watcher has seen of the Deployment and its ReplicaSets,
+// so the sync waits for the worker's cache to have them too.
+func (w *watcher) trigger(d *appsv1.Deployment) workflows.Trigger {
+	t := workflows.Trigger{Versions: []k8s.ObjectVersion{{Kind: "Deployment", Name: d.Name, ResourceVersion: d.ResourceVersion}}}
+	owned, _ := w.rsIndex.ByIndex(rsByOwner, string(d.UID))
+	orphans, _ := w.rsIndex.ByIndex(rsByOwner, "orphan/"+d.Namespace)
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	for _, o := range owned {
+		rs := o.(*appsv1.ReplicaSet)
+		t.Versions = append(t.Versions, k8s.ObjectVersion{Kind: "ReplicaSet", Name: rs.Name, ResourceVersion: rs.ResourceVersion})
+	}
+	for _, o := range orphans {
+		rs := o.(*appsv1.ReplicaSet)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
+			t.Versions = append(t.Versions, k8s.ObjectVersion{Kind: "ReplicaSet", Name: rs.Name, ResourceVersion: rs.ResourceVersion})
+		}
+	}
+	return t
 }

@@ -13,6 +13,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/temporal-rollout/rollout/k8s"
 )
 
 const (
@@ -103,6 +105,12 @@ func (in Input) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Trigger is the trigger signal's optional payload: the versions the watcher saw, so the sync
+// it causes does not decide on an older cache. Any other payload is ignored.
+type Trigger struct {
+	Versions []k8s.ObjectVersion `json:"versions,omitempty"`
 }
 
 // RollbackRequest is the rollback signal's payload.

@@ -58,6 +58,10 @@ type rollout struct {
 	fromRevision int64
 	// foldStatus: the status write rides along with the ReplicaSet write before it.
 	foldStatus bool
+	// atLeast: versions the next Observe must see (from the watcher and our own writes);
+	// liveNext: read live, after a stale decision.
+	atLeast  []k8s.ObjectVersion
+	liveNext bool
 	// pauseBlocked: the last SetPaused failed; wait for the backoff timer or a signal.
 	pauseBlocked bool
 
@@ -224,7 +228,12 @@ func (r *rollout) drainSignals(ctx workflow.Context) {
 
 func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 	sel.AddReceive(r.trigger, func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(ctx, nil)
+		var raw json.RawMessage
+		c.Receive(ctx, &raw)
+		var t Trigger
+		if len(raw) > 0 && json.Unmarshal(raw, &t) == nil {
+			r.atLeast = append(r.atLeast, t.Versions...)
+		}
 		r.dirty = true
 	})
 	sel.AddReceive(r.pause, func(c workflow.ReceiveChannel, _ bool) {
@@ -284,6 +293,7 @@ func (r *rollout) applyPause(ctx workflow.Context) {
 	err := workflow.ExecuteLocalActivity(ctx, a.SetPaused, activities.SetPausedInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, Paused: paused,
 	}).Get(ctx, &res)
+	r.atLeast = append(r.atLeast, res.Wrote...)
 	if err != nil && !activities.IsKind(err, activities.ErrNotFound) {
 		// Keep the request, and retry it after a backoff rather than at once.
 		r.status.LastError = fmt.Sprintf("set paused=%t: %v", paused, err)
@@ -302,6 +312,7 @@ func (r *rollout) setImage(ctx workflow.Context) error {
 	err := workflow.ExecuteLocalActivity(ctx, a.SetImage, activities.SetImageInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, Images: r.in.Image, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID,
 	}).Get(ctx, &res)
+	r.atLeast = append(r.atLeast, res.Wrote...)
 	if err != nil {
 		if activities.IsKind(err, activities.ErrInvalid) || activities.IsKind(err, activities.ErrNotFound) {
 			return temporal.NewNonRetryableApplicationError("set image: "+err.Error(), "InvalidInput", err)
@@ -316,10 +327,11 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	r.syncs++
 	var obs activities.ObserveResult
 	if err := workflow.ExecuteLocalActivity(ctx, a.Observe, activities.ObserveInput{
-		Namespace: r.in.Namespace, Name: r.in.Name,
+		Namespace: r.in.Namespace, Name: r.in.Name, AtLeast: r.atLeast, Live: r.liveNext,
 	}).Get(ctx, &obs); err != nil {
 		return k8s.Plan{}, false, fmt.Errorf("observe: %w", err)
 	}
+	r.atLeast, r.liveNext = nil, false
 	if !obs.Found {
 		return k8s.Plan{}, false, nil
 	}
@@ -376,7 +388,7 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 	case k8s.StepEvent:
 		return false, workflow.ExecuteLocalActivity(ctx, a.RecordEvent, activities.RecordEventInput{Deployment: ref, Events: step.Events}).Get(ctx, nil)
 	case k8s.StepClaim:
-		return false, workflow.ExecuteLocalActivity(ctx, a.ClaimReplicaSets, activities.ClaimInput{Deployment: ref, Adopt: step.Adopt, Release: step.Release}).Get(ctx, nil)
+		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.ClaimReplicaSets, activities.ClaimInput{Deployment: ref, Adopt: step.Adopt, Release: step.Release}))
 	case k8s.StepCreate:
 		var res activities.CreateResult
 		err := workflow.ExecuteLocalActivity(ctx, a.CreateReplicaSet, activities.CreateInput{
@@ -386,8 +398,10 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 		if err != nil {
 			return false, err
 		}
+		r.atLeast = append(r.atLeast, res.Wrote...)
 		if res.Collision {
 			r.log.Info("Hash collision, collisionCount bumped", "replicaSet", res.Name)
+			r.liveNext = true
 			return true, nil
 		}
 		return false, nil
@@ -399,18 +413,31 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 		case k8s.StepScaleDown:
 			fn = a.ScaleDownReplicaSet
 		}
-		return false, workflow.ExecuteLocalActivity(ctx, fn, activities.WriteReplicaSetInput{
+		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, fn, activities.WriteReplicaSetInput{
 			Deployment: ref, ReplicaSet: step.ReplicaSet, FromReplicas: step.FromReplicas, Events: step.Events,
 			ThenStatus: step.Deployment,
-		}).Get(ctx, nil)
+		}))
 	case k8s.StepCleanup:
-		return false, workflow.ExecuteLocalActivity(ctx, a.CleanupReplicaSets, activities.CleanupInput{Deployment: ref, Delete: step.Delete}).Get(ctx, nil)
+		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.CleanupReplicaSets, activities.CleanupInput{Deployment: ref, Delete: step.Delete}))
 	case k8s.StepUpdateStatus:
-		return false, workflow.ExecuteLocalActivity(ctx, a.UpdateDeploymentStatus, activities.DeploymentWriteInput{Deployment: step.Deployment, Events: step.Events}).Get(ctx, nil)
+		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.UpdateDeploymentStatus, activities.DeploymentWriteInput{Deployment: step.Deployment, Events: step.Events}))
 	case k8s.StepRollback:
-		return false, workflow.ExecuteLocalActivity(ctx, a.RollbackDeployment, activities.DeploymentWriteInput{Deployment: step.Deployment, Events: step.Events}).Get(ctx, nil)
+		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.RollbackDeployment, activities.DeploymentWriteInput{Deployment: step.Deployment, Events: step.Events}))
 	}
 	return false, temporal.NewNonRetryableApplicationError("unknown step "+string(step.Kind), activities.ErrInvalid, nil)
+}
+
+// wrote waits for a write and remembers the versions it produced, so the next Observe does not
+// decide on a cache that has not seen them yet.
+func (r *rollout) wrote(ctx workflow.Context, f workflow.Future) error {
+	var res struct {
+		Wrote []k8s.ObjectVersion `json:"wrote"`
+	}
+	if err := f.Get(ctx, &res); err != nil {
+		return err
+	}
+	r.atLeast = append(r.atLeast, res.Wrote...)
+	return nil
 }
 
 // foldStatus carries a sync's closing status write inside the ReplicaSet write before it, so
@@ -437,8 +464,8 @@ func (r *rollout) failed(ctx workflow.Context, err error) {
 	r.status.LastError = err.Error()
 	r.failures++
 	if (activities.IsKind(err, activities.ErrStale) || activities.IsKind(err, activities.ErrNotFound)) && r.failures <= 3 {
-		r.log.Info("Decision was stale, syncing again", "error", err)
-		r.dirty = true
+		r.log.Info("Decision was stale, syncing again from a live read", "error", err)
+		r.dirty, r.liveNext = true, true
 		return
 	}
 	backoff := backoffFor(r.failures)
