@@ -82,8 +82,9 @@ func signalWithStart(ctx context.Context, tc client.Client, cfg config.Config, i
 
 func startOptions(cfg config.Config, in workflows.Input) client.StartWorkflowOptions {
 	o := client.StartWorkflowOptions{
-		ID:        workflows.WorkflowID(in.Namespace, in.Name),
-		TaskQueue: cfg.TaskQueue,
+		ID:            workflows.WorkflowID(in.Namespace, in.Name),
+		TaskQueue:     cfg.TaskQueue,
+		StaticSummary: "Deployment " + in.Namespace + "/" + in.Name,
 	}
 	if cfg.SearchAttributes {
 		o.TypedSearchAttributes = temporal.NewSearchAttributes(

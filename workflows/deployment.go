@@ -374,6 +374,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	}
 	r.report(obs.Snapshot, plan)
 	r.status.LastError = ""
+	workflow.SetCurrentDetails(ctx, r.details())
 	if plan.Phase == k8s.PhaseRollingBack {
 		// The template changed: roll it out now.
 		r.dirty = true
@@ -522,6 +523,16 @@ func (r *rollout) finishRollout(ctx workflow.Context, outcome string) {
 	mh := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": outcome})
 	mh.Counter("rollout_rollouts_completed").Inc(1)
 	mh.Timer("rollout_duration").Record(workflow.Now(ctx).Sub(r.startedAt))
+}
+
+// details is the line the Temporal UI shows as the run's current details.
+func (r *rollout) details() string {
+	st := r.status
+	line := fmt.Sprintf("**%s/%s** %s: revision %d → %d", st.Namespace, st.Name, st.Phase, r.fromRevision, st.TargetRevision)
+	for _, rs := range st.ReplicaSets {
+		line += fmt.Sprintf("\n- `%s` (revision %d): %d replicas, %d ready, %d available", rs.Name, rs.Revision, rs.Replicas, rs.Ready, rs.Available)
+	}
+	return line
 }
 
 // report refreshes the status query's answer from the snapshot and plan.
