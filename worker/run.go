@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
@@ -63,6 +64,14 @@ func run(ctx context.Context, cfg config.Config) error {
 	metrics := activities.NewMetrics(reg)
 	w := worker.New(tc, cfg.TaskQueue, worker.Options{
 		Interceptors: []interceptor.WorkerInterceptor{&activities.ErrorCounter{Metrics: metrics}},
+		// Syncs write through one client rate limiter. Running only a bounded number at once
+		// keeps the rest waiting in the task queue, where waiting costs no history events,
+		// instead of inside workflow tasks, which would heartbeat and time out.
+		MaxConcurrentWorkflowTaskExecutionSize:  cfg.MaxSyncs,
+		MaxConcurrentLocalActivityExecutionSize: 2 * cfg.MaxSyncs,
+		// Tasks queued for this worker's sticky cache wait this long before another worker
+		// takes them; a dead worker's sticky queue is abandoned sooner by the server.
+		StickyScheduleToStartTimeout: time.Minute,
 	})
 	w.RegisterWorkflowWithOptions(workflows.DeploymentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowType})
 	w.RegisterActivity(&activities.Activities{

@@ -46,6 +46,7 @@ type Config struct {
 	Coalesce         time.Duration `mapstructure:"coalesce"`
 	SignalInterval   time.Duration `mapstructure:"min-signal-interval"`
 	SearchAttributes bool          `mapstructure:"search-attributes"`
+	MaxSyncs         int           `mapstructure:"max-concurrent-syncs"`
 }
 
 // Flags registers every setting on fs with its default.
@@ -68,6 +69,7 @@ func Flags(fs *pflag.FlagSet) {
 	fs.String("log-format", "json", "json or text")
 	fs.Duration("coalesce", 100*time.Millisecond, "watcher: how long to gather changes to one Deployment into one signal")
 	fs.Duration("min-signal-interval", time.Second, "watcher: at most one trigger signal per Deployment in this interval; a burst during a rollout costs one sync per interval")
+	fs.Int("max-concurrent-syncs", 20, "worker: workflow tasks (syncs) run at once; more wait in the task queue, not on the client rate limiter")
 	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
 }
 
@@ -134,6 +136,9 @@ func (c Config) Validate() error {
 	}
 	if c.Coalesce < 0 {
 		errs = append(errs, fmt.Errorf("coalesce must be >= 0, got %s", c.Coalesce))
+	}
+	if c.MaxSyncs <= 0 {
+		errs = append(errs, fmt.Errorf("max-concurrent-syncs must be > 0, got %d", c.MaxSyncs))
 	}
 	if c.SignalInterval < 0 {
 		errs = append(errs, fmt.Errorf("min-signal-interval must be >= 0, got %s", c.SignalInterval))

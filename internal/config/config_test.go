@@ -61,7 +61,7 @@ func defaults() Config {
 		KubeQPS: 20, KubeBurst: 30,
 		TemporalAddress: "localhost:7233", TemporalNamespace: "default", TaskQueue: workflows.DefaultTaskQueue,
 		MetricsAddress: ":9090", LogLevel: "info", LogFormat: "json",
-		Coalesce: 100 * time.Millisecond, SignalInterval: time.Second,
+		Coalesce: 100 * time.Millisecond, SignalInterval: time.Second, MaxSyncs: 20,
 	}
 }
 
@@ -552,7 +552,7 @@ func TestKubeconfigList(t *testing.T) {
 		}
 	}
 	c := Config{Kubeconfig: a + string(os.PathListSeparator) + b, KubeQPS: 1, KubeBurst: 1, TemporalAddress: "h:1",
-		TemporalNamespace: "default", TaskQueue: "q", LogLevel: "info", LogFormat: "json"}
+		TemporalNamespace: "default", TaskQueue: "q", LogLevel: "info", LogFormat: "json", MaxSyncs: 1}
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate() with a kubeconfig list = %v, want nil", err)
 	}
