@@ -1,0 +1,95 @@
+//go:build e2e
+
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestQuick runs the harness in --quick mode end to end: both controllers, each on a fresh
+// stack, one Deployment x 2 replicas, and checks that it produced numbers.
+func TestQuick(t *testing.T) {
+	bin := t.TempDir()
+	for _, pkg := range []string{"worker", "starter"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, pkg), "../../"+pkg)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("build %s: %v", pkg, err)
+		}
+	}
+	cfg, err := parseFlags([]string{"--quick", "--bin", bin, "--out", t.TempDir(), "--timeout", "5m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Markdown != "" || cfg.DocsPNG != "" {
+		t.Fatalf("--quick must not write BENCHMARKS.md or docs: %q %q", cfg.Markdown, cfg.DocsPNG)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, cfg)
+	if rep != nil {
+		t.Log("\n" + rep.Text())
+	}
+	if err != nil {
+		t.Fatalf("bench: %v", err)
+	}
+	if len(rep.Results) != 2 {
+		t.Fatalf("got %d results, want 2 (one per controller)", len(rep.Results))
+	}
+	for _, res := range rep.Results {
+		name := res.Workload + " on " + string(res.Side)
+		if res.Err != "" {
+			t.Errorf("%s: %s", name, res.Err)
+		}
+		if res.CreateSeconds <= 0 || res.UpdateSeconds <= 0 {
+			t.Errorf("%s: create→available %.2fs, update→complete %.2fs; want both > 0", name, res.CreateSeconds, res.UpdateSeconds)
+		}
+		// The harness's own writes (1 create, 1 patch) come on top of the controller's.
+		if res.CreateWrites.Total() <= 1 || res.UpdateWrites.Total() <= 1 {
+			t.Errorf("%s: writes create %d, update %d; want more than the harness's own", name, res.CreateWrites.Total(), res.UpdateWrites.Total())
+		}
+		if res.UpdateWrites.ReplicaSets == 0 {
+			t.Errorf("%s: no ReplicaSet writes during the update", name)
+		}
+		if res.Bounds.Worst() != 0 || res.Bounds.Breaches != 0 {
+			t.Errorf("%s: bounds breached: %+v", name, res.Bounds)
+		}
+		if res.Bounds.Events == 0 {
+			t.Errorf("%s: the bounds observer saw no events", name)
+		}
+		if len(res.Progress) == 0 {
+			t.Errorf("%s: no progress samples", name)
+		}
+		if kcm := res.Procs["kube-controller-manager"]; kcm == nil || kcm.CPUSeconds <= 0 || kcm.PeakRSSKB <= 0 {
+			t.Errorf("%s: no kube-controller-manager CPU/RSS: %+v", name, kcm)
+		}
+		switch res.Side {
+		case SideOurs:
+			ts := res.Temporal
+			if ts == nil || ts.Rollouts != 1 || len(ts.Events) != 1 || ts.Events[0] < 1 {
+				t.Errorf("%s: Temporal stats %+v; want at least 1 history event for the rollout", name, ts)
+			} else if ts.WorkflowTasks[0] < 1 || ts.LocalActivities[0] < 1 {
+				t.Errorf("%s: Temporal stats %+v; want workflow tasks and local activities", name, ts)
+			}
+			for _, p := range []string{"worker", "watcher"} {
+				if st := res.Procs[p]; st == nil || st.CPUSeconds <= 0 || st.PeakRSSKB <= 0 {
+					t.Errorf("%s: no %s CPU/RSS: %+v", name, p, st)
+				}
+			}
+		case SideBuiltin:
+			if res.Temporal != nil {
+				t.Errorf("%s: Temporal stats on the built-in side", name)
+			}
+		}
+	}
+	for _, f := range []string{"results.json", "results.md", "progress.png"} {
+		if st, err := os.Stat(filepath.Join(cfg.OutDir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("output %s missing or empty: %v", f, err)
+		}
+	}
+}

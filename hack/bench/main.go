@@ -1,0 +1,267 @@
+// Command bench is `make bench`: it runs the same Deployment workloads on the same kind of
+// local stack twice, once with kube-controller-manager's built-in Deployment controller and
+// once with the built-in controller off (`--controllers=*,-deployment`) and our worker and
+// watcher in its place, and reports wall times, apiserver writes, bound breaches, Temporal
+// history sizes and process CPU and memory. Every workload on every side gets a fresh stack
+// that is stopped afterwards.
+//
+// It prints a table, writes bench-out/ (results.json, progress.png, the tables) and, for a
+// full run, BENCHMARKS.md and docs/bench-progress.png.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/temporal-rollout/rollout/internal/stack"
+)
+
+// Side is one of the two controllers under test.
+type Side string
+
+const (
+	// SideBuiltin is kube-controller-manager with its own Deployment controller.
+	SideBuiltin Side = "built-in"
+	// SideOurs is the built-in controller off, our worker and watcher on.
+	SideOurs Side = "temporal"
+)
+
+// Config is everything a run needs; flags fill it.
+type Config struct {
+	Workloads []Workload
+	Sides     []Side
+
+	// QPS and Burst are the client budget of kube-controller-manager and of our worker and
+	// watcher.
+	QPS   float64
+	Burst int
+	// HarnessQPS and HarnessBurst are the harness's own client budget (high, so the harness
+	// is not the bottleneck).
+	HarnessQPS   float64
+	HarnessBurst int
+
+	PodReadyDelay, PodReadyJitter time.Duration
+	Coalesce                      time.Duration
+	Nodes                         int
+	// Idle is how long the scale workload sits managed and idle before its rollout.
+	Idle time.Duration
+	// Rolled is how many of the scale workload's Deployments are rolled at once.
+	Rolled int
+	// Settle is how long to wait after a phase completes before the closing scrape, so
+	// trailing writes (status updates) count on both sides.
+	Settle time.Duration
+	// Timeout bounds each phase (create, update).
+	Timeout time.Duration
+
+	Bin   string
+	Tools string
+	// OutDir receives results.json, results.md and the plot.
+	OutDir string
+	// Markdown is the BENCHMARKS.md path; empty skips it.
+	Markdown string
+	// DocsPNG is where the plot is copied for BENCHMARKS.md; empty skips it.
+	DocsPNG string
+	// PlotWorkload is the workload whose rollout progress is plotted.
+	PlotWorkload string
+	Keep         bool
+	Quick        bool
+	// Render re-renders the outputs from a results.json instead of running.
+	Render string `json:"-"`
+	// Log receives progress lines.
+	Log io.Writer `json:"-"`
+}
+
+const defaultWorkloads = "rolling-20x10,rolling-100x10,recreate-20x10,scale-1000"
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if cfg.Render != "" {
+		rep, err := render(cfg)
+		if err == nil {
+			fmt.Print(rep.Text())
+			return
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := Run(ctx, cfg)
+	if rep != nil {
+		fmt.Println()
+		fmt.Print(rep.Text())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (Config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var c Config
+	workloads := fs.String("workloads", defaultWorkloads, "comma-separated workloads: rolling-<N>x<R>, recreate-<N>x<R>, scale-<N>")
+	sides := fs.String("sides", string(SideBuiltin)+","+string(SideOurs), "controllers to run: built-in, temporal")
+	fs.Float64Var(&c.QPS, "qps", 20, "client QPS of kube-controller-manager and of our worker and watcher")
+	fs.IntVar(&c.Burst, "burst", 30, "client burst of kube-controller-manager and of our worker and watcher")
+	fs.Float64Var(&c.HarnessQPS, "harness-qps", 200, "the harness's own client QPS")
+	fs.IntVar(&c.HarnessBurst, "harness-burst", 400, "the harness's own client burst")
+	fs.DurationVar(&c.PodReadyDelay, "pod-ready-delay", time.Second, "kwok: time before a scheduled pod becomes Ready")
+	fs.DurationVar(&c.PodReadyJitter, "pod-ready-jitter", 500*time.Millisecond, "kwok: random extra time before Ready")
+	fs.DurationVar(&c.Coalesce, "coalesce", 250*time.Millisecond, "our watcher's --coalesce")
+	fs.IntVar(&c.Nodes, "nodes", 3, "kwok nodes")
+	fs.DurationVar(&c.Idle, "idle", time.Minute, "scale workload: idle time before the rollout")
+	fs.IntVar(&c.Rolled, "rolled", 100, "scale workload: Deployments rolled at once")
+	fs.DurationVar(&c.Settle, "settle", 5*time.Second, "wait after each phase before the closing scrape")
+	fs.DurationVar(&c.Timeout, "timeout", 20*time.Minute, "limit for each phase")
+	fs.StringVar(&c.Bin, "bin", "bin", "folder holding the built worker and starter")
+	fs.StringVar(&c.Tools, "tools", "", "stack tools folder (default: the hack/tools.sh cache)")
+	fs.StringVar(&c.OutDir, "out", "bench-out", "output folder (results.json, results.md, progress.png)")
+	fs.StringVar(&c.Markdown, "markdown", "BENCHMARKS.md", "BENCHMARKS.md to write; empty skips (skipped in --quick unless set)")
+	fs.StringVar(&c.DocsPNG, "docs-png", "docs/bench-progress.png", "copy of the progress plot for BENCHMARKS.md; empty skips (skipped in --quick unless set)")
+	fs.StringVar(&c.PlotWorkload, "plot", "rolling-100x10", "workload whose rollout progress is plotted")
+	fs.BoolVar(&c.Keep, "keep", false, "keep each stack's folder (logs) instead of deleting it")
+	fs.BoolVar(&c.Quick, "quick", false, "smoke test: one workload, 1 Deployment x 2 replicas")
+	fs.StringVar(&c.Render, "render", "", "write the outputs again from a results.json instead of running (with the current --out, --markdown, --docs-png)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if c.Quick {
+		if !set["workloads"] {
+			*workloads = "rolling-1x2"
+		}
+		if !set["plot"] {
+			c.PlotWorkload = "rolling-1x2"
+		}
+		if !set["markdown"] {
+			c.Markdown = ""
+		}
+		if !set["docs-png"] {
+			c.DocsPNG = ""
+		}
+	}
+	for _, s := range strings.Split(*sides, ",") {
+		switch Side(strings.TrimSpace(s)) {
+		case SideBuiltin:
+			c.Sides = append(c.Sides, SideBuiltin)
+		case SideOurs:
+			c.Sides = append(c.Sides, SideOurs)
+		default:
+			return c, fmt.Errorf("unknown side %q (want %s or %s)", s, SideBuiltin, SideOurs)
+		}
+	}
+	for _, name := range strings.Split(*workloads, ",") {
+		w, err := ParseWorkload(strings.TrimSpace(name), c.Rolled, c.Idle)
+		if err != nil {
+			return c, err
+		}
+		c.Workloads = append(c.Workloads, w)
+	}
+	if c.QPS <= 0 || c.Burst <= 0 || c.HarnessQPS <= 0 || c.HarnessBurst <= 0 {
+		return c, errors.New("qps and burst must be > 0")
+	}
+	c.Log = os.Stderr
+	return c, nil
+}
+
+// Run runs every workload on every side, each on a fresh stack, then writes the outputs. It
+// returns the report even when some workload failed.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Tools == "" {
+		cfg.Tools = stack.DefaultTools()
+	}
+	bin, err := filepath.Abs(cfg.Bin)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Bin = bin
+	if cfg.hasSide(SideOurs) {
+		for _, b := range []string{"worker", "starter"} {
+			if _, err := os.Stat(filepath.Join(cfg.Bin, b)); err != nil {
+				return nil, fmt.Errorf("%s not built in %s (run `make build`): %w", b, cfg.Bin, err)
+			}
+		}
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	rep := &Report{Started: time.Now(), Cfg: cfg, Machine: describeMachine()}
+	var errs []error
+	for _, w := range cfg.Workloads {
+		for _, side := range cfg.Sides {
+			if ctx.Err() != nil {
+				errs = append(errs, ctx.Err())
+				break
+			}
+			logf(cfg.Log, "==== %s on %s ====", w.Name, side)
+			res := runOne(ctx, cfg, w, side)
+			if res.Err != "" {
+				errs = append(errs, fmt.Errorf("%s on %s: %s", w.Name, side, res.Err))
+				logf(cfg.Log, "%s on %s FAILED: %s", w.Name, side, res.Err)
+			} else {
+				logf(cfg.Log, "%s on %s: create→available %s, update→complete %s, writes update %d",
+					w.Name, side, fmtDur(res.CreateSeconds), fmtDur(res.UpdateSeconds), res.UpdateWrites.Total())
+			}
+			rep.Results = append(rep.Results, res)
+		}
+	}
+	rep.Finished = time.Now()
+	if err := rep.Write(); err != nil {
+		errs = append(errs, err)
+	}
+	return rep, errors.Join(errs...)
+}
+
+// render loads a results.json and writes the outputs again with the current output flags.
+func render(cfg Config) (*Report, error) {
+	b, err := os.ReadFile(cfg.Render)
+	if err != nil {
+		return nil, err
+	}
+	// The file's own config wins; the current flags stand in for what it lacks.
+	rep := Report{Cfg: cfg}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("read %s: %w", cfg.Render, err)
+	}
+	rep.Cfg.OutDir, rep.Cfg.Markdown, rep.Cfg.DocsPNG = cfg.OutDir, cfg.Markdown, cfg.DocsPNG
+	if err := os.MkdirAll(rep.Cfg.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	return &rep, rep.Write()
+}
+
+func (c Config) hasSide(s Side) bool {
+	for _, x := range c.Sides {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func logf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "[bench %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}

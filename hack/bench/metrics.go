@@ -1,0 +1,321 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/temporal-rollout/rollout/workflows"
+)
+
+// writeVerbs are the apiserver_request_total verbs that change state.
+var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true}
+
+// Writes counts apiserver writes on Deployments and ReplicaSets (subresources included).
+type Writes struct {
+	Deployments int `json:"deployments"`
+	ReplicaSets int `json:"replicasets"`
+	// Detail is per "resource[/subresource] VERB".
+	Detail map[string]int `json:"detail,omitempty"`
+}
+
+// Total is deployments + replicasets.
+func (w Writes) Total() int { return w.Deployments + w.ReplicaSets }
+
+// counts is one scrape: "resource[/subresource] VERB" -> apiserver_request_total.
+type counts map[string]float64
+
+func (a counts) sub(b counts) Writes {
+	w := Writes{Detail: map[string]int{}}
+	for k, v := range a {
+		d := int(v - b[k] + 0.5)
+		if d == 0 {
+			continue
+		}
+		w.Detail[k] = d
+		if strings.HasPrefix(k, "deployments") {
+			w.Deployments += d
+		} else {
+			w.ReplicaSets += d
+		}
+	}
+	return w
+}
+
+type scraper struct {
+	url, token string
+	hc         *http.Client
+}
+
+func newScraper(apiserver, token string) *scraper {
+	return &scraper{url: apiserver + "/metrics", token: token, hc: &http.Client{Timeout: 30 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}} //nolint:gosec // loopback, self-signed
+}
+
+// scrape reads the apiserver's /metrics and sums apiserver_request_total of write verbs on
+// deployments and replicasets.
+func (s *scraper) scrape(ctx context.Context) (counts, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape apiserver metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape apiserver metrics: status %s", resp.Status)
+	}
+	out := counts{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	seen := false
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		seen = true
+		end := strings.LastIndexByte(line, '}')
+		if end < 0 {
+			continue
+		}
+		labels := parseLabels(line[len("apiserver_request_total{"):end])
+		res := labels["resource"]
+		if (res != "deployments" && res != "replicasets") || !writeVerbs[labels["verb"]] {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.Fields(line[end+1:])[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("parse %q: %w", line, err)
+		}
+		key := res
+		if sub := labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		out[key+" "+labels["verb"]] += v
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read apiserver metrics: %w", err)
+	}
+	if !seen {
+		return nil, fmt.Errorf("apiserver metrics have no apiserver_request_total")
+	}
+	return out, nil
+}
+
+// parseLabels reads `a="x",b="y"` (values may hold escaped quotes and commas).
+func parseLabels(s string) map[string]string {
+	out := map[string]string{}
+	for len(s) > 0 {
+		eq := strings.IndexByte(s, '=')
+		if eq < 0 || eq+1 >= len(s) || s[eq+1] != '"' {
+			return out
+		}
+		name := strings.TrimSpace(strings.TrimLeft(s[:eq], ","))
+		var val strings.Builder
+		i := eq + 2
+		for ; i < len(s); i++ {
+			c := s[i]
+			if c == '\\' && i+1 < len(s) {
+				i++
+				val.WriteByte(s[i])
+				continue
+			}
+			if c == '"' {
+				break
+			}
+			val.WriteByte(c)
+		}
+		out[name] = val.String()
+		if i+1 >= len(s) {
+			break
+		}
+		s = s[i+1:]
+	}
+	return out
+}
+
+// ProcStats are one process's CPU and memory.
+type ProcStats struct {
+	// CPUSeconds is utime+stime over the process's life (read before the stack stops).
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// CPUUpdateSeconds is the CPU used during the update phase (incl. settle).
+	CPUUpdateSeconds float64 `json:"cpuUpdateSeconds"`
+	// PeakRSSKB is VmHWM.
+	PeakRSSKB int64 `json:"peakRSSKB"`
+	// RSSAfterIdleKB is VmRSS after the scale workload's idle period.
+	RSSAfterIdleKB int64 `json:"rssAfterIdleKB,omitempty"`
+	// RSSEndKB is VmRSS at the end.
+	RSSEndKB int64 `json:"rssEndKB"`
+}
+
+func (p *ProcStats) readFinal(pid int) error {
+	cpu, hwm, rss, err := readProc(pid)
+	if err != nil {
+		return err
+	}
+	p.CPUSeconds, p.PeakRSSKB, p.RSSEndKB = cpu, hwm, rss
+	return nil
+}
+
+// clockTicks is USER_HZ, 100 on Linux.
+const clockTicks = 100
+
+// readProc returns utime+stime in seconds, VmHWM and VmRSS in kB.
+func readProc(pid int) (cpu float64, hwmKB, rssKB int64, err error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, 0, 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64) // field 14
+	stime, _ := strconv.ParseInt(fields[12], 10, 64) // field 15
+	cpu = float64(utime+stime) / clockTicks
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "VmHWM:":
+			hwmKB, _ = strconv.ParseInt(f[1], 10, 64)
+		case "VmRSS:":
+			rssKB, _ = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	return cpu, hwmKB, rssKB, nil
+}
+
+// TemporalStats are per rolled Deployment: the runs that carried the update (closed after it
+// started, or still running), summed.
+type TemporalStats struct {
+	Rollouts        int   `json:"rollouts"`
+	Runs            int   `json:"runs"`
+	Events          []int `json:"events"`
+	WorkflowTasks   []int `json:"workflowTasks"`
+	LocalActivities []int `json:"localActivities"`
+	Activities      []int `json:"activities"`
+}
+
+const localActivityMarker = "LocalActivity"
+
+func temporalStats(ctx context.Context, tc client.Client, ns string, names []string, since time.Time) (*TemporalStats, error) {
+	type one struct{ runs, events, wft, la, act int }
+	results := make([]one, len(names))
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			id := workflows.WorkflowID(ns, name)
+			var token []byte
+			for {
+				resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+					Query: fmt.Sprintf("WorkflowId = %q", id), NextPageToken: token})
+				if err != nil {
+					errs[i] = fmt.Errorf("list runs of %s: %w", id, err)
+					return
+				}
+				for _, ex := range resp.Executions {
+					running := ex.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+					if !running && (ex.CloseTime == nil || ex.CloseTime.AsTime().Before(since)) {
+						continue
+					}
+					results[i].runs++
+					it := tc.GetWorkflowHistory(ctx, id, ex.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+					for it.HasNext() {
+						ev, err := it.Next()
+						if err != nil {
+							errs[i] = fmt.Errorf("history of %s run %s: %w", id, ex.Execution.RunId, err)
+							return
+						}
+						results[i].events++
+						switch ev.EventType {
+						case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+							results[i].wft++
+						case enumspb.EVENT_TYPE_MARKER_RECORDED:
+							if ev.GetMarkerRecordedEventAttributes().GetMarkerName() == localActivityMarker {
+								results[i].la++
+							}
+						case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+							results[i].act++
+						}
+					}
+				}
+				token = resp.NextPageToken
+				if len(token) == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st := &TemporalStats{Rollouts: len(names)}
+	for i, r := range results {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		st.Runs += r.runs
+		st.Events = append(st.Events, r.events)
+		st.WorkflowTasks = append(st.WorkflowTasks, r.wft)
+		st.LocalActivities = append(st.LocalActivities, r.la)
+		st.Activities = append(st.Activities, r.act)
+	}
+	return st, nil
+}
+
+// median and maxOf summarise per-rollout counts.
+func median(xs []int) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]int(nil), xs...)
+	sort.Ints(s)
+	n := len(s)
+	if n%2 == 1 {
+		return float64(s[n/2])
+	}
+	return float64(s[n/2-1]+s[n/2]) / 2
+}
+
+func maxOf(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+func sumOf(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}

@@ -1,0 +1,501 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/temporal-rollout/rollout/internal/stack"
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+// Workload kinds.
+const (
+	KindRolling  = "rolling"
+	KindRecreate = "recreate"
+	KindScale    = "scale"
+)
+
+// Workload is N Deployments x R replicas with one strategy. The scale kind sits idle after
+// creation, then rolls Rolled of its Deployments.
+type Workload struct {
+	Name   string
+	Kind   string
+	N, R   int
+	Rolled int
+	Idle   time.Duration
+}
+
+var workloadRE = regexp.MustCompile(`^(rolling|recreate)-(\d+)x(\d+)$|^scale-(\d+)$`)
+
+// ParseWorkload reads rolling-<N>x<R>, recreate-<N>x<R> or scale-<N> (N x 1 replica).
+func ParseWorkload(name string, rolled int, idle time.Duration) (Workload, error) {
+	m := workloadRE.FindStringSubmatch(name)
+	if m == nil {
+		return Workload{}, fmt.Errorf("unknown workload %q (want rolling-<N>x<R>, recreate-<N>x<R> or scale-<N>)", name)
+	}
+	w := Workload{Name: name}
+	if m[4] != "" {
+		w.Kind = KindScale
+		w.N, _ = strconv.Atoi(m[4])
+		w.R = 1
+		w.Rolled = min(rolled, w.N)
+		w.Idle = idle
+	} else {
+		w.Kind = m[1]
+		w.N, _ = strconv.Atoi(m[2])
+		w.R, _ = strconv.Atoi(m[3])
+		w.Rolled = w.N
+	}
+	if w.N <= 0 || w.R <= 0 || w.Rolled <= 0 {
+		return Workload{}, fmt.Errorf("workload %q: sizes must be > 0", name)
+	}
+	return w, nil
+}
+
+const (
+	benchNamespace  = "bench"
+	warmupNamespace = "bench-warmup"
+	imageV1         = "registry.local/bench/app:v1"
+	imageV2         = "registry.local/bench/app:v2"
+)
+
+func (w Workload) names() []string {
+	out := make([]string, w.N)
+	for i := range out {
+		out[i] = fmt.Sprintf("app-%04d", i)
+	}
+	return out
+}
+
+func (w Workload) deployment(ns, name string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	replicas := int32(w.R)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers:                    []corev1.Container{{Name: "app", Image: imageV1}},
+					TerminationGracePeriodSeconds: new(int64),
+				},
+			},
+		},
+	}
+	if w.Kind == KindRecreate {
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	} else {
+		surge, unavailable := intstr.FromString("25%"), intstr.FromString("25%")
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}}
+	}
+	return d
+}
+
+// Result is one workload on one side.
+type Result struct {
+	Workload    string `json:"workload"`
+	Kind        string `json:"kind"`
+	Side        Side   `json:"side"`
+	Deployments int    `json:"deployments"`
+	Replicas    int    `json:"replicas"`
+	Rolled      int    `json:"rolled"`
+	// CreateSeconds is create→available for all Deployments; UpdateSeconds is
+	// update→complete for the rolled ones.
+	CreateSeconds float64 `json:"createSeconds"`
+	UpdateSeconds float64 `json:"updateSeconds"`
+	CreateWrites  Writes  `json:"createWrites"`
+	UpdateWrites  Writes  `json:"updateWrites"`
+	Bounds        Bounds  `json:"bounds"`
+	// Procs by process name: kube-controller-manager, kube-apiserver, and for our side
+	// worker, watcher and temporal.
+	Procs    map[string]*ProcStats `json:"procs"`
+	Temporal *TemporalStats        `json:"temporal,omitempty"`
+	// Progress is Σ status.updatedReplicas (counted once a Deployment has observed the new
+	// generation) over the rolled Deployments, every ~500ms since the update.
+	Progress []Point `json:"progress"`
+	Target   int     `json:"target"`
+	Err      string  `json:"error,omitempty"`
+}
+
+// Point is one progress sample.
+type Point struct {
+	T       float64 `json:"t"`
+	Updated int     `json:"updated"`
+}
+
+// measured lists the processes whose CPU and memory are reported.
+func measured(side Side) []string {
+	if side == SideOurs {
+		return []string{"kube-controller-manager", "worker", "watcher", "temporal", "kube-apiserver"}
+	}
+	return []string{"kube-controller-manager", "kube-apiserver"}
+}
+
+// runOne starts a fresh stack, runs the workload, measures, and stops the stack.
+func runOne(ctx context.Context, cfg Config, w Workload, side Side) (res Result) {
+	res = Result{Workload: w.Name, Kind: w.Kind, Side: side, Deployments: w.N, Replicas: w.R, Rolled: w.Rolled,
+		Target: w.Rolled * w.R, Procs: map[string]*ProcStats{}}
+	dir, err := os.MkdirTemp("", "rollout-bench-")
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	defer func() {
+		if cfg.Keep {
+			logf(cfg.Log, "stack folder kept: %s", dir)
+		} else {
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	s, err := stack.Start(ctx, stack.Options{
+		Dir: filepath.Join(dir, "stack"), Tools: cfg.Tools, Nodes: cfg.Nodes,
+		PodReadyDelay: cfg.PodReadyDelay, PodReadyJitter: cfg.PodReadyJitter,
+		BuiltinDeploymentController: side == SideBuiltin,
+		KubeAPIQPS:                  float32(cfg.QPS), KubeAPIBurst: cfg.Burst,
+		NoTemporal: side == SideBuiltin, Headless: true, Progress: cfg.Log,
+	})
+	if err != nil {
+		res.Err = "start stack: " + err.Error()
+		return res
+	}
+	defer func() {
+		logf(cfg.Log, "stopping the stack")
+		s.Stop()
+	}()
+	r := &runner{cfg: cfg, w: w, side: side, s: s, res: &res}
+	if err := r.run(ctx); err != nil {
+		res.Err = err.Error()
+		for _, name := range []string{"kube-controller-manager", "worker", "watcher"} {
+			if p := s.Proc(name); p != nil {
+				logf(cfg.Log, "---- %s log tail ----\n%s", name, p.Tail(4000))
+				keep := filepath.Join(cfg.OutDir, "logs", fmt.Sprintf("%s-%s-%s.log", w.Name, side, name))
+				if err := os.MkdirAll(filepath.Dir(keep), 0o755); err == nil {
+					_ = os.WriteFile(keep, []byte(p.Tail(4<<20)), 0o644)
+				}
+			}
+		}
+		logf(cfg.Log, "log tails (last 4 MiB) saved in %s", filepath.Join(cfg.OutDir, "logs"))
+	}
+	// Process figures, read before the stack stops.
+	for _, name := range measured(side) {
+		p := s.Proc(name)
+		if p == nil {
+			continue
+		}
+		st := res.Procs[name]
+		if st == nil {
+			st = &ProcStats{}
+			res.Procs[name] = st
+		}
+		if err := st.readFinal(p.Pid()); err != nil {
+			logf(cfg.Log, "read /proc for %s: %v", name, err)
+		}
+	}
+	return res
+}
+
+type runner struct {
+	cfg  Config
+	w    Workload
+	side Side
+	s    *stack.Stack
+	res  *Result
+	kube kubernetes.Interface
+	scr  *scraper
+}
+
+func (r *runner) run(ctx context.Context) error {
+	cfg, w, res := r.cfg, r.w, r.res
+	kube, _, err := k8s.NewClientset(r.s.Kubeconfig, float32(cfg.HarnessQPS), cfg.HarnessBurst)
+	if err != nil {
+		return err
+	}
+	r.kube = kube
+	r.scr = newScraper(r.s.APIServer, r.s.Token)
+
+	if r.side == SideOurs {
+		common := []string{"--kubeconfig", r.s.Kubeconfig, "--temporal-address", r.s.TemporalAddress,
+			"--kube-qps", strconv.FormatFloat(cfg.QPS, 'f', -1, 64), "--kube-burst", strconv.Itoa(cfg.Burst),
+			"--metrics-address", "", "--log-format", "text"}
+		if _, err := r.s.StartProcess("worker", filepath.Join(cfg.Bin, "worker"), common...); err != nil {
+			return err
+		}
+		watchArgs := append([]string{"watch", "--search-attributes", "--coalesce", cfg.Coalesce.String()}, common...)
+		if _, err := r.s.StartProcess("watcher", filepath.Join(cfg.Bin, "starter"), watchArgs...); err != nil {
+			return err
+		}
+	}
+	for _, ns := range []string{benchNamespace, warmupNamespace} {
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create namespace %s: %w", ns, err)
+		}
+	}
+	// Warm up: one Deployment elsewhere proves the controller runs before the clock starts.
+	logf(cfg.Log, "warm-up: one Deployment in %s", warmupNamespace)
+	if err := r.warmup(ctx); err != nil {
+		return err
+	}
+
+	tr, err := startTracker(ctx, kube, benchNamespace)
+	if err != nil {
+		return err
+	}
+	defer tr.stop()
+
+	// Create phase.
+	names := w.names()
+	before, err := r.scr.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	gens := map[string]int64{}
+	for _, n := range names {
+		gens[n] = 1
+	}
+	g := tr.setGoal(gens)
+	logf(cfg.Log, "create: %d Deployments x %d replicas (%s)", w.N, w.R, w.Kind)
+	t0 := time.Now()
+	if err := parallel(ctx, names, func(ctx context.Context, name string) error {
+		_, err := kube.AppsV1().Deployments(benchNamespace).Create(ctx, w.deployment(benchNamespace, name), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("create deployments: %w", err)
+	}
+	doneAt, err := g.wait(ctx, cfg.Timeout, cfg.Log, "create")
+	if err != nil {
+		return err
+	}
+	res.CreateSeconds = doneAt.Sub(t0).Seconds()
+	logf(cfg.Log, "create: all available after %s", fmtDur(res.CreateSeconds))
+	sleep(ctx, cfg.Settle)
+	after, err := r.scr.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	res.CreateWrites = after.sub(before)
+
+	if w.Kind == KindScale && w.Idle > 0 {
+		logf(cfg.Log, "idle: %s with %d Deployments managed", w.Idle, w.N)
+		sleep(ctx, w.Idle)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		for _, name := range []string{"worker", "watcher"} {
+			if p := r.s.Proc(name); p != nil {
+				st := r.proc(name)
+				_, _, rss, err := readProc(p.Pid())
+				if err != nil {
+					return err
+				}
+				st.RSSAfterIdleKB = rss
+			}
+		}
+	}
+
+	// Update phase.
+	rolled := names[:w.Rolled]
+	cpu0 := r.cpu()
+	bo, err := watchBounds(ctx, kube, benchNamespace, tr.specs(rolled))
+	if err != nil {
+		return err
+	}
+	defer bo.stop()
+	before, err = r.scr.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	gens = map[string]int64{}
+	for _, n := range rolled {
+		gens[n] = tr.generation(n) + 1
+	}
+	g = tr.setGoal(gens)
+	logf(cfg.Log, "update: new image on %d Deployments", len(rolled))
+	t1 := time.Now()
+	samples := tr.sample(ctx, g, t1, 500*time.Millisecond)
+	patch := []byte(`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"` + imageV2 + `"}]`)
+	var mu sync.Mutex
+	if err := parallel(ctx, rolled, func(ctx context.Context, name string) error {
+		d, err := kube.AppsV1().Deployments(benchNamespace).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if d.Generation != gens[name] {
+			return fmt.Errorf("deployment %s: generation %d after the update, expected %d", name, d.Generation, gens[name])
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("update deployments: %w", err)
+	}
+	doneAt, err = g.wait(ctx, cfg.Timeout, cfg.Log, "update")
+	res.Progress = samples()
+	if err != nil {
+		return err
+	}
+	res.UpdateSeconds = doneAt.Sub(t1).Seconds()
+	res.Progress = append(res.Progress, Point{T: res.UpdateSeconds, Updated: res.Target})
+	logf(cfg.Log, "update: all complete after %s", fmtDur(res.UpdateSeconds))
+	sleep(ctx, cfg.Settle)
+	after, err = r.scr.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	res.UpdateWrites = after.sub(before)
+	res.Bounds = bo.stop()
+	cpu1 := r.cpu()
+	for name, c := range cpu1 {
+		r.proc(name).CPUUpdateSeconds = c - cpu0[name]
+	}
+
+	if r.side == SideOurs {
+		tc, err := client.Dial(client.Options{HostPort: r.s.TemporalAddress, Logger: quiet{}})
+		if err != nil {
+			return fmt.Errorf("dial temporal: %w", err)
+		}
+		defer tc.Close()
+		ts, err := temporalStats(ctx, tc, benchNamespace, rolled, t1)
+		if err != nil {
+			return err
+		}
+		res.Temporal = ts
+	}
+	return ctx.Err()
+}
+
+func (r *runner) proc(name string) *ProcStats {
+	if r.res.Procs[name] == nil {
+		r.res.Procs[name] = &ProcStats{}
+	}
+	return r.res.Procs[name]
+}
+
+func (r *runner) cpu() map[string]float64 {
+	out := map[string]float64{}
+	for _, name := range measured(r.side) {
+		if p := r.s.Proc(name); p != nil {
+			if c, _, _, err := readProc(p.Pid()); err == nil {
+				out[name] = c
+			}
+		}
+	}
+	return out
+}
+
+func (r *runner) warmup(ctx context.Context) error {
+	w := Workload{Kind: KindRolling, N: 1, R: 1}
+	d := w.deployment(warmupNamespace, "warmup")
+	if _, err := r.kube.AppsV1().Deployments(warmupNamespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create warm-up deployment: %w", err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		got, err := r.kube.AppsV1().Deployments(warmupNamespace).Get(ctx, "warmup", metav1.GetOptions{})
+		if err == nil && rolloutComplete(got, 1) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("warm-up deployment not available after 3m (controller not running?): %v", err)
+		}
+		for _, name := range []string{"worker", "watcher", "kube-controller-manager"} {
+			if p := r.s.Proc(name); p != nil {
+				if ok, err := p.Exited(); ok {
+					return fmt.Errorf("%s exited (%v); log tail:\n%s", name, err, p.Tail(3000))
+				}
+			}
+		}
+		sleep(ctx, 200*time.Millisecond)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// rolloutComplete is `kubectl rollout status` success for a Deployment that must have reached
+// generation want.
+func rolloutComplete(d *appsv1.Deployment, want int64) bool {
+	if d.Generation < want || d.Status.ObservedGeneration < d.Generation {
+		return false
+	}
+	replicas := int32(1)
+	if d.Spec.Replicas != nil {
+		replicas = *d.Spec.Replicas
+	}
+	st := d.Status
+	return st.UpdatedReplicas >= replicas && st.Replicas <= st.UpdatedReplicas && st.AvailableReplicas >= st.UpdatedReplicas
+}
+
+// parallel runs f for every name with bounded concurrency and returns the first error.
+func parallel(ctx context.Context, names []string, f func(context.Context, string) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan string)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for range min(32, len(names)) {
+		wg.Go(func() {
+			for name := range work {
+				if err := f(ctx, name); err != nil && !apierrors.IsAlreadyExists(err) {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("%s: %w", name, err))
+					mu.Unlock()
+					cancel()
+				}
+			}
+		})
+	}
+	for _, n := range names {
+		select {
+		case work <- n:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return ctx.Err()
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func fmtDur(seconds float64) string {
+	return strconv.FormatFloat(seconds, 'f', 1, 64) + "s"
+}
+
+var errTimeout = errors.New("timed out")
+
+type quiet struct{}
+
+func (quiet) Debug(string, ...any) {}
+func (quiet) Info(string, ...any)  {}
+func (quiet) Warn(string, ...any)  {}
+func (quiet) Error(string, ...any) {}
