@@ -32,7 +32,7 @@ test-unit:
 	$(GO) test -count=1 ./...
 
 test-e2e:
-	$(GO) test -tags e2e -count=1 -timeout 40m -v ./e2e/ 2>&1 | tee $(CURDIR)/e2e.out | grep -E '^(=== RUN|--- |\s+\S+_test\.go|ok|FAIL|PASS|panic)'; exit $${PIPESTATUS[0]}
+	$(GO) test -tags e2e -count=1 -p 1 -timeout 40m -v ./e2e/ ./hack/bench/ 2>&1 | tee $(CURDIR)/e2e.out | grep -E '^(=== RUN|--- |\s+\S+_test\.go|ok|FAIL|PASS|panic)'; exit $${PIPESTATUS[0]}
 
 ## lint: gofmt, go vet, staticcheck and workflowcheck.
 lint:

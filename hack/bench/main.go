@@ -123,7 +123,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.IntVar(&c.HarnessBurst, "harness-burst", 400, "the harness's own client burst")
 	fs.DurationVar(&c.PodReadyDelay, "pod-ready-delay", time.Second, "kwok: time before a scheduled pod becomes Ready")
 	fs.DurationVar(&c.PodReadyJitter, "pod-ready-jitter", 500*time.Millisecond, "kwok: random extra time before Ready")
-	fs.DurationVar(&c.Coalesce, "coalesce", 250*time.Millisecond, "our watcher's --coalesce")
+	fs.DurationVar(&c.Coalesce, "coalesce", 100*time.Millisecond, "our watcher's --coalesce")
 	fs.IntVar(&c.Nodes, "nodes", 3, "kwok nodes")
 	fs.DurationVar(&c.Idle, "idle", time.Minute, "scale workload: idle time before the rollout")
 	fs.IntVar(&c.Rolled, "rolled", 100, "scale workload: Deployments rolled at once")
