@@ -356,11 +356,33 @@ func (r *Report) Write() error {
 		}
 	}
 	if c.Markdown != "" {
-		if err := os.WriteFile(c.Markdown, []byte(r.Markdown(png)), 0o644); err != nil {
+		md := r.Markdown(png)
+		// Keep the hand-written analysis of the previous run, if any.
+		if old, err := os.ReadFile(c.Markdown); err == nil {
+			md = keepAnalysis(md, string(old))
+		}
+		if err := os.WriteFile(c.Markdown, []byte(md), 0o644); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+const analysisHeading = "## Analysis\n"
+
+// keepAnalysis replaces the new report's Analysis placeholder with the old report's Analysis
+// section when that one was written by hand.
+func keepAnalysis(md, old string) string {
+	i := strings.Index(old, analysisHeading)
+	j := strings.Index(md, analysisHeading)
+	if i < 0 || j < 0 {
+		return md
+	}
+	prev := old[i:]
+	if strings.Contains(prev, "(written by hand after the run)") {
+		return md
+	}
+	return md[:j] + prev
 }
 
 var sideColors = map[Side]color.Color{
