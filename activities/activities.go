@@ -8,7 +8,6 @@ package activities
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"go.temporal.io/sdk/temporal"
 	appsv1 "k8s.io/api/apps/v1"
@@ -43,7 +42,6 @@ type Activities struct {
 	Client   kubernetes.Interface
 	Cache    *Cache
 	Recorder record.EventRecorder
-	Logger   *slog.Logger
 	Metrics  *Metrics
 }
 

@@ -191,14 +191,15 @@ func waitWorkflowResult(t *testing.T, ns, name, outcome string) {
 	})
 }
 
-// TestWorkerCrash SIGKILLs the worker mid-rollout and restarts it: the rollout completes, the
-// bounds hold, and there is no duplicate ReplicaSet.
-func TestWorkerCrash(t *testing.T) {
-	ns := newNamespace(t)
+// rolloutUnderWay creates a 10-replica Deployment (maxSurge 1, maxUnavailable 0), changes its
+// image, and returns once the new ReplicaSet has grown past 1, with the bounds observer on.
+func rolloutUnderWay(t *testing.T) (ns, firstRS string, obs *observer) {
+	t.Helper()
+	ns = newNamespace(t)
 	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("1", "0")))
 	d := waitComplete(t, ns, "web")
-	rs1 := expectedRSName(d)
-	obs := observe(t, ns, 11, 10)
+	firstRS = expectedRSName(d)
+	obs = observe(t, ns, 11, 10)
 	setImage(t, ns, "web", "nginx:1.26")
 	eventually(t, 30*time.Second, func() string {
 		if rss := replicaSets(t, ns); len(rss) < 2 || *rss[0].Spec.Replicas < 2 {
@@ -206,13 +207,20 @@ func TestWorkerCrash(t *testing.T) {
 		}
 		return ""
 	})
+	return ns, firstRS, obs
+}
+
+// TestWorkerCrash SIGKILLs the worker mid-rollout and restarts it: the rollout completes, the
+// bounds hold, and there is no duplicate ReplicaSet.
+func TestWorkerCrash(t *testing.T) {
+	ns, rs1, obs := rolloutUnderWay(t)
 	env.stack.KillProcess("worker")
 	time.Sleep(2 * time.Second)
 	mid := rsSummary(replicaSets(t, ns))
 	if err := startWorker(); err != nil {
 		t.Fatal(err)
 	}
-	d = waitComplete(t, ns, "web")
+	d := waitComplete(t, ns, "web")
 	obs.stop()
 	if got, want := rsSummary(replicaSets(t, ns)), fmt.Sprintf("%s:r2:10 %s:r1:0", expectedRSName(d), rs1); got != want {
 		t.Fatalf("replicasets = %s (at the crash: %s), want %s", got, mid, want)
@@ -222,24 +230,13 @@ func TestWorkerCrash(t *testing.T) {
 // TestTemporalRestart stops the Temporal dev server mid-rollout and starts it again on the same
 // db file: the rollout completes.
 func TestTemporalRestart(t *testing.T) {
-	ns := newNamespace(t)
-	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("1", "0")))
-	d := waitComplete(t, ns, "web")
-	rs1 := expectedRSName(d)
-	obs := observe(t, ns, 11, 10)
-	setImage(t, ns, "web", "nginx:1.26")
-	eventually(t, 30*time.Second, func() string {
-		if rss := replicaSets(t, ns); len(rss) < 2 || *rss[0].Spec.Replicas < 2 {
-			return "rollout not under way: " + rsSummary(rss)
-		}
-		return ""
-	})
+	ns, rs1, obs := rolloutUnderWay(t)
 	env.stack.StopTemporal()
 	time.Sleep(3 * time.Second)
 	if err := env.stack.StartTemporal(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	d = waitComplete(t, ns, "web")
+	d := waitComplete(t, ns, "web")
 	obs.stop()
 	if got, want := rsSummary(replicaSets(t, ns)), fmt.Sprintf("%s:r2:10 %s:r1:0", expectedRSName(d), rs1); got != want {
 		t.Fatalf("replicasets = %s, want %s", got, want)

@@ -78,7 +78,6 @@ func run(ctx context.Context, cfg config.Config) error {
 		Client:   kube,
 		Cache:    cache,
 		Recorder: recorder,
-		Logger:   logger,
 		Metrics:  metrics,
 	})
 
