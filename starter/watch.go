@@ -30,10 +30,10 @@ const (
 	rsByOwner    = "ownerUID"
 )
 
-// watcher turns informer events into signals. A Deployment's key waits `coalesce` in a
-// deduplicating queue, so a burst of changes costs one signal, and a Deployment gets at most
-// one signal per `min-signal-interval`, so a rollout's stream of ReplicaSet status changes
-// costs one sync (and a handful of history events) per interval. Existing Deployments get
+// watcher turns informer events into signals. A Deployment's key waits in a deduplicating
+// queue, so a burst of changes costs one signal, and the pacer spaces a Deployment's signals
+// (see pacer), so a rollout's stream of ReplicaSet status changes costs a bounded number of
+// syncs (and history events). Existing Deployments get
 // signal-with-start, which is idempotent: several watchers cause extra trigger signals at
 // most, and the workflow coalesces them into one sync.
 type watcher struct {
@@ -44,9 +44,7 @@ type watcher struct {
 	dLister  appslisters.DeploymentLister
 	rsLister appslisters.ReplicaSetLister
 	rsIndex  cache.Indexer
-
-	mu   sync.Mutex
-	last map[string]time.Time // when each key was last signalled
+	pacer    *pacer
 }
 
 func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *slog.Logger) error {
@@ -86,7 +84,7 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 		dLister:  dInf.Lister(),
 		rsLister: rsInf.Lister(),
 		rsIndex:  rsInf.Informer().GetIndexer(),
-		last:     map[string]time.Time{},
+		pacer:    newPacer(cfg.Coalesce, cfg.SignalInterval, cfg.MaxSignalInterval),
 	}
 	defer w.queue.ShutDown()
 
@@ -134,7 +132,7 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 	}
 	defer stopServer()
 
-	logger.Info("Watcher running", "watchNamespace", cfg.WatchNamespace, "coalesce", cfg.Coalesce, "minSignalInterval", cfg.SignalInterval)
+	logger.Info("Watcher running", "watchNamespace", cfg.WatchNamespace, "coalesce", cfg.Coalesce, "minSignalInterval", cfg.SignalInterval, "maxSignalInterval", cfg.MaxSignalInterval)
 	var wg sync.WaitGroup
 	for range watchWorkers {
 		wg.Go(func() {
@@ -161,34 +159,7 @@ func specChanged(o, n *appsv1.Deployment) bool {
 
 func (w *watcher) enqueue(namespace, name string) {
 	key := namespace + "/" + name
-	w.queue.AddAfter(key, w.delay(key, time.Now()))
-}
-
-// delay is the coalescing delay, stretched so the key is not signalled again before
-// min-signal-interval has passed since its last signal.
-func (w *watcher) delay(key string, now time.Time) time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	d := w.cfg.Coalesce
-	if t, ok := w.last[key]; ok {
-		if wait := t.Add(w.cfg.SignalInterval).Sub(now); wait > d {
-			d = wait
-		}
-	}
-	return d
-}
-
-func (w *watcher) signalled(key string, now time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.last[key] = now
-	if len(w.last) > 4096 {
-		for k, t := range w.last {
-			if now.Sub(t) > w.cfg.SignalInterval {
-				delete(w.last, k)
-			}
-		}
-	}
+	w.queue.AddAfter(key, w.pacer.delay(key, time.Now()))
 }
 
 func (w *watcher) enqueueDeployment(obj any) {
@@ -270,7 +241,7 @@ func (w *watcher) processNext(ctx context.Context) bool {
 		w.queue.AddAfter(key, time.Second)
 		return true
 	}
-	w.signalled(key, time.Now())
+	w.pacer.signalled(key, time.Now())
 	return true
 }
 

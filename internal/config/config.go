@@ -40,13 +40,14 @@ type Config struct {
 	TLSServerName     string `mapstructure:"temporal-tls-server-name"`
 	APIKey            string `mapstructure:"temporal-api-key"`
 
-	MetricsAddress   string        `mapstructure:"metrics-address"`
-	LogLevel         string        `mapstructure:"log-level"`
-	LogFormat        string        `mapstructure:"log-format"`
-	Coalesce         time.Duration `mapstructure:"coalesce"`
-	SignalInterval   time.Duration `mapstructure:"min-signal-interval"`
-	SearchAttributes bool          `mapstructure:"search-attributes"`
-	MaxSyncs         int           `mapstructure:"max-concurrent-syncs"`
+	MetricsAddress    string        `mapstructure:"metrics-address"`
+	LogLevel          string        `mapstructure:"log-level"`
+	LogFormat         string        `mapstructure:"log-format"`
+	Coalesce          time.Duration `mapstructure:"coalesce"`
+	SignalInterval    time.Duration `mapstructure:"min-signal-interval"`
+	MaxSignalInterval time.Duration `mapstructure:"max-signal-interval"`
+	SearchAttributes  bool          `mapstructure:"search-attributes"`
+	MaxSyncs          int           `mapstructure:"max-concurrent-syncs"`
 }
 
 // Flags registers every setting on fs with its default.
@@ -68,7 +69,8 @@ func Flags(fs *pflag.FlagSet) {
 	fs.String("log-level", "info", "debug, info, warn or error")
 	fs.String("log-format", "json", "json or text")
 	fs.Duration("coalesce", 100*time.Millisecond, "watcher: how long to gather changes to one Deployment into one signal")
-	fs.Duration("min-signal-interval", time.Second, "watcher: at most one trigger signal per Deployment in this interval; a burst during a rollout costs one sync per interval")
+	fs.Duration("min-signal-interval", time.Second, "watcher: spacing of a Deployment's trigger signals during a burst of changes; it doubles with each signal up to --max-signal-interval")
+	fs.Duration("max-signal-interval", 4*time.Second, "watcher: the most a Deployment's signals are spaced during a long burst")
 	fs.Int("max-concurrent-syncs", 20, "worker: workflow tasks (syncs) run at once; more wait in the task queue, not on the client rate limiter")
 	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
 }
@@ -142,6 +144,9 @@ func (c Config) Validate() error {
 	}
 	if c.SignalInterval < 0 {
 		errs = append(errs, fmt.Errorf("min-signal-interval must be >= 0, got %s", c.SignalInterval))
+	}
+	if c.MaxSignalInterval < c.SignalInterval {
+		errs = append(errs, fmt.Errorf("max-signal-interval (%s) must be >= min-signal-interval (%s)", c.MaxSignalInterval, c.SignalInterval))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
