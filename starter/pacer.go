@@ -11,7 +11,7 @@ import (
 //
 // Each signal costs the workflow a few history events whether or not the change matters, so a
 // rollout that takes long (one held back by the API server's rate limits, say) gets a bounded
-// number of syncs: with base 1s and max 4s, a 35s rollout gets about 11 signals, not 35.
+// number of syncs: with base 1s and max 8s, a 35s rollout gets about 7 signals, not 35.
 type pacer struct {
 	coalesce, base, max time.Duration
 

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/obs"
 	"github.com/temporal-rollout/rollout/k8s"
@@ -103,7 +105,7 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 		AddFunc: func(obj any) { w.enqueueForReplicaSet(obj) },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(*appsv1.ReplicaSet), newObj.(*appsv1.ReplicaSet)
-			if o.ResourceVersion == n.ResourceVersion {
+			if !replicaSetChanged(o, n) || writtenOnlyBy(o, n, activities.FieldManager) {
 				return
 			}
 			if oc, nc := metav1.GetControllerOf(o), metav1.GetControllerOf(n); !reflect.DeepEqual(oc, nc) && oc != nil {
@@ -145,6 +147,52 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 	wg.Wait()
 	logger.Info("Watcher stopped")
 	return nil
+}
+
+// replicaSetChanged reports whether an update touches anything a sync reads: spec, labels,
+// annotations, owners, deletion, and the status counts and conditions. Updates that only move
+// status.observedGeneration or fullyLabeledReplicas are skipped, each would cost the workflow a
+// sync that changes nothing, except that observedGeneration still counts for a ReplicaSet at
+// 0 replicas, which it gates the cleanup of.
+func replicaSetChanged(o, n *appsv1.ReplicaSet) bool {
+	if o.ResourceVersion == n.ResourceVersion {
+		return false
+	}
+	if !equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
+		!reflect.DeepEqual(o.Labels, n.Labels) ||
+		!reflect.DeepEqual(o.Annotations, n.Annotations) ||
+		!reflect.DeepEqual(o.OwnerReferences, n.OwnerReferences) ||
+		!reflect.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp) {
+		return true
+	}
+	os, ns := o.Status, n.Status
+	if os.Replicas != ns.Replicas || os.ReadyReplicas != ns.ReadyReplicas || os.AvailableReplicas != ns.AvailableReplicas ||
+		!reflect.DeepEqual(os.TerminatingReplicas, ns.TerminatingReplicas) || !equality.Semantic.DeepEqual(os.Conditions, ns.Conditions) {
+		return true
+	}
+	return os.ObservedGeneration != ns.ObservedGeneration && n.Spec.Replicas != nil && *n.Spec.Replicas == 0
+}
+
+// writtenOnlyBy reports whether the update came from manager alone (our worker scaling or
+// annotating a ReplicaSet): the workflow that wrote it already knows, and a signal would only
+// cost it a sync that changes nothing. It compares the managedFields entries.
+func writtenOnlyBy(o, n metav1.Object, manager string) bool {
+	before := map[string]metav1.ManagedFieldsEntry{}
+	for _, e := range o.GetManagedFields() {
+		before[e.Manager+"|"+string(e.Operation)+"|"+e.Subresource] = e
+	}
+	writers := 0
+	for _, e := range n.GetManagedFields() {
+		b, ok := before[e.Manager+"|"+string(e.Operation)+"|"+e.Subresource]
+		if ok && equality.Semantic.DeepEqual(b, e) {
+			continue
+		}
+		if e.Manager != manager {
+			return false
+		}
+		writers++
+	}
+	return writers > 0
 }
 
 // specChanged ignores status-only updates: only this controller writes Deployment status, and

@@ -70,7 +70,7 @@ func Flags(fs *pflag.FlagSet) {
 	fs.String("log-format", "json", "json or text")
 	fs.Duration("coalesce", 100*time.Millisecond, "watcher: how long to gather changes to one Deployment into one signal")
 	fs.Duration("min-signal-interval", time.Second, "watcher: spacing of a Deployment's trigger signals during a burst of changes; it doubles with each signal up to --max-signal-interval")
-	fs.Duration("max-signal-interval", 4*time.Second, "watcher: the most a Deployment's signals are spaced during a long burst")
+	fs.Duration("max-signal-interval", 8*time.Second, "watcher: the most a Deployment's signals are spaced during a long burst")
 	fs.Int("max-concurrent-syncs", 20, "worker: workflow tasks (syncs) run at once; more wait in the task queue, not on the client rate limiter")
 	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
 }

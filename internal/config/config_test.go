@@ -61,7 +61,7 @@ func defaults() Config {
 		KubeQPS: 20, KubeBurst: 30,
 		TemporalAddress: "localhost:7233", TemporalNamespace: "default", TaskQueue: workflows.DefaultTaskQueue,
 		MetricsAddress: ":9090", LogLevel: "info", LogFormat: "json",
-		Coalesce: 100 * time.Millisecond, SignalInterval: time.Second, MaxSignalInterval: 4 * time.Second, MaxSyncs: 20,
+		Coalesce: 100 * time.Millisecond, SignalInterval: time.Second, MaxSignalInterval: 8 * time.Second, MaxSyncs: 20,
 	}
 }
 
