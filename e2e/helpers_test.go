@@ -25,7 +25,7 @@ import (
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
-const waitTimeout = 90 * time.Second
+const waitTimeout = 3 * time.Minute
 
 // newNamespace creates a namespace for one test and deletes it afterwards.
 func newNamespace(t *testing.T) string {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
@@ -69,9 +68,8 @@ func run(ctx context.Context, cfg config.Config) error {
 		// instead of inside workflow tasks, which would heartbeat and time out.
 		MaxConcurrentWorkflowTaskExecutionSize:  cfg.MaxSyncs,
 		MaxConcurrentLocalActivityExecutionSize: 2 * cfg.MaxSyncs,
-		// Tasks queued for this worker's sticky cache wait this long before another worker
-		// takes them; a dead worker's sticky queue is abandoned sooner by the server.
-		StickyScheduleToStartTimeout: time.Minute,
+		// StickyScheduleToStartTimeout stays at the SDK's 5s: a longer one delays recovery
+		// after a worker dies with tasks queued on its sticky queue (tested by TestWorkerCrash).
 	})
 	w.RegisterWorkflowWithOptions(workflows.DeploymentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowType})
 	w.RegisterActivity(&activities.Activities{
