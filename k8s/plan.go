@@ -307,7 +307,7 @@ func (p *planner) getNewReplicaSet(create bool) (*appsv1.ReplicaSet, []*appsv1.R
 		minReadyChanged := existing.Spec.MinReadySeconds != d.Spec.MinReadySeconds
 		if annotationsChanged || minReadyChanged {
 			existing.Spec.MinReadySeconds = d.Spec.MinReadySeconds
-			p.writeReplicaSet(StepUpdateRS, existing, rsReplicas(existing), nil)
+			p.writeReplicaSet(existing, rsReplicas(existing))
 			return existing, old
 		}
 		setDeploymentRevision(d, existing.Annotations[RevisionAnnotation])
@@ -392,21 +392,14 @@ func (p *planner) scaleReplicaSet(rs *appsv1.ReplicaSet, newScale int32, force b
 	}
 	rs.Spec.Replicas = &newScale
 	setReplicasAnnotations(rs, replicas(d), maxReplicas)
-	kind := StepUpdateRS
-	switch {
-	case newScale > from:
-		kind = StepScaleUp
-	case newScale < from:
-		kind = StepScaleDown
-	}
-	p.writeReplicaSet(kind, rs, from, nil)
+	p.writeReplicaSet(rs, from)
 	return sizeChanged
 }
 
 // writeReplicaSet records an update of rs to its current in-memory state. A second write to the
 // same ReplicaSet in one sync replaces the first, so each object is written once per sync and
 // its event tells the whole change.
-func (p *planner) writeReplicaSet(kind StepKind, rs *appsv1.ReplicaSet, from int32, events []Event) {
+func (p *planner) writeReplicaSet(rs *appsv1.ReplicaSet, from int32) {
 	for i := range p.steps {
 		s := p.steps[i]
 		if s.ReplicaSet == nil || s.ReplicaSet.Name != rs.Name {
@@ -424,6 +417,8 @@ func (p *planner) writeReplicaSet(kind StepKind, rs *appsv1.ReplicaSet, from int
 		}
 	}
 	to := rsReplicas(rs)
+	var kind StepKind
+	var events []Event
 	switch {
 	case to > from:
 		kind = StepScaleUp
