@@ -230,10 +230,7 @@ func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 	sel.AddReceive(r.trigger, func(c workflow.ReceiveChannel, _ bool) {
 		var raw json.RawMessage
 		c.Receive(ctx, &raw)
-		var t Trigger
-		if len(raw) > 0 && json.Unmarshal(raw, &t) == nil {
-			r.atLeast = append(r.atLeast, t.Versions...)
-		}
+		r.atLeast = append(r.atLeast, ParseTrigger(raw)...)
 		r.dirty = true
 	})
 	sel.AddReceive(r.pause, func(c workflow.ReceiveChannel, _ bool) {
@@ -261,6 +258,16 @@ func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 		r.dirty = true
 		r.log.Info("Rollback requested", "revision", rev)
 	})
+}
+
+// ParseTrigger reads the versions a trigger signal carries. Any other payload, or none, is a
+// plain trigger.
+func ParseTrigger(raw json.RawMessage) []k8s.ObjectVersion {
+	var t Trigger
+	if len(raw) == 0 || json.Unmarshal(raw, &t) != nil {
+		return nil
+	}
+	return t.Versions
 }
 
 // ParseRollback validates a rollback payload: an object with a non-negative integer

@@ -1102,3 +1102,23 @@ func TestCancel(t *testing.T) {
 		})
 	}
 }
+
+func TestParseTrigger(t *testing.T) {
+	tests := []struct {
+		name string
+		give string
+		want int
+	}{
+		{name: "none", give: "", want: 0},
+		{name: "null", give: "null", want: 0},
+		{name: "not an object", give: `"bogus"`, want: 0},
+		{name: "versions", give: `{"versions":[{"kind":"Deployment","name":"web","rv":"7"},{"kind":"ReplicaSet","name":"web-1","rv":"9"}]}`, want: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ParseTrigger(json.RawMessage(tt.give)); len(got) != tt.want {
+				t.Errorf("ParseTrigger(%s) = %v, want %d versions", tt.give, got, tt.want)
+			}
+		})
+	}
+}
