@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	appsclient "k8s.io/client-go/kubernetes/typed/apps/v1"
 
 	"github.com/temporal-rollout/rollout/k8s"
 )
@@ -31,63 +32,63 @@ type DeploymentWriteResult struct {
 // metadata annotations). On conflict it re-reads and re-applies them if the spec generation is
 // unchanged; otherwise the decision is stale.
 func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWriteInput) (DeploymentWriteResult, error) {
-	want := in.Deployment
-	if want == nil || want.Name == "" {
-		return DeploymentWriteResult{}, nonRetryable(ErrInvalid, "update deployment status: no deployment given")
-	}
-	dc := a.Client.AppsV1().Deployments(want.Namespace)
-	obj := want.DeepCopy()
-	for i := 0; ; i++ {
-		updated, err := dc.UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
-		a.countWrite("update", "deployments/status", err)
-		if err == nil {
-			a.record(refOf(want), in.Events)
-			return DeploymentWriteResult{Generation: updated.Generation, Wrote: []k8s.ObjectVersion{deploymentVersion(updated)}}, nil
-		}
-		if !apierrors.IsConflict(err) || i >= conflictRetries {
-			return DeploymentWriteResult{}, classify("update status of deployment "+want.Namespace+"/"+want.Name, err)
-		}
-		fresh, err := a.freshSameGeneration(ctx, want)
-		if err != nil {
-			return DeploymentWriteResult{}, err
-		}
-		obj = fresh.DeepCopy()
-		obj.Status = want.Status
-		if rev, ok := want.Annotations[k8s.RevisionAnnotation]; ok {
-			if obj.Annotations == nil {
-				obj.Annotations = map[string]string{}
+	return a.writeDeployment(ctx, in, "update status of", "deployments/status",
+		func(dc appsclient.DeploymentInterface, obj *appsv1.Deployment) (*appsv1.Deployment, error) {
+			return dc.UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+		},
+		func(obj, want *appsv1.Deployment) {
+			obj.Status = want.Status
+			if rev, ok := want.Annotations[k8s.RevisionAnnotation]; ok {
+				if obj.Annotations == nil {
+					obj.Annotations = map[string]string{}
+				}
+				obj.Annotations[k8s.RevisionAnnotation] = rev
 			}
-			obj.Annotations[k8s.RevisionAnnotation] = rev
-		}
-	}
+		})
 }
 
 // RollbackDeployment writes the rolled-back template and annotations and clears the
 // deprecated rollback annotation, then records the rollback event.
 func (a *Activities) RollbackDeployment(ctx context.Context, in DeploymentWriteInput) (DeploymentWriteResult, error) {
+	return a.writeDeployment(ctx, in, "roll back", "deployments",
+		func(dc appsclient.DeploymentInterface, obj *appsv1.Deployment) (*appsv1.Deployment, error) {
+			return dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+		},
+		func(obj, want *appsv1.Deployment) {
+			obj.Spec.Template = want.Spec.Template
+			obj.Annotations = want.Annotations
+		})
+}
+
+// writeDeployment writes the desired Deployment with its snapshot's resourceVersion. On
+// conflict it re-reads and, if the spec generation is unchanged, applies the decided fields
+// (reapply) to the fresh object and tries again; a changed generation makes the decision stale.
+// Events are recorded once the write succeeds.
+func (a *Activities) writeDeployment(ctx context.Context, in DeploymentWriteInput, what, resource string,
+	write func(appsclient.DeploymentInterface, *appsv1.Deployment) (*appsv1.Deployment, error),
+	reapply func(obj, want *appsv1.Deployment)) (DeploymentWriteResult, error) {
 	want := in.Deployment
 	if want == nil || want.Name == "" {
-		return DeploymentWriteResult{}, nonRetryable(ErrInvalid, "rollback deployment: no deployment given")
+		return DeploymentWriteResult{}, nonRetryable(ErrInvalid, "%s deployment: no deployment given", what)
 	}
 	dc := a.Client.AppsV1().Deployments(want.Namespace)
 	obj := want.DeepCopy()
 	for i := 0; ; i++ {
-		updated, err := dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
-		a.countWrite("update", "deployments", err)
+		updated, err := write(dc, obj)
+		a.countWrite("update", resource, err)
 		if err == nil {
 			a.record(refOf(want), in.Events)
 			return DeploymentWriteResult{Generation: updated.Generation, Wrote: []k8s.ObjectVersion{deploymentVersion(updated)}}, nil
 		}
 		if !apierrors.IsConflict(err) || i >= conflictRetries {
-			return DeploymentWriteResult{}, classify("roll back deployment "+want.Namespace+"/"+want.Name, err)
+			return DeploymentWriteResult{}, classify(what+" deployment "+want.Namespace+"/"+want.Name, err)
 		}
 		fresh, err := a.freshSameGeneration(ctx, want)
 		if err != nil {
 			return DeploymentWriteResult{}, err
 		}
 		obj = fresh.DeepCopy()
-		obj.Spec.Template = want.Spec.Template
-		obj.Annotations = want.Annotations
+		reapply(obj, want)
 	}
 }
 
