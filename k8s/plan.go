@@ -35,6 +35,11 @@ type PodCount struct {
 type Request struct {
 	// RollbackTo is a rollback signal's revision; 0 means the previous revision.
 	RollbackTo *int64 `json:"rollbackTo,omitempty"`
+	// Chain lets one RollingUpdate sync go on scaling while it can: after the old ReplicaSets
+	// are scaled down, the new one is scaled up in the same sync, and so on, as upstream's next
+	// syncs (woken by its own writes) would do on the same observation. Without it a sync
+	// makes one scaling move, as upstream's does. See rolloutRolling.
+	Chain bool `json:"chain,omitempty"`
 }
 
 // StepKind names a write; each maps to one activity, and the names read well in the
@@ -143,6 +148,9 @@ type planner struct {
 	// rollbackPending is set while a rollback is requested but not yet carried out (the
 	// Deployment is paused): cleanup must not delete the revision it may go back to.
 	rollbackPending bool
+	// chain: see Request.Chain. round counts the scaling moves made so far in this sync.
+	chain bool
+	round int
 }
 
 // Decide runs one sync of the Deployment controller over a snapshot, in upstream order:
@@ -159,10 +167,11 @@ func Decide(s Snapshot, req Request, now time.Time) (Plan, error) {
 		return Plan{}, fmt.Errorf("decide: snapshot has no deployment")
 	}
 	p := &planner{
-		now:  metav1.NewTime(now).Rfc3339Copy(),
-		orig: s.Deployment,
-		d:    s.Deployment.DeepCopy(),
-		pods: s.Pods,
+		now:   metav1.NewTime(now).Rfc3339Copy(),
+		orig:  s.Deployment,
+		d:     s.Deployment.DeepCopy(),
+		pods:  s.Pods,
+		chain: req.Chain,
 	}
 	for _, rs := range s.ReplicaSets {
 		p.rss = append(p.rss, rs.DeepCopy())
@@ -406,8 +415,12 @@ func (p *planner) writeReplicaSet(rs *appsv1.ReplicaSet, from int32) {
 			continue
 		}
 		if s.Kind == StepCreate {
-			// Not yet created: create it at its final state.
+			// Not yet created: create it at its final state, and say so.
 			p.steps[i].ReplicaSet = stripForCreate(rs)
+			p.steps[i].Events = nil
+			if n := rsReplicas(rs); n > 0 {
+				p.steps[i].Events = []Event{{Type: eventTypeNormal, Reason: eventScalingReplicaSet, Message: fmt.Sprintf("Scaled up replica set %s from 0 to %d", rs.Name, n)}}
+			}
 			return
 		}
 		if s.Kind == StepScaleUp || s.Kind == StepScaleDown || s.Kind == StepUpdateRS {

@@ -355,6 +355,7 @@ func TestDecideTemplateChange(t *testing.T) {
 		name            string
 		giveSurge       intstr.IntOrString
 		giveUnavailable intstr.IntOrString
+		giveChain       bool
 		wantSteps       []string
 		wantEvents      []string
 	}{
@@ -368,6 +369,19 @@ func TestDecideTemplateChange(t *testing.T) {
 			wantSteps:       []string{"CreateReplicaSet {new} 3", "ScaleDownReplicaSet {old} 10->8", "UpdateDeploymentStatus"},
 			wantEvents: []string{
 				"Normal ScalingReplicaSet: Scaled up replica set {new} from 0 to 3",
+				"Normal ScalingReplicaSet: Scaled down replica set {old} from 10 to 8",
+			},
+		},
+		{
+			// Chained: as above, then old 8 + new 3 = 11 leaves room for 2 more new pods, so
+			// the new RS is created at 5. Then 13 − 8 − 5 = 0: the sync ends.
+			name:            "25 percent chained",
+			giveSurge:       intstr.FromString("25%"),
+			giveUnavailable: intstr.FromString("25%"),
+			giveChain:       true,
+			wantSteps:       []string{"CreateReplicaSet {new} 5", "ScaleDownReplicaSet {old} 10->8", "UpdateDeploymentStatus"},
+			wantEvents: []string{
+				"Normal ScalingReplicaSet: Scaled up replica set {new} from 0 to 5",
 				"Normal ScalingReplicaSet: Scaled down replica set {old} from 10 to 8",
 			},
 		},
@@ -399,7 +413,7 @@ func TestDecideTemplateChange(t *testing.T) {
 			d.Status = settledStatus(d, 10)
 			d.Generation = 2
 			old := ownedRS(d, "nginx:1.0", 1, 10, 10, ago(time.Hour))
-			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old}}, Request{})
+			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old}}, Request{Chain: tt.giveChain})
 
 			newName := rsName(d, "nginx:1.1")
 			if got, wantSteps := describePlan(plan), expand(tt.wantSteps, newName, old.Name); !reflect.DeepEqual(got, wantSteps) {
@@ -438,6 +452,7 @@ func TestDecideRollingContinues(t *testing.T) {
 		giveNewAvail int32
 		giveOld      int32
 		giveOldAvail int32
+		giveChain    bool
 		wantSteps    []string
 	}{
 		{
@@ -469,6 +484,36 @@ func TestDecideRollingContinues(t *testing.T) {
 			name:    "unhealthy old replicas go first",
 			giveNew: 3, giveNewAvail: 0, giveOld: 10, giveOldAvail: 6,
 			wantSteps: []string{"ScaleDownReplicaSet {old} 10->8", "UpdateDeploymentStatus"},
+		},
+		{
+			// Chained, the two syncs above are one: old 10 → 5, then new 3 → 8 into the room,
+			// then 13 − 8 − (8 − 3) = 0 may go. The status counts come from the ReplicaSets'
+			// status, which these writes do not change: no status write.
+			name:    "chained: old down then new up",
+			giveNew: 3, giveNewAvail: 3, giveOld: 10, giveOldAvail: 10, giveChain: true,
+			wantSteps: []string{"ScaleDownReplicaSet {old} 10->5", "ScaleUpReplicaSet {new} 3->8"},
+		},
+		{
+			// Chained, new 8 all available, old 5: 13 − 8 − 0 = 5 may go and 13 − 8 = 5 are
+			// spare, so old 5 → 0; then new 8 → 10. The old pods are still there, so the
+			// rollout is not complete yet.
+			name:    "chained: the last step",
+			giveNew: 8, giveNewAvail: 8, giveOld: 5, giveOldAvail: 5, giveChain: true,
+			wantSteps: []string{"ScaleDownReplicaSet {old} 5->0", "ScaleUpReplicaSet {new} 8->10"},
+		},
+		{
+			// Chained but nothing is possible: the same as one sync.
+			name:    "chained: wait while new pods are not available",
+			giveNew: 5, giveNewAvail: 0, giveOld: 8, giveOldAvail: 8, giveChain: true,
+			wantSteps: nil,
+		},
+		{
+			// Chained after a scale-down the observation has not caught up with: old is at 5
+			// but still reports 8 available. New 3 (all available) + old 5 = 8: new goes to
+			// 8; then 13 − 8 − 5 = 0 may go, whatever old reports.
+			name:    "chained: after a scale-down not yet observed",
+			giveNew: 3, giveNewAvail: 3, giveOld: 5, giveOldAvail: 8, giveChain: true,
+			wantSteps: []string{"ScaleUpReplicaSet {new} 3->8", "UpdateDeploymentStatus"},
 		},
 		{
 			// Everything on the new ReplicaSet and available: nothing to do.
@@ -503,7 +548,7 @@ func TestDecideRollingContinues(t *testing.T) {
 					NewCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReplicaSetUpdatedReason, "progressing", ago(time.Minute)),
 				},
 			}
-			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{newRS, old}}, Request{})
+			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{newRS, old}}, Request{Chain: tt.giveChain})
 
 			if got, want := describePlan(plan), expand(tt.wantSteps, newRS.Name, old.Name); !reflect.DeepEqual(got, want) {
 				t.Errorf("steps = %q, want %q", got, want)

@@ -7,6 +7,12 @@ import (
 // rolloutRolling is one RollingUpdate sync: create or find the new ReplicaSet, scale it up
 // within the surge, otherwise scale old ones down within the unavailability budget, clean up
 // once complete, and sync the rollout status.
+//
+// Upstream makes one scaling move per sync and is woken again by its own write. With chain
+// set, the sync goes on moving while a move is possible on the same observation, at most
+// maxChainMoves times, and syncs the status once at the end. 10 replicas, maxSurge 3,
+// maxUnavailable 2, old at 8 and new at 5, all 5 new available: upstream scales old to 3 in
+// one sync and new to 10 in the next; chained, one sync does both.
 func (p *planner) rolloutRolling() {
 	d := p.d
 	newRS, old := p.getNewReplicaSet(true)
@@ -15,11 +21,17 @@ func (p *planner) rolloutRolling() {
 		p.syncRolloutStatus(all, newRS)
 		return
 	}
-	if p.reconcileNewReplicaSet(all, newRS) {
-		p.syncRolloutStatus(all, newRS)
-		return
+	moved := false
+	for p.round = 0; p.round < maxChainMoves; p.round++ {
+		if !p.reconcileNewReplicaSet(all, newRS) && !p.reconcileOldReplicaSets(all, filterActive(old), newRS) {
+			break
+		}
+		moved = true
+		if !p.chain {
+			break
+		}
 	}
-	if p.reconcileOldReplicaSets(all, filterActive(old), newRS) {
+	if moved {
 		p.syncRolloutStatus(all, newRS)
 		return
 	}
@@ -27,6 +39,23 @@ func (p *planner) rolloutRolling() {
 		p.cleanupDeployment(old)
 	}
 	p.syncRolloutStatus(all, newRS)
+}
+
+// maxChainMoves bounds the scaling moves of one chained sync. A RollingUpdate needs at most
+// three on one observation (old down, new up, old down again when the new one was above its
+// size); the bound only guards against a loop.
+const maxChainMoves = 6
+
+// availableNow is an old ReplicaSet's available replicas as a decision may count them. The
+// first move of a sync counts what the ReplicaSet controller reported, as upstream. Later
+// moves of a chained sync count no more than the ReplicaSet's size, since a move earlier in
+// the same sync may have scaled it below what was observed, and the pods above its size are
+// about to go.
+func (p *planner) availableNow(rs *appsv1.ReplicaSet) int32 {
+	if p.round > 0 {
+		return min(rs.Status.AvailableReplicas, rsReplicas(rs))
+	}
+	return rs.Status.AvailableReplicas
 }
 
 // reconcileNewReplicaSet scales the new ReplicaSet down to replicas if above, or up as far as
@@ -83,10 +112,13 @@ func (p *planner) cleanupUnhealthyReplicas(old []*appsv1.ReplicaSet, maxCleanup 
 		if total >= maxCleanup {
 			break
 		}
-		if rsReplicas(rs) == 0 || rsReplicas(rs) == rs.Status.AvailableReplicas {
+		// A ReplicaSet at or below its available count (it was just scaled down and its pods
+		// are still going) has nothing unhealthy to remove; upstream refuses the scale-up
+		// such a count would ask for.
+		if rsReplicas(rs) == 0 || rsReplicas(rs) <= p.availableNow(rs) {
 			continue
 		}
-		down := min(maxCleanup-total, rsReplicas(rs)-rs.Status.AvailableReplicas)
+		down := min(maxCleanup-total, rsReplicas(rs)-p.availableNow(rs))
 		p.scaleReplicaSet(rs, rsReplicas(rs)-down, false)
 		total += down
 	}
@@ -98,7 +130,10 @@ func (p *planner) cleanupUnhealthyReplicas(old []*appsv1.ReplicaSet, maxCleanup 
 func (p *planner) scaleDownOldForRollingUpdate(all, old []*appsv1.ReplicaSet) int32 {
 	d := p.d
 	minAvailable := replicas(d) - MaxUnavailable(d)
-	available := sumAvailable(all)
+	var available int32
+	for _, rs := range all {
+		available += p.availableNow(rs)
+	}
 	if available <= minAvailable {
 		return 0
 	}

@@ -14,6 +14,8 @@ import (
 // number of syncs: with base 1s and max 8s, a 35s rollout gets about 7 signals, not 35.
 type pacer struct {
 	coalesce, base, max time.Duration
+	// status is the spacing of signals that would only refresh status counts (statusDelay).
+	status time.Duration
 
 	mu   sync.Mutex
 	keys map[string]paced
@@ -24,8 +26,8 @@ type paced struct {
 	n  int       // signals in the current burst
 }
 
-func newPacer(coalesce, base, max time.Duration) *pacer {
-	return &pacer{coalesce: coalesce, base: base, max: max, keys: map[string]paced{}}
+func newPacer(coalesce, base, max, status time.Duration) *pacer {
+	return &pacer{coalesce: coalesce, base: base, max: max, status: status, keys: map[string]paced{}}
 }
 
 // interval is the spacing after the n-th signal of a burst.
@@ -46,6 +48,21 @@ func (p *pacer) delay(key string, now time.Time) time.Duration {
 		return p.coalesce
 	}
 	return max(p.coalesce, k.at.Add(p.interval(k.n)).Sub(now))
+}
+
+// statusDelay is how long a change that would only refresh status counts waits: until
+// `status` after the key's last signal (or `status` from now when none is known), and never
+// less than delay.
+func (p *pacer) statusDelay(key string, now time.Time) time.Duration {
+	d := p.delay(key, now)
+	p.mu.Lock()
+	k, ok := p.keys[key]
+	p.mu.Unlock()
+	wait := p.status
+	if ok {
+		wait = k.at.Add(p.status).Sub(now)
+	}
+	return max(d, wait)
 }
 
 // signalled records a signal sent at now.

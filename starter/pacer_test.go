@@ -10,7 +10,7 @@ import (
 
 func TestPacer(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	p := newPacer(100*time.Millisecond, time.Second, 4*time.Second)
+	p := newPacer(100*time.Millisecond, time.Second, 4*time.Second, 30*time.Second)
 	tests := []struct {
 		name      string
 		giveAt    time.Duration // change at t0+giveAt
@@ -105,5 +105,29 @@ func TestWrittenOnlyBy(t *testing.T) {
 				t.Errorf("writtenOnlyBy = %t, want %t", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestPacerStatusDelay(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := newPacer(100*time.Millisecond, time.Second, 8*time.Second, 30*time.Second)
+	if got, want := p.statusDelay("ns/web", t0), 30*time.Second; got != want {
+		t.Errorf("never signalled: statusDelay = %s, want %s", got, want)
+	}
+	p.signalled("ns/web", t0)
+	tests := []struct {
+		name string
+		give time.Duration // since the last signal
+		want time.Duration
+	}{
+		{name: "just after a signal: the rest of the interval", give: 2 * time.Second, want: 28 * time.Second},
+		{name: "late in the interval", give: 29 * time.Second, want: time.Second},
+		// The pacer's own spacing (1s after the first signal of a burst) is the floor.
+		{name: "past the interval: paced as any change", give: 31 * time.Second, want: 100 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		if got := p.statusDelay("ns/web", t0.Add(tt.give)); got != tt.want {
+			t.Errorf("%s: statusDelay = %s, want %s", tt.name, got, tt.want)
+		}
 	}
 }

@@ -86,7 +86,7 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 		dLister:  dInf.Lister(),
 		rsLister: rsInf.Lister(),
 		rsIndex:  rsInf.Informer().GetIndexer(),
-		pacer:    newPacer(cfg.Coalesce, cfg.SignalInterval, cfg.MaxSignalInterval),
+		pacer:    newPacer(cfg.Coalesce, cfg.SignalInterval, cfg.MaxSignalInterval, cfg.StatusSignalInterval),
 	}
 	defer w.queue.ShutDown()
 
@@ -102,10 +102,20 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 		return fmt.Errorf("watch deployments: %w", err)
 	}
 	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { w.enqueueForReplicaSet(obj) },
+		AddFunc: func(obj any) {
+			// A ReplicaSet our worker created: the workflow that created it knows.
+			if rs, ok := obj.(*appsv1.ReplicaSet); ok && writtenOnlyBy(&appsv1.ReplicaSet{}, rs, activities.FieldManager) {
+				return
+			}
+			w.enqueueForReplicaSet(obj)
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(*appsv1.ReplicaSet), newObj.(*appsv1.ReplicaSet)
 			if !replicaSetChanged(o, n) || writtenOnlyBy(o, n, activities.FieldManager) {
+				return
+			}
+			if statusOnly(o, n) {
+				w.enqueueForStatus(n)
 				return
 			}
 			if oc, nc := metav1.GetControllerOf(o), metav1.GetControllerOf(n); !reflect.DeepEqual(oc, nc) && oc != nil {
@@ -134,7 +144,7 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 	}
 	defer stopServer()
 
-	logger.Info("Watcher running", "watchNamespace", cfg.WatchNamespace, "coalesce", cfg.Coalesce, "minSignalInterval", cfg.SignalInterval, "maxSignalInterval", cfg.MaxSignalInterval)
+	logger.Info("Watcher running", "watchNamespace", cfg.WatchNamespace, "coalesce", cfg.Coalesce, "minSignalInterval", cfg.SignalInterval, "maxSignalInterval", cfg.MaxSignalInterval, "statusSignalInterval", cfg.StatusSignalInterval)
 	var wg sync.WaitGroup
 	for range watchWorkers {
 		wg.Go(func() {
@@ -173,6 +183,15 @@ func replicaSetChanged(o, n *appsv1.ReplicaSet) bool {
 	return os.ObservedGeneration != ns.ObservedGeneration && n.Spec.Replicas != nil && *n.Spec.Replicas == 0
 }
 
+// statusOnly reports whether an update changed nothing but the ReplicaSet's status.
+func statusOnly(o, n *appsv1.ReplicaSet) bool {
+	return equality.Semantic.DeepEqual(o.Spec, n.Spec) &&
+		reflect.DeepEqual(o.Labels, n.Labels) &&
+		reflect.DeepEqual(o.Annotations, n.Annotations) &&
+		reflect.DeepEqual(o.OwnerReferences, n.OwnerReferences) &&
+		reflect.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp)
+}
+
 // writtenOnlyBy reports whether the update came from manager alone (our worker scaling or
 // annotating a ReplicaSet): the workflow that wrote it already knows, and a signal would only
 // cost it a sync that changes nothing. It compares the managedFields entries.
@@ -208,6 +227,34 @@ func specChanged(o, n *appsv1.Deployment) bool {
 func (w *watcher) enqueue(namespace, name string) {
 	key := namespace + "/" + name
 	w.queue.AddAfter(key, w.pacer.delay(key, time.Now()))
+}
+
+// enqueueForStatus schedules the signal for a status change of a Deployment's ReplicaSet by
+// how urgent a sync would be (see classify).
+func (w *watcher) enqueueForStatus(rs *appsv1.ReplicaSet) {
+	ref := metav1.GetControllerOf(rs)
+	if ref == nil || ref.Kind != "Deployment" {
+		w.enqueueForReplicaSet(rs)
+		return
+	}
+	d, err := w.dLister.Deployments(rs.Namespace).Get(ref.Name)
+	if err != nil || d.UID != ref.UID {
+		w.enqueue(rs.Namespace, ref.Name)
+		return
+	}
+	now := time.Now()
+	key := d.Namespace + "/" + d.Name
+	u := classify(k8s.Snapshot{Deployment: d, ReplicaSets: w.replicaSetsFor(d)}, now)
+	w.log.Debug("ReplicaSet status changed", "namespace", d.Namespace, "deployment", d.Name, "replicaSet", rs.Name, "urgency", u)
+	switch u {
+	case urgencyNone:
+	case urgencyStatus:
+		w.queue.AddAfter(key, w.pacer.statusDelay(key, now))
+	case urgencyFinish:
+		w.queue.AddAfter(key, w.pacer.coalesce)
+	default:
+		w.queue.AddAfter(key, w.pacer.delay(key, now))
+	}
 }
 
 func (w *watcher) enqueueDeployment(obj any) {
@@ -284,12 +331,13 @@ func (w *watcher) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer w.queue.Done(key)
+	// Recorded before the signal goes, so a change that comes in while it is on its way is
+	// paced from it.
+	w.pacer.signalled(key, time.Now())
 	if err := w.signal(ctx, key); err != nil {
 		w.log.Warn("Signal failed, retrying", "key", key, "error", err)
 		w.queue.AddAfter(key, time.Second)
-		return true
 	}
-	w.pacer.signalled(key, time.Now())
 	return true
 }
 
@@ -318,18 +366,27 @@ func (w *watcher) signal(ctx context.Context, key string) error {
 // so the sync waits for the worker's cache to have them too.
 func (w *watcher) trigger(d *appsv1.Deployment) workflows.Trigger {
 	t := workflows.Trigger{Versions: []k8s.ObjectVersion{{Kind: "Deployment", Name: d.Name, ResourceVersion: d.ResourceVersion}}}
-	owned, _ := w.rsIndex.ByIndex(rsByOwner, string(d.UID))
-	orphans, _ := w.rsIndex.ByIndex(rsByOwner, "orphan/"+d.Namespace)
-	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-	for _, o := range owned {
-		rs := o.(*appsv1.ReplicaSet)
+	for _, rs := range w.replicaSetsFor(d) {
 		t.Versions = append(t.Versions, k8s.ObjectVersion{Kind: "ReplicaSet", Name: rs.Name, ResourceVersion: rs.ResourceVersion})
 	}
+	return t
+}
+
+// replicaSetsFor lists what a sync of d looks at, from the watcher's cache: the ReplicaSets it
+// owns and the orphans its selector matches. They are the cache's objects: read only.
+func (w *watcher) replicaSetsFor(d *appsv1.Deployment) []*appsv1.ReplicaSet {
+	var out []*appsv1.ReplicaSet
+	owned, _ := w.rsIndex.ByIndex(rsByOwner, string(d.UID))
+	for _, o := range owned {
+		out = append(out, o.(*appsv1.ReplicaSet))
+	}
+	orphans, _ := w.rsIndex.ByIndex(rsByOwner, "orphan/"+d.Namespace)
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	for _, o := range orphans {
 		rs := o.(*appsv1.ReplicaSet)
 		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
-			t.Versions = append(t.Versions, k8s.ObjectVersion{Kind: "ReplicaSet", Name: rs.Name, ResourceVersion: rs.ResourceVersion})
+			out = append(out, rs)
 		}
 	}
-	return t
+	return out
 }

@@ -78,7 +78,7 @@ type Carry struct {
 	RollbackTo *int64 `json:"rollbackTo,omitempty"`
 	Pause      *bool  `json:"pause,omitempty"`
 	Runs       int    `json:"runs,omitempty"`
-	// Version is the workflow version the previous run used; see versionFoldStatus.
+	// Version is the workflow version the previous run used; see versionChain.
 	Version workflow.Version `json:"version,omitempty"`
 	// Status is the last known status, so the query answers before the first sync.
 	Status *Status `json:"status,omitempty"`

@@ -27,9 +27,18 @@ const (
 
 var a *activities.Activities
 
-// versionFoldStatus is the workflow version that folds the status write into the ReplicaSet
-// write before it.
-const versionFoldStatus workflow.Version = 1
+// Workflow versions, all under one change ID ("fold-status-into-write") so a new run records
+// one marker for them:
+//   - versionFoldStatus folds the status write into the ReplicaSet write before it;
+//   - versionChain lets a RollingUpdate sync make every scaling move its observation allows
+//     (k8s.Request.Chain) instead of one.
+const (
+	versionFoldStatus workflow.Version = 1
+	versionChain      workflow.Version = 2
+	changeID                           = "fold-status-into-write"
+	// chainChangeID gates versionChain in runs continued from a version-1 run.
+	chainChangeID = "chain-rolling-moves"
+)
 
 // localActivityOptions: every Kubernetes read and write is a local activity, recorded as one
 // marker event, so a rollout's history stays small. Each is idempotent, so a retry after a
@@ -56,8 +65,8 @@ type rollout struct {
 	rollbackTo   *int64
 	uid          types.UID
 	fromRevision int64
-	// foldStatus: the status write rides along with the ReplicaSet write before it.
-	foldStatus bool
+	// version is the workflow version of this run (see versionChain).
+	version workflow.Version
 	// atLeast: versions the next Observe must see (from the watcher and our own writes);
 	// liveNext: read live, after a stale decision.
 	atLeast  []k8s.ObjectVersion
@@ -116,13 +125,22 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 	}); err != nil {
 		return Result{}, fmt.Errorf("register status query: %w", err)
 	}
-	// Version 1 folds the status write into the ReplicaSet write before it. Runs continued from
-	// a version-1 run carry the version; others ask GetVersion, so histories recorded before
-	// the change replay unchanged.
-	if in.Carry != nil && in.Carry.Version >= versionFoldStatus {
-		r.foldStatus = true
-	} else {
-		r.foldStatus = workflow.GetVersion(ctx, "fold-status-into-write", workflow.DefaultVersion, versionFoldStatus) >= versionFoldStatus
+	// Runs continued from a run at the current version carry it, which saves the marker
+	// GetVersion records; others ask GetVersion, so histories recorded before a change replay
+	// unchanged: one without the marker gets DefaultVersion, one with it the version it
+	// recorded.
+	switch {
+	case in.Carry != nil && in.Carry.Version >= versionChain:
+		r.version = in.Carry.Version
+	case in.Carry != nil && in.Carry.Version == versionFoldStatus:
+		// Continued from a version-1 run, which recorded no marker of its own: chaining came
+		// later, under its own change ID, so such runs recorded before it replay unchained.
+		r.version = versionFoldStatus
+		if workflow.GetVersion(ctx, chainChangeID, workflow.DefaultVersion, 1) >= 1 {
+			r.version = versionChain
+		}
+	default:
+		r.version = workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, versionChain)
 	}
 	ctx = workflow.WithLocalActivityOptions(ctx, localActivityOptions)
 
@@ -190,8 +208,8 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 		Pause:      r.pendingPause,
 		Status:     &st,
 	}}
-	if r.foldStatus {
-		next.Carry.Version = versionFoldStatus
+	if r.version >= versionFoldStatus {
+		next.Carry.Version = r.version
 	}
 	if r.in.Carry != nil {
 		next.Carry.Runs = r.in.Carry.Runs + 1
@@ -347,14 +365,14 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		r.log.Info("Deployment was recreated", "uid", d.UID)
 	}
 	r.uid = d.UID
-	plan, err := k8s.Decide(obs.Snapshot, k8s.Request{RollbackTo: r.rollbackTo}, workflow.Now(ctx))
+	plan, err := k8s.Decide(obs.Snapshot, k8s.Request{RollbackTo: r.rollbackTo, Chain: r.version >= versionChain}, workflow.Now(ctx))
 	if err != nil {
 		return k8s.Plan{}, true, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalid, nil)
 	}
 	ref := activities.DeploymentRef{Namespace: d.Namespace, Name: d.Name, UID: d.UID}
 	wrote := false
 	steps := plan.Steps
-	if r.foldStatus {
+	if r.version >= versionFoldStatus {
 		steps = foldStatus(steps)
 	}
 	for _, step := range steps {

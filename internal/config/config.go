@@ -46,8 +46,11 @@ type Config struct {
 	Coalesce          time.Duration `mapstructure:"coalesce"`
 	SignalInterval    time.Duration `mapstructure:"min-signal-interval"`
 	MaxSignalInterval time.Duration `mapstructure:"max-signal-interval"`
-	SearchAttributes  bool          `mapstructure:"search-attributes"`
-	MaxSyncs          int           `mapstructure:"max-concurrent-syncs"`
+	// StatusSignalInterval spaces the signals of a rolling Deployment whose ReplicaSet changes
+	// would only refresh its status counts.
+	StatusSignalInterval time.Duration `mapstructure:"status-signal-interval"`
+	SearchAttributes     bool          `mapstructure:"search-attributes"`
+	MaxSyncs             int           `mapstructure:"max-concurrent-syncs"`
 }
 
 // Flags registers every setting on fs with its default.
@@ -71,6 +74,7 @@ func Flags(fs *pflag.FlagSet) {
 	fs.Duration("coalesce", 100*time.Millisecond, "watcher: how long to gather changes to one Deployment into one signal")
 	fs.Duration("min-signal-interval", time.Second, "watcher: spacing of a Deployment's trigger signals during a burst of changes; it doubles with each signal up to --max-signal-interval")
 	fs.Duration("max-signal-interval", 8*time.Second, "watcher: the most a Deployment's signals are spaced during a long burst")
+	fs.Duration("status-signal-interval", 30*time.Second, "watcher: during a rollout, the most a ReplicaSet change that would only refresh the Deployment's status counts waits for its signal; changes that let the rollout move on or complete it are signalled sooner")
 	fs.Int("max-concurrent-syncs", 20, "worker: workflow tasks (syncs) run at once; more wait in the task queue, not on the client rate limiter")
 	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
 }
@@ -147,6 +151,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxSignalInterval < c.SignalInterval {
 		errs = append(errs, fmt.Errorf("max-signal-interval (%s) must be >= min-signal-interval (%s)", c.MaxSignalInterval, c.SignalInterval))
+	}
+	if c.StatusSignalInterval < 0 {
+		errs = append(errs, fmt.Errorf("status-signal-interval must be >= 0, got %s", c.StatusSignalInterval))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
