@@ -18,8 +18,12 @@ import (
 )
 
 const (
-	// resyncInterval re-checks a rollout in progress even if no watcher signal comes.
-	resyncInterval = time.Minute
+	// resyncInterval re-checks a rollout in progress even if no watcher signal comes. The
+	// watcher signals every change that matters (and retries until Temporal takes the signal),
+	// so this is a safety net: from versionChain on it fires after 5 minutes without a sync
+	// (a 1-minute net cost a long rollout a sync, 5-6 history events, every minute).
+	resyncInterval   = time.Minute
+	resyncIntervalV2 = 5 * time.Minute
 	maxBackoff     = 5 * time.Minute
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
@@ -31,7 +35,7 @@ var a *activities.Activities
 // one marker for them:
 //   - versionFoldStatus folds the status write into the ReplicaSet write before it;
 //   - versionChain lets a RollingUpdate sync make every scaling move its observation allows
-//     (k8s.Request.Chain) instead of one.
+//     (k8s.Request.Chain) instead of one, and resyncs a rollout after 5 minutes, not 1.
 const (
 	versionFoldStatus workflow.Version = 1
 	versionChain      workflow.Version = 2
@@ -512,7 +516,11 @@ func (r *rollout) scheduleWake(ctx workflow.Context, plan k8s.Plan) {
 		at = plan.RecheckAt.Time
 	}
 	if !plan.Phase.Converged() {
-		resync := workflow.Now(ctx).Add(resyncInterval)
+		every := resyncInterval
+		if r.version >= versionChain {
+			every = resyncIntervalV2
+		}
+		resync := workflow.Now(ctx).Add(every)
 		if at.IsZero() || resync.Before(at) {
 			at = resync
 		}
