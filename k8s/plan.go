@@ -416,10 +416,16 @@ func (p *planner) writeReplicaSet(rs *appsv1.ReplicaSet, from int32) {
 		}
 		if s.Kind == StepCreate {
 			// Not yet created: create it at its final state, and say so.
-			p.steps[i].ReplicaSet = stripForCreate(rs)
-			p.steps[i].Events = nil
+			s.ReplicaSet = stripForCreate(rs)
+			s.Events = nil
 			if n := rsReplicas(rs); n > 0 {
-				p.steps[i].Events = []Event{{Type: eventTypeNormal, Reason: eventScalingReplicaSet, Message: fmt.Sprintf("Scaled up replica set %s from 0 to %d", rs.Name, n)}}
+				s.Events = []Event{{Type: eventTypeNormal, Reason: eventScalingReplicaSet, Message: fmt.Sprintf("Scaled up replica set %s from 0 to %d", rs.Name, n)}}
+			}
+			p.steps[i] = s
+			if p.chain {
+				// A chained sync grew it after scaling old ones down: create it after them,
+				// so the total never passes replicas + maxSurge between the writes.
+				p.steps = append(append(p.steps[:i:i], p.steps[i+1:]...), s)
 			}
 			return
 		}

@@ -374,15 +374,16 @@ func TestDecideTemplateChange(t *testing.T) {
 		},
 		{
 			// Chained: as above, then old 8 + new 3 = 11 leaves room for 2 more new pods, so
-			// the new RS is created at 5. Then 13 − 8 − 5 = 0: the sync ends.
+			// the new RS is created at 5. Then 13 − 8 − 5 = 0: the sync ends. The create goes
+			// after the scale-down, so the total never passes 13 between the two writes.
 			name:            "25 percent chained",
 			giveSurge:       intstr.FromString("25%"),
 			giveUnavailable: intstr.FromString("25%"),
 			giveChain:       true,
-			wantSteps:       []string{"CreateReplicaSet {new} 5", "ScaleDownReplicaSet {old} 10->8", "UpdateDeploymentStatus"},
+			wantSteps:       []string{"ScaleDownReplicaSet {old} 10->8", "CreateReplicaSet {new} 5", "UpdateDeploymentStatus"},
 			wantEvents: []string{
-				"Normal ScalingReplicaSet: Scaled up replica set {new} from 0 to 5",
 				"Normal ScalingReplicaSet: Scaled down replica set {old} from 10 to 8",
+				"Normal ScalingReplicaSet: Scaled up replica set {new} from 0 to 5",
 			},
 		},
 		{
@@ -514,6 +515,22 @@ func TestDecideRollingContinues(t *testing.T) {
 			name:    "chained: after a scale-down not yet observed",
 			giveNew: 3, giveNewAvail: 3, giveOld: 5, giveOldAvail: 8, giveChain: true,
 			wantSteps: []string{"ScaleUpReplicaSet {new} 3->8", "UpdateDeploymentStatus"},
+		},
+		{
+			// The ReplicaSet controller lags: old was scaled 8 → 5 but still reports 8
+			// available; new is at 8 with 5 available. 13 − 8 − 3 = 2 may go. Upstream counts
+			// 5 + 8 = 13 available, 5 above the minimum of 8, and takes old to 0: once its
+			// pods are gone only 5 of the 8 needed are available.
+			name:    "stale old status, as upstream",
+			giveNew: 8, giveNewAvail: 5, giveOld: 5, giveOldAvail: 8,
+			wantSteps: []string{"ScaleDownReplicaSet {old} 5->0"},
+		},
+		{
+			// Chained, old counts no more than its size: 5 + 5 = 10 available, 2 spare, so
+			// old goes to 3 and new into the room, to 10.
+			name:    "chained: stale old status is capped at its size",
+			giveNew: 8, giveNewAvail: 5, giveOld: 5, giveOldAvail: 8, giveChain: true,
+			wantSteps: []string{"ScaleDownReplicaSet {old} 5->3", "ScaleUpReplicaSet {new} 8->10"},
 		},
 		{
 			// Everything on the new ReplicaSet and available: nothing to do.

@@ -46,13 +46,18 @@ func (p *planner) rolloutRolling() {
 // size); the bound only guards against a loop.
 const maxChainMoves = 6
 
-// availableNow is an old ReplicaSet's available replicas as a decision may count them. The
-// first move of a sync counts what the ReplicaSet controller reported, as upstream. Later
-// moves of a chained sync count no more than the ReplicaSet's size, since a move earlier in
-// the same sync may have scaled it below what was observed, and the pods above its size are
-// about to go.
+// availableNow is a ReplicaSet's available replicas as a decision may count them. Upstream
+// counts what the ReplicaSet controller last reported. With chain set, it counts no more than
+// the ReplicaSet's size: after a scale-down, the status may still report pods that are about
+// to go (the ReplicaSet controller deletes the surplus, unavailable pods first), and a move
+// that counted them could take the Deployment below replicas − maxUnavailable. This matters
+// when the ReplicaSet controller lags behind (it shares a client rate limit with every
+// ReplicaSet in the cluster), and within a chained sync, whose later moves follow its own
+// scale-downs. 10 replicas, maxUnavailable 2: old just scaled 8 → 5 but still reporting 8
+// available, new at 8 with 5 available. Upstream counts 13 available, 5 above the minimum of
+// 8, and scales old to 0, leaving 5 available; counted as 5 + 5 = 10, old goes to 3.
 func (p *planner) availableNow(rs *appsv1.ReplicaSet) int32 {
-	if p.round > 0 {
+	if p.chain {
 		return min(rs.Status.AvailableReplicas, rsReplicas(rs))
 	}
 	return rs.Status.AvailableReplicas
@@ -95,6 +100,10 @@ func (p *planner) reconcileOldReplicaSets(all, oldActive []*appsv1.ReplicaSet, n
 		return false
 	}
 	maxDown := MaxScaledDown(p.d, all, newRS)
+	if p.chain {
+		// The new ReplicaSet's pods above its size do not count as available either.
+		maxDown = min(maxDown, sumSpec(all)-(replicas(p.d)-MaxUnavailable(p.d))-(rsReplicas(newRS)-p.availableNow(newRS)))
+	}
 	if maxDown <= 0 {
 		return false
 	}

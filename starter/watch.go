@@ -93,7 +93,10 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 	if _, err := dInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { w.enqueueDeployment(obj) },
 		UpdateFunc: func(oldObj, newObj any) {
-			if specChanged(oldObj.(*appsv1.Deployment), newObj.(*appsv1.Deployment)) {
+			o, n := oldObj.(*appsv1.Deployment), newObj.(*appsv1.Deployment)
+			// Our worker's own writes (the revision annotations with a status write, pause,
+			// rollback) are followed by a sync of the workflow that made them.
+			if specChanged(o, n) && !writtenOnlyBy(o, n, activities.FieldManager) {
 				w.enqueueDeployment(newObj)
 			}
 		},
