@@ -40,10 +40,19 @@ func RESTConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error)
 
 // NewClientset builds a typed clientset; see RESTConfig.
 func NewClientset(kubeconfig string, qps float32, burst int) (kubernetes.Interface, *rest.Config, error) {
+	return NewClientsetAs(UserAgent, kubeconfig, qps, burst)
+}
+
+// NewClientsetAs builds a typed clientset that writes under another user agent, which is also
+// the default field manager of its writes. Test and benchmark harnesses use it: the watcher
+// skips updates made only by our controller's field manager, and a harness's own changes must
+// not look like ours.
+func NewClientsetAs(userAgent, kubeconfig string, qps float32, burst int) (kubernetes.Interface, *rest.Config, error) {
 	cfg, err := RESTConfig(kubeconfig, qps, burst)
 	if err != nil {
 		return nil, nil, err
 	}
+	cfg.UserAgent = userAgent
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("build clientset: %w", err)

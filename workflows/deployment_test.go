@@ -1122,3 +1122,32 @@ func TestParseTrigger(t *testing.T) {
 		})
 	}
 }
+
+// The workflow version is decided once (GetVersion) and carried to the next run, so a continued
+// run records no marker; a run continued from a version-1 run asks for chaining under its own
+// change ID.
+func TestVersionCarriedAcrossRuns(t *testing.T) {
+	tests := []struct {
+		name string
+		give *Carry
+		want workflow.Version
+	}{
+		{name: "first run", give: nil, want: versionChain},
+		{name: "continued from a version-1 run", give: &Carry{Version: versionFoldStatus}, want: versionChain},
+		{name: "continued from a version-2 run", give: &Carry{Version: versionChain}, want: versionChain},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := midRollout()
+			env := newEnv(t, f)
+			in := input()
+			in.Carry = tt.give
+			env.ExecuteWorkflow(WorkflowType, in)
+			next := continuedAsNew(t, env)
+			if next.Carry.Version != tt.want {
+				t.Errorf("carried version = %d, want %d", next.Carry.Version, tt.want)
+			}
+			assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
+		})
+	}
+}

@@ -225,7 +225,7 @@ type runner struct {
 
 func (r *runner) run(ctx context.Context) error {
 	cfg, w, res := r.cfg, r.w, r.res
-	kube, _, err := k8s.NewClientset(r.s.Kubeconfig, float32(cfg.HarnessQPS), cfg.HarnessBurst)
+	kube, _, err := k8s.NewClientsetAs("rollout-bench", r.s.Kubeconfig, float32(cfg.HarnessQPS), cfg.HarnessBurst)
 	if err != nil {
 		return err
 	}
