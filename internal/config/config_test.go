@@ -61,7 +61,7 @@ func defaults() Config {
 		KubeQPS: 20, KubeBurst: 30,
 		TemporalAddress: "localhost:7233", TemporalNamespace: "default", TaskQueue: workflows.DefaultTaskQueue,
 		MetricsAddress: ":9090", LogLevel: "info", LogFormat: "json",
-		Coalesce: 100 * time.Millisecond, SignalInterval: time.Second, MaxSignalInterval: 8 * time.Second, MaxSyncs: 20,
+		Coalesce: 100 * time.Millisecond, SignalInterval: time.Second, MaxSignalInterval: 8 * time.Second, StatusSignalInterval: 30 * time.Second, MaxSyncs: 20,
 	}
 }
 
@@ -288,8 +288,8 @@ func TestValidate(t *testing.T) {
 		{name: "log format", give: func(c *Config) { c.LogFormat = "xml" }, want: []string{"log-format"}},
 		{
 			name: "negative durations",
-			give: func(c *Config) { c.Coalesce, c.SignalInterval = -time.Second, -time.Second },
-			want: []string{"coalesce must be >= 0", "min-signal-interval must be >= 0"},
+			give: func(c *Config) { c.Coalesce, c.SignalInterval, c.StatusSignalInterval = -time.Second, -time.Second, -time.Second },
+			want: []string{"coalesce must be >= 0", "min-signal-interval must be >= 0", "status-signal-interval must be >= 0, got -1s"},
 		},
 	}
 	for _, tt := range tests {
