@@ -15,7 +15,10 @@ import (
 //
 // Recorded: a RollingUpdate rollout of 10 replicas, pause with a template change while paused,
 // a malformed rollback signal, resume, rollback to revision 1, rollback to an unknown revision,
-// and a Recreate rollout ending with the Deployment deleted.
+// and a Recreate rollout ending with the Deployment deleted. The *-v2.json histories come from
+// workflow version 2 (versionChain): a first run that records the version marker, and the
+// continued runs of a 10-replica RollingUpdate (chained scaling moves) and a Recreate rollout,
+// which carry the version instead; replaying them with chaining off fails.
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {
