@@ -24,7 +24,7 @@ const (
 	// (a 1-minute net cost a long rollout a sync, 5-6 history events, every minute).
 	resyncInterval   = time.Minute
 	resyncIntervalV2 = 5 * time.Minute
-	maxBackoff     = 5 * time.Minute
+	maxBackoff       = 5 * time.Minute
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
 )

@@ -288,7 +288,9 @@ func TestValidate(t *testing.T) {
 		{name: "log format", give: func(c *Config) { c.LogFormat = "xml" }, want: []string{"log-format"}},
 		{
 			name: "negative durations",
-			give: func(c *Config) { c.Coalesce, c.SignalInterval, c.StatusSignalInterval = -time.Second, -time.Second, -time.Second },
+			give: func(c *Config) {
+				c.Coalesce, c.SignalInterval, c.StatusSignalInterval = -time.Second, -time.Second, -time.Second
+			},
 			want: []string{"coalesce must be >= 0", "min-signal-interval must be >= 0", "status-signal-interval must be >= 0, got -1s"},
 		},
 	}
