@@ -24,9 +24,10 @@ const (
 	// Deployment that is not rolling (a pod of an idle Deployment failed, say). Paced as any
 	// change.
 	urgencyMove
-	// urgencyFinish: a sync would end the rollout (complete, paused, deadline exceeded). Sent
-	// after --coalesce, without pacing, so the rollout is not reported done late.
-	urgencyFinish
+	// urgencyNow: a sync would end the rollout (complete, paused, deadline exceeded), or bring
+	// up a Recreate Deployment's new ReplicaSet now that the old pods are gone. Nothing is
+	// gained by waiting for more changes: sent after --coalesce, without pacing.
+	urgencyNow
 )
 
 func (u urgency) String() string {
@@ -37,20 +38,20 @@ func (u urgency) String() string {
 		return "status"
 	case urgencyMove:
 		return "move"
-	case urgencyFinish:
-		return "finish"
+	case urgencyNow:
+		return "now"
 	}
 	return "unknown"
 }
 
-// classify runs k8s.Decide on the watcher's snapshot of a RollingUpdate Deployment and says how
-// urgent a sync is. The watcher's view may lag our worker's last writes; the answer only
-// spaces signals, and a change the watcher misjudges as status-only is still signalled within
-// the status interval, and the workflow resyncs on its own every minute while a rollout is
-// under way. Any Decide error counts as urgent: the workflow reports it.
+// classify runs k8s.Decide on the watcher's snapshot of a Deployment (for Recreate, with its
+// running pods) and says how urgent a sync is. The watcher's view may lag our worker's last
+// writes; the answer only spaces signals: a change the watcher misjudges as status-only is
+// still signalled within the status interval, and the workflow resyncs on its own while a
+// rollout is under way. A Decide error counts as a move: the workflow reports it.
 func classify(s k8s.Snapshot, now time.Time) urgency {
 	d := s.Deployment
-	if d == nil || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+	if d == nil {
 		return urgencyMove
 	}
 	plan, err := k8s.Decide(s, k8s.Request{Chain: true}, now)
@@ -60,13 +61,24 @@ func classify(s k8s.Snapshot, now time.Time) urgency {
 	if len(plan.Steps) == 0 {
 		return urgencyNone
 	}
+	move := false
 	for _, st := range plan.Steps {
-		if st.Kind != k8s.StepUpdateStatus && st.Kind != k8s.StepEvent {
-			return urgencyMove
+		switch st.Kind {
+		case k8s.StepUpdateStatus, k8s.StepEvent:
+		case k8s.StepCreate, k8s.StepScaleUp:
+			if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+				return urgencyNow
+			}
+			move = true
+		default:
+			move = true
 		}
 	}
+	if move {
+		return urgencyMove
+	}
 	if plan.Phase.Converged() {
-		return urgencyFinish
+		return urgencyNow
 	}
 	if !rolling(d) {
 		return urgencyMove

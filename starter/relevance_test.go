@@ -41,7 +41,7 @@ func rolloutFixture(t *testing.T) (*appsv1.Deployment, *appsv1.ReplicaSet, *apps
 	old := createdBy(t, d, nil)
 	setRS(old, 10, 10, 10)
 	old.Annotations[k8s.DesiredReplicasAnnotation] = "10"
-	writeStatus(t, d, old)
+	writeStatus(t, d, nil, old)
 
 	d.Generation = 2
 	d.Spec.Template.Spec.Containers[0].Image = "nginx:1.1"
@@ -73,11 +73,11 @@ func setRS(rs *appsv1.ReplicaSet, spec, actual, available int32) {
 	rs.Status = appsv1.ReplicaSetStatus{Replicas: actual, ReadyReplicas: available, AvailableReplicas: available, ObservedGeneration: rs.Generation}
 }
 
-// writeStatus stores in d what the worker writes after a sync of these ReplicaSets, with
-// their sizes as they are.
-func writeStatus(t *testing.T, d *appsv1.Deployment, rss ...*appsv1.ReplicaSet) {
+// writeStatus stores in d what the worker writes after a sync of these ReplicaSets (and, for
+// Recreate, running pods), with their sizes as they are.
+func writeStatus(t *testing.T, d *appsv1.Deployment, pods []k8s.PodCount, rss ...*appsv1.ReplicaSet) {
 	t.Helper()
-	plan, err := k8s.Decide(k8s.Snapshot{Deployment: d, ReplicaSets: rss}, k8s.Request{Chain: true}, classifyNow)
+	plan, err := k8s.Decide(k8s.Snapshot{Deployment: d, ReplicaSets: rss, Pods: pods}, k8s.Request{Chain: true}, classifyNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,9 @@ func TestClassify(t *testing.T) {
 		// give sets the ReplicaSets as they were at the last sync (the status the worker
 		// wrote) and as the watcher sees them now.
 		give func(d *appsv1.Deployment, old, newRS *appsv1.ReplicaSet) (*appsv1.Deployment, []*appsv1.ReplicaSet)
-		want urgency
+		// givePods: running pods of the old ReplicaSet (Recreate).
+		givePods int32
+		want     urgency
 	}{
 		{
 			// Synced at new 5 (none available), old 8; now 3 new pods are available: old may
@@ -104,7 +106,7 @@ func TestClassify(t *testing.T) {
 			give: func(d *appsv1.Deployment, old, newRS *appsv1.ReplicaSet) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 				setRS(old, 8, 8, 8)
 				setRS(newRS, 5, 5, 0)
-				writeStatus(t, d, old, newRS)
+				writeStatus(t, d, nil, old, newRS)
 				setRS(newRS, 5, 5, 3)
 				return d, []*appsv1.ReplicaSet{old, newRS}
 			},
@@ -117,7 +119,7 @@ func TestClassify(t *testing.T) {
 			give: func(d *appsv1.Deployment, old, newRS *appsv1.ReplicaSet) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 				setRS(old, 8, 8, 8)
 				setRS(newRS, 5, 0, 0)
-				writeStatus(t, d, old, newRS)
+				writeStatus(t, d, nil, old, newRS)
 				setRS(newRS, 5, 5, 0)
 				return d, []*appsv1.ReplicaSet{old, newRS}
 			},
@@ -130,11 +132,11 @@ func TestClassify(t *testing.T) {
 			give: func(d *appsv1.Deployment, old, newRS *appsv1.ReplicaSet) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 				setRS(old, 0, 2, 2)
 				setRS(newRS, 10, 10, 10)
-				writeStatus(t, d, old, newRS)
+				writeStatus(t, d, nil, old, newRS)
 				setRS(old, 0, 0, 0)
 				return d, []*appsv1.ReplicaSet{old, newRS}
 			},
-			want: urgencyFinish,
+			want: urgencyNow,
 		},
 		{
 			// The status written already says all that the ReplicaSets say.
@@ -142,7 +144,7 @@ func TestClassify(t *testing.T) {
 			give: func(d *appsv1.Deployment, old, newRS *appsv1.ReplicaSet) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 				setRS(old, 8, 8, 8)
 				setRS(newRS, 5, 5, 0)
-				writeStatus(t, d, old, newRS)
+				writeStatus(t, d, nil, old, newRS)
 				return d, []*appsv1.ReplicaSet{old, newRS}
 			},
 			want: urgencyNone,
@@ -154,27 +156,57 @@ func TestClassify(t *testing.T) {
 			give: func(d *appsv1.Deployment, old, newRS *appsv1.ReplicaSet) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 				setRS(old, 0, 0, 0)
 				setRS(newRS, 10, 10, 10)
-				writeStatus(t, d, old, newRS)
-				writeStatus(t, d, old, newRS)
+				writeStatus(t, d, nil, old, newRS)
+				writeStatus(t, d, nil, old, newRS)
 				setRS(newRS, 10, 10, 9)
 				return d, []*appsv1.ReplicaSet{old, newRS}
 			},
 			want: urgencyMove,
 		},
 		{
-			name: "Recreate: always paced as any change",
+			// Recreate, template changed: the old ReplicaSet must go to 0 first.
+			name: "Recreate: scale the old down",
 			give: func(d *appsv1.Deployment, old, newRS *appsv1.ReplicaSet) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 				d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 				return d, []*appsv1.ReplicaSet{old}
 			},
 			want: urgencyMove,
 		},
+		{
+			// Recreate, old at 0 and reporting no pods, but one still running (terminating):
+			// the new ReplicaSet must wait, and the status is already written.
+			name: "Recreate: an old pod still runs",
+			give: func(d *appsv1.Deployment, old, newRS *appsv1.ReplicaSet) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+				d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+				setRS(old, 0, 0, 0)
+				writeStatus(t, d, []k8s.PodCount{{ReplicaSetUID: old.UID, Running: 1}}, old)
+				return d, []*appsv1.ReplicaSet{old}
+			},
+			givePods: 1,
+			want:     urgencyNone,
+		},
+		{
+			// The last old pod is gone: the sync creates the new ReplicaSet at full size, and
+			// nothing is gained by waiting.
+			name: "Recreate: old pods gone, create the new one now",
+			give: func(d *appsv1.Deployment, old, newRS *appsv1.ReplicaSet) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+				d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+				setRS(old, 0, 0, 0)
+				writeStatus(t, d, []k8s.PodCount{{ReplicaSetUID: old.UID, Running: 1}}, old)
+				return d, []*appsv1.ReplicaSet{old}
+			},
+			want: urgencyNow,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d, old, newRS := rolloutFixture(t)
 			d, rss := tt.give(d, old, newRS)
-			if got := classify(k8s.Snapshot{Deployment: d, ReplicaSets: rss}, classifyNow); got != tt.want {
+			s := k8s.Snapshot{Deployment: d, ReplicaSets: rss}
+			if tt.givePods > 0 {
+				s.Pods = []k8s.PodCount{{ReplicaSetUID: old.UID, Running: tt.givePods}}
+			}
+			if got := classify(s, classifyNow); got != tt.want {
 				t.Errorf("classify() = %s, want %s", got, tt.want)
 			}
 		})

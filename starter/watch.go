@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"sort"
 	"sync"
 	"time"
 
@@ -46,6 +47,7 @@ type watcher struct {
 	dLister  appslisters.DeploymentLister
 	rsLister appslisters.ReplicaSetLister
 	rsIndex  cache.Indexer
+	podIndex cache.Indexer
 	pacer    *pacer
 }
 
@@ -80,12 +82,24 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 	}}); err != nil {
 		return fmt.Errorf("index replicasets by owner: %w", err)
 	}
+	// Pods by controller UID, for the Recreate strategy's running-pod counts.
+	if err := podInf.Informer().AddIndexers(cache.Indexers{rsByOwner: func(obj any) ([]string, error) {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			if ref := metav1.GetControllerOf(pod); ref != nil {
+				return []string{string(ref.UID)}, nil
+			}
+		}
+		return nil, nil
+	}}); err != nil {
+		return fmt.Errorf("index pods by owner: %w", err)
+	}
 	w := &watcher{
 		cfg: cfg, tc: tc, log: logger,
 		queue:    workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: "deployments"}),
 		dLister:  dInf.Lister(),
 		rsLister: rsInf.Lister(),
 		rsIndex:  rsInf.Informer().GetIndexer(),
+		podIndex: podInf.Informer().GetIndexer(),
 		pacer:    newPacer(cfg.Coalesce, cfg.SignalInterval, cfg.MaxSignalInterval, cfg.StatusSignalInterval),
 	}
 	defer w.queue.ShutDown()
@@ -245,19 +259,47 @@ func (w *watcher) enqueueForStatus(rs *appsv1.ReplicaSet) {
 		w.enqueue(rs.Namespace, ref.Name)
 		return
 	}
+	w.enqueueByUrgency(d, "ReplicaSet status changed", "replicaSet", rs.Name)
+}
+
+// enqueueByUrgency schedules d's signal by how urgent a sync would be (see classify).
+func (w *watcher) enqueueByUrgency(d *appsv1.Deployment, msg string, kv ...any) {
 	now := time.Now()
 	key := d.Namespace + "/" + d.Name
-	u := classify(k8s.Snapshot{Deployment: d, ReplicaSets: w.replicaSetsFor(d)}, now)
-	w.log.Debug("ReplicaSet status changed", "namespace", d.Namespace, "deployment", d.Name, "replicaSet", rs.Name, "urgency", u)
+	u := classify(w.snapshot(d), now)
+	w.log.Debug(msg, append([]any{"namespace", d.Namespace, "deployment", d.Name, "urgency", u}, kv...)...)
 	switch u {
 	case urgencyNone:
 	case urgencyStatus:
 		w.queue.AddAfter(key, w.pacer.statusDelay(key, now))
-	case urgencyFinish:
+	case urgencyNow:
 		w.queue.AddAfter(key, w.pacer.coalesce)
 	default:
 		w.queue.AddAfter(key, w.pacer.delay(key, now))
 	}
+}
+
+// snapshot is what a sync of d would see, from the watcher's caches: the Deployment, its
+// ReplicaSets and, for Recreate, the running pods of each (as the worker's Observe counts them).
+func (w *watcher) snapshot(d *appsv1.Deployment) k8s.Snapshot {
+	s := k8s.Snapshot{Deployment: d, ReplicaSets: w.replicaSetsFor(d)}
+	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		return s
+	}
+	for _, rs := range s.ReplicaSets {
+		pods, _ := w.podIndex.ByIndex(rsByOwner, string(rs.UID))
+		var n int32
+		for _, o := range pods {
+			if p := o.(*corev1.Pod); p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				n++
+			}
+		}
+		if n > 0 {
+			s.Pods = append(s.Pods, k8s.PodCount{ReplicaSetUID: rs.UID, Running: n})
+		}
+	}
+	sort.Slice(s.Pods, func(i, j int) bool { return s.Pods[i].ReplicaSetUID < s.Pods[j].ReplicaSetUID })
+	return s
 }
 
 func (w *watcher) enqueueDeployment(obj any) {
@@ -325,7 +367,7 @@ func (w *watcher) enqueueForPod(obj any) {
 	if err != nil || d.UID != dref.UID || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		return
 	}
-	w.enqueue(d.Namespace, d.Name)
+	w.enqueueByUrgency(d, "Pod deleted", "pod", pod.Name)
 }
 
 func (w *watcher) processNext(ctx context.Context) bool {
