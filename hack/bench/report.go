@@ -16,6 +16,9 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/spf13/pflag"
+
+	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/stack"
 )
 
@@ -261,10 +264,21 @@ func (r *Report) settings() []string {
 		fmt.Sprintf("Client budget: QPS %s / burst %d for kube-controller-manager (`--kube-api-qps`, `--kube-api-burst`) on both sides and for our worker and watcher (`--kube-qps`, `--kube-burst`). kube-controller-manager builds one client per controller, so the built-in Deployment controller has this budget to itself, as our worker does; the ReplicaSet controller has its own on both sides.", fmtNum(c.QPS), c.Burst),
 		fmt.Sprintf("Harness client: QPS %s / burst %d (creates and updates 32 at a time).", fmtNum(c.HarnessQPS), c.HarnessBurst),
 		fmt.Sprintf("kwok: %d fake nodes; a scheduled pod becomes Ready after %s plus up to %s of jitter; pods have terminationGracePeriodSeconds 0.", c.Nodes, c.PodReadyDelay, c.PodReadyJitter),
-		fmt.Sprintf("Our watcher: `--coalesce %s`, `--search-attributes`; worker and watcher log at info level as text.", c.Coalesce),
+		fmt.Sprintf("Our watcher: `--coalesce %s`, `--search-attributes`, the rest at their defaults (%s); worker and watcher log at info level as text.", c.Coalesce, watcherDefaults()),
 		"Update: one JSON patch per Deployment replacing the container image (v1 → v2), all issued at once; complete by `kubectl rollout status` rules (observedGeneration ≥ generation, updatedReplicas = replicas = availableReplicas, no old replicas), seen through a Deployment informer.",
 		fmt.Sprintf("Settle: %s after each phase completes before the closing metrics scrape. Every workload on every side runs on a fresh stack (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, and for our side the Temporal dev server), stopped afterwards; a one-replica warm-up Deployment in another namespace proves the controller runs before the clock starts.", c.Settle),
 	}
+}
+
+// watcherDefaults names the watcher's pacing settings with their default values.
+func watcherDefaults() string {
+	fs := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
+	config.Flags(fs)
+	var out []string
+	for _, name := range []string{"min-signal-interval", "max-signal-interval", "status-signal-interval"} {
+		out = append(out, fmt.Sprintf("`--%s %s`", name, fs.Lookup(name).DefValue))
+	}
+	return strings.Join(out, ", ")
 }
 
 // Text is the terminal report.
