@@ -148,9 +148,8 @@ type planner struct {
 	// rollbackPending is set while a rollback is requested but not yet carried out (the
 	// Deployment is paused): cleanup must not delete the revision it may go back to.
 	rollbackPending bool
-	// chain: see Request.Chain. round counts the scaling moves made so far in this sync.
+	// chain: see Request.Chain.
 	chain bool
-	round int
 }
 
 // Decide runs one sync of the Deployment controller over a snapshot, in upstream order:

@@ -22,7 +22,7 @@ func (p *planner) rolloutRolling() {
 		return
 	}
 	moved := false
-	for p.round = 0; p.round < maxChainMoves; p.round++ {
+	for range maxChainMoves {
 		if !p.reconcileNewReplicaSet(all, newRS) && !p.reconcileOldReplicaSets(all, filterActive(old), newRS) {
 			break
 		}
@@ -88,8 +88,14 @@ func (p *planner) reconcileNewReplicaSet(all []*appsv1.ReplicaSet, newRS *appsv1
 // 10 replicas, maxSurge 3, maxUnavailable 2, old at 10 and new just created at 3 (none
 // available): 13 − 8 − 3 = 2, so the old ReplicaSet goes to 8.
 func MaxScaledDown(d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) int32 {
+	return maxScaledDown(d, all, newRS, newRS.Status.AvailableReplicas)
+}
+
+// maxScaledDown is MaxScaledDown with the new ReplicaSet's available count given (see
+// availableNow).
+func maxScaledDown(d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, newAvailable int32) int32 {
 	minAvailable := replicas(d) - MaxUnavailable(d)
-	newUnavailable := rsReplicas(newRS) - newRS.Status.AvailableReplicas
+	newUnavailable := rsReplicas(newRS) - newAvailable
 	return sumSpec(all) - minAvailable - newUnavailable
 }
 
@@ -99,11 +105,7 @@ func (p *planner) reconcileOldReplicaSets(all, oldActive []*appsv1.ReplicaSet, n
 	if sumSpec(oldActive) == 0 {
 		return false
 	}
-	maxDown := MaxScaledDown(p.d, all, newRS)
-	if p.chain {
-		// The new ReplicaSet's pods above its size do not count as available either.
-		maxDown = min(maxDown, sumSpec(all)-(replicas(p.d)-MaxUnavailable(p.d))-(rsReplicas(newRS)-p.availableNow(newRS)))
-	}
+	maxDown := maxScaledDown(p.d, all, newRS, p.availableNow(newRS))
 	if maxDown <= 0 {
 		return false
 	}
