@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/kube"
 )
 
 // Error types returned as non-retryable application errors. The workflow reacts to each.
@@ -34,13 +35,13 @@ const (
 	ErrCreateFailed = "ReplicaSetCreateError"
 )
 
-// FieldManager names our writes in managedFields.
-const FieldManager = "temporal-deployment-controller"
+// fieldManager names our writes in managedFields; see kube.FieldManager.
+const fieldManager = kube.FieldManager
 
 // Activities holds the dependencies of every activity. Register it whole with the worker.
 type Activities struct {
 	Client   kubernetes.Interface
-	Cache    *Cache
+	Cache    *kube.Cache
 	Recorder record.EventRecorder
 	Metrics  *Metrics
 }

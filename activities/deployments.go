@@ -29,78 +29,41 @@ type DeploymentWriteResult struct {
 }
 
 // UpdateDeploymentStatus writes status and the revision annotation (a status update keeps
-// metadata annotations). On conflict it re-reads and re-applies them if the spec generation is
-// unchanged; otherwise the decision is stale.
+// metadata annotations), with the snapshot's resourceVersion as precondition. A conflict is
+// stale: the status was computed from a Deployment that has changed since.
 func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWriteInput) (DeploymentWriteResult, error) {
 	return a.writeDeployment(ctx, in, "update status of", "deployments/status",
 		func(dc appsclient.DeploymentInterface, obj *appsv1.Deployment) (*appsv1.Deployment, error) {
-			return dc.UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
-		},
-		func(obj, want *appsv1.Deployment) {
-			obj.Status = want.Status
-			if rev, ok := want.Annotations[k8s.RevisionAnnotation]; ok {
-				if obj.Annotations == nil {
-					obj.Annotations = map[string]string{}
-				}
-				obj.Annotations[k8s.RevisionAnnotation] = rev
-			}
+			return dc.UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
 		})
 }
 
 // RollbackDeployment writes the rolled-back template and annotations and clears the
-// deprecated rollback annotation, then records the rollback event.
+// deprecated rollback annotation, then records the rollback event. A conflict is stale: the
+// annotations were decided from a Deployment that has changed since (a concurrent edit is not
+// overwritten).
 func (a *Activities) RollbackDeployment(ctx context.Context, in DeploymentWriteInput) (DeploymentWriteResult, error) {
 	return a.writeDeployment(ctx, in, "roll back", "deployments",
 		func(dc appsclient.DeploymentInterface, obj *appsv1.Deployment) (*appsv1.Deployment, error) {
-			return dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
-		},
-		func(obj, want *appsv1.Deployment) {
-			obj.Spec.Template = want.Spec.Template
-			obj.Annotations = want.Annotations
+			return dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
 		})
 }
 
-// writeDeployment writes the desired Deployment with its snapshot's resourceVersion. On
-// conflict it re-reads and, if the spec generation is unchanged, applies the decided fields
-// (reapply) to the fresh object and tries again; a changed generation makes the decision stale.
-// Events are recorded once the write succeeds.
+// writeDeployment writes the desired Deployment with its snapshot's resourceVersion; events
+// are recorded once the write succeeds.
 func (a *Activities) writeDeployment(ctx context.Context, in DeploymentWriteInput, what, resource string,
-	write func(appsclient.DeploymentInterface, *appsv1.Deployment) (*appsv1.Deployment, error),
-	reapply func(obj, want *appsv1.Deployment)) (DeploymentWriteResult, error) {
+	write func(appsclient.DeploymentInterface, *appsv1.Deployment) (*appsv1.Deployment, error)) (DeploymentWriteResult, error) {
 	want := in.Deployment
 	if want == nil || want.Name == "" {
 		return DeploymentWriteResult{}, nonRetryable(ErrInvalid, "%s deployment: no deployment given", what)
 	}
-	dc := a.Client.AppsV1().Deployments(want.Namespace)
-	obj := want.DeepCopy()
-	for i := 0; ; i++ {
-		updated, err := write(dc, obj)
-		a.countWrite("update", resource, err)
-		if err == nil {
-			a.record(refOf(want), in.Events)
-			return DeploymentWriteResult{Generation: updated.Generation, Wrote: []k8s.ObjectVersion{deploymentVersion(updated)}}, nil
-		}
-		if !apierrors.IsConflict(err) || i >= conflictRetries {
-			return DeploymentWriteResult{}, classify(what+" deployment "+want.Namespace+"/"+want.Name, err)
-		}
-		fresh, err := a.freshSameGeneration(ctx, want)
-		if err != nil {
-			return DeploymentWriteResult{}, err
-		}
-		obj = fresh.DeepCopy()
-		reapply(obj, want)
-	}
-}
-
-func (a *Activities) freshSameGeneration(ctx context.Context, want *appsv1.Deployment) (*appsv1.Deployment, error) {
-	fresh, err := a.Client.AppsV1().Deployments(want.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+	updated, err := write(a.Client.AppsV1().Deployments(want.Namespace), want.DeepCopy())
+	a.countWrite("update", resource, err)
 	if err != nil {
-		return nil, classify("get deployment "+want.Namespace+"/"+want.Name, err)
+		return DeploymentWriteResult{}, classify(what+" deployment "+want.Namespace+"/"+want.Name, err)
 	}
-	if fresh.UID != want.UID || fresh.Generation != want.Generation {
-		return nil, nonRetryable(ErrStale, "deployment %s/%s changed (generation %d, want %d)", want.Namespace, want.Name, fresh.Generation, want.Generation)
-	}
-	return fresh, nil
+	a.record(refOf(want), in.Events)
+	return DeploymentWriteResult{Generation: updated.Generation, Wrote: []k8s.ObjectVersion{k8s.DeploymentVersion(updated)}}, nil
 }
 
 // RecordEventInput is events to record on the Deployment.
@@ -141,12 +104,12 @@ func (a *Activities) SetPaused(ctx context.Context, in SetPausedInput) (SetPause
 		return SetPausedResult{Generation: d.Generation}, nil
 	}
 	patch := fmt.Sprintf(`{"metadata":{"uid":%q},"spec":{"paused":%t}}`, d.UID, in.Paused)
-	updated, err := dc.Patch(ctx, in.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager})
+	updated, err := dc.Patch(ctx, in.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: fieldManager})
 	a.countWrite("patch", "deployments", err)
 	if err != nil {
 		return SetPausedResult{}, classify(fmt.Sprintf("set paused=%t on deployment %s/%s", in.Paused, in.Namespace, in.Name), err)
 	}
-	return SetPausedResult{Changed: true, Generation: updated.Generation, Wrote: []k8s.ObjectVersion{deploymentVersion(updated)}}, nil
+	return SetPausedResult{Changed: true, Generation: updated.Generation, Wrote: []k8s.ObjectVersion{k8s.DeploymentVersion(updated)}}, nil
 }
 
 // SetImageInput sets container images, by container name.
@@ -218,10 +181,10 @@ func (a *Activities) SetImage(ctx context.Context, in SetImageInput) (SetImageRe
 			d.Annotations = map[string]string{}
 		}
 		d.Annotations[k8s.ChangeCauseAnnotation] = cause
-		updated, err := dc.Update(ctx, d, metav1.UpdateOptions{FieldManager: FieldManager})
+		updated, err := dc.Update(ctx, d, metav1.UpdateOptions{FieldManager: fieldManager})
 		a.countWrite("update", "deployments", err)
 		if err == nil {
-			return SetImageResult{Changed: true, Generation: updated.Generation, ChangeCause: cause, Wrote: []k8s.ObjectVersion{deploymentVersion(updated)}}, nil
+			return SetImageResult{Changed: true, Generation: updated.Generation, ChangeCause: cause, Wrote: []k8s.ObjectVersion{k8s.DeploymentVersion(updated)}}, nil
 		}
 		if !apierrors.IsConflict(err) || i >= conflictRetries {
 			return SetImageResult{}, classify("set image on deployment "+in.Namespace+"/"+in.Name, err)

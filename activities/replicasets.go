@@ -54,7 +54,7 @@ func (a *Activities) ClaimReplicaSets(ctx context.Context, in ClaimInput) (Claim
 				"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(fresh, appsv1.SchemeGroupVersion.WithKind("Deployment"))},
 				"uid":             r.UID,
 			}})
-			patched, err := rsClient.Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+			patched, err := rsClient.Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
 			a.countWrite("patch", "replicasets", err)
 			if apierrors.IsNotFound(err) {
 				continue
@@ -63,7 +63,7 @@ func (a *Activities) ClaimReplicaSets(ctx context.Context, in ClaimInput) (Claim
 				return res, classify("adopt replicaset "+in.Deployment.Namespace+"/"+r.Name, err)
 			}
 			res.Adopted = append(res.Adopted, r.Name)
-			res.Wrote = append(res.Wrote, rsVersion(patched))
+			res.Wrote = append(res.Wrote, k8s.ReplicaSetVersion(patched))
 		}
 	}
 	for _, r := range in.Release {
@@ -71,7 +71,7 @@ func (a *Activities) ClaimReplicaSets(ctx context.Context, in ClaimInput) (Claim
 			"ownerReferences": []map[string]string{{"$patch": "delete", "uid": string(in.Deployment.UID)}},
 			"uid":             r.UID,
 		}})
-		patched, err := rsClient.Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+		patched, err := rsClient.Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
 		a.countWrite("patch", "replicasets", err)
 		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
 			continue
@@ -80,7 +80,7 @@ func (a *Activities) ClaimReplicaSets(ctx context.Context, in ClaimInput) (Claim
 			return res, classify("release replicaset "+in.Deployment.Namespace+"/"+r.Name, err)
 		}
 		res.Released = append(res.Released, r.Name)
-		res.Wrote = append(res.Wrote, rsVersion(patched))
+		res.Wrote = append(res.Wrote, k8s.ReplicaSetVersion(patched))
 	}
 	return res, nil
 }
@@ -118,12 +118,12 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 		return CreateResult{}, nonRetryable(ErrInvalid, "create replicaset: invalid replicaset for deployment %s", in.Deployment)
 	}
 	res := CreateResult{Name: rs.Name}
-	created, err := a.Client.AppsV1().ReplicaSets(rs.Namespace).Create(ctx, rs, metav1.CreateOptions{FieldManager: FieldManager})
+	created, err := a.Client.AppsV1().ReplicaSets(rs.Namespace).Create(ctx, rs, metav1.CreateOptions{FieldManager: fieldManager})
 	a.countWrite("create", "replicasets", err)
 	switch {
 	case err == nil:
 		res.Created, res.Generation = true, created.Generation
-		res.Wrote = append(res.Wrote, rsVersion(created))
+		res.Wrote = append(res.Wrote, k8s.ReplicaSetVersion(created))
 		a.record(in.Deployment, in.Events)
 		return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
 	case apierrors.IsAlreadyExists(err):
@@ -133,7 +133,7 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 		}
 		if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == in.Deployment.UID && k8s.EqualIgnoreHash(&rs.Spec.Template, &existing.Spec.Template) {
 			res.Existed, res.Generation = true, existing.Generation
-			res.Wrote = append(res.Wrote, rsVersion(existing))
+			res.Wrote = append(res.Wrote, k8s.ReplicaSetVersion(existing))
 			return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
 		}
 		if err := a.bumpCollisionCount(ctx, in.Deployment); err != nil {
@@ -181,7 +181,7 @@ func (a *Activities) updateStatusWith(ctx context.Context, ref DeploymentRef, mu
 		if !mutate(d) {
 			return nil
 		}
-		_, err = dc.UpdateStatus(ctx, d, metav1.UpdateOptions{FieldManager: FieldManager})
+		_, err = dc.UpdateStatus(ctx, d, metav1.UpdateOptions{FieldManager: fieldManager})
 		a.countWrite("update", "deployments/status", err)
 		if err == nil || !apierrors.IsConflict(err) || i >= conflictRetries {
 			return classify("update status of deployment "+ref.String(), err)
@@ -205,8 +205,6 @@ type WriteReplicaSetResult struct {
 	Name       string `json:"name"`
 	Replicas   int32  `json:"replicas"`
 	Generation int64  `json:"generation"`
-	// Unchanged is true when the ReplicaSet already had the target (a retried write).
-	Unchanged bool `json:"unchanged,omitempty"`
 	// Wrote lists the objects written, at their new resourceVersions.
 	Wrote []k8s.ObjectVersion `json:"wrote,omitempty"`
 }
@@ -226,53 +224,25 @@ func (a *Activities) UpdateReplicaSet(ctx context.Context, in WriteReplicaSetInp
 	return a.writeReplicaSet(ctx, in)
 }
 
-// writeReplicaSet updates with the snapshot's resourceVersion; on conflict it re-reads, checks
-// the UID and our ownership, and applies the same absolute target to the fresh object.
+// writeReplicaSet updates with the snapshot's resourceVersion. A conflict means the
+// ReplicaSet changed since the snapshot the target was decided on (its availability, say), so
+// it is not retried with the same target: the error is stale and the workflow decides again on
+// a live read, as upstream requeues on a conflict.
 func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInput) (WriteReplicaSetResult, error) {
 	want := in.ReplicaSet
 	if want == nil || want.Name == "" || want.Spec.Replicas == nil || *want.Spec.Replicas < 0 {
 		return WriteReplicaSetResult{}, nonRetryable(ErrInvalid, "write replicaset: invalid target for deployment %s", in.Deployment)
 	}
 	res := WriteReplicaSetResult{Name: want.Name, Replicas: *want.Spec.Replicas}
-	rsClient := a.Client.AppsV1().ReplicaSets(want.Namespace)
-	obj := want.DeepCopy()
-	for i := 0; ; i++ {
-		updated, err := rsClient.Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
-		a.countWrite("update", "replicasets", err)
-		if err == nil {
-			res.Generation = updated.Generation
-			res.Wrote = append(res.Wrote, rsVersion(updated))
-			a.record(in.Deployment, in.Events)
-			return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
-		}
-		if !apierrors.IsConflict(err) || i >= conflictRetries {
-			return res, classify(fmt.Sprintf("scale replicaset %s/%s to %d", want.Namespace, want.Name, *want.Spec.Replicas), err)
-		}
-		fresh, err := rsClient.Get(ctx, want.Name, metav1.GetOptions{})
-		if err != nil {
-			return res, classify("get replicaset "+want.Namespace+"/"+want.Name, err)
-		}
-		if fresh.UID != want.UID {
-			return res, nonRetryable(ErrStale, "replicaset %s/%s was replaced (uid %s, want %s)", want.Namespace, want.Name, fresh.UID, want.UID)
-		}
-		if ref := metav1.GetControllerOf(fresh); ref == nil || ref.UID != in.Deployment.UID {
-			return res, nonRetryable(ErrStale, "replicaset %s/%s is no longer controlled by deployment %s", want.Namespace, want.Name, in.Deployment)
-		}
-		if hasTarget(fresh, want) {
-			res.Generation, res.Unchanged = fresh.Generation, true
-			res.Wrote = append(res.Wrote, rsVersion(fresh))
-			return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
-		}
-		obj = fresh.DeepCopy()
-		obj.Spec.Replicas = want.Spec.Replicas
-		obj.Spec.MinReadySeconds = want.Spec.MinReadySeconds
-		if obj.Annotations == nil {
-			obj.Annotations = map[string]string{}
-		}
-		for k, v := range want.Annotations {
-			obj.Annotations[k] = v
-		}
+	updated, err := a.Client.AppsV1().ReplicaSets(want.Namespace).Update(ctx, want.DeepCopy(), metav1.UpdateOptions{FieldManager: fieldManager})
+	a.countWrite("update", "replicasets", err)
+	if err != nil {
+		return res, classify(fmt.Sprintf("scale replicaset %s/%s to %d", want.Namespace, want.Name, *want.Spec.Replicas), err)
 	}
+	res.Generation = updated.Generation
+	res.Wrote = append(res.Wrote, k8s.ReplicaSetVersion(updated))
+	a.record(in.Deployment, in.Events)
+	return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
 }
 
 // thenStatus makes a status write that rides along with a ReplicaSet write.
@@ -283,26 +253,6 @@ func (a *Activities) thenStatus(ctx context.Context, d *appsv1.Deployment, wrote
 	res, err := a.UpdateDeploymentStatus(ctx, DeploymentWriteInput{Deployment: d})
 	*wrote = append(*wrote, res.Wrote...)
 	return err
-}
-
-func rsVersion(rs *appsv1.ReplicaSet) k8s.ObjectVersion {
-	return k8s.ObjectVersion{Kind: "ReplicaSet", Name: rs.Name, ResourceVersion: rs.ResourceVersion}
-}
-
-func deploymentVersion(d *appsv1.Deployment) k8s.ObjectVersion {
-	return k8s.ObjectVersion{Kind: "Deployment", Name: d.Name, ResourceVersion: d.ResourceVersion}
-}
-
-func hasTarget(have, want *appsv1.ReplicaSet) bool {
-	if have.Spec.Replicas == nil || *have.Spec.Replicas != *want.Spec.Replicas || have.Spec.MinReadySeconds != want.Spec.MinReadySeconds {
-		return false
-	}
-	for k, v := range want.Annotations {
-		if have.Annotations[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // CleanupInput lists old ReplicaSets to delete, by name and UID.
@@ -332,7 +282,7 @@ func (a *Activities) CleanupReplicaSets(ctx context.Context, in CleanupInput) (C
 			return res, classify("delete replicaset "+in.Deployment.Namespace+"/"+r.Name, err)
 		}
 		res.Deleted = append(res.Deleted, r.Name)
-		res.Wrote = append(res.Wrote, k8s.ObjectVersion{Kind: "ReplicaSet", Name: r.Name, Gone: true})
+		res.Wrote = append(res.Wrote, k8s.ReplicaSetGone(r.Name))
 	}
 	return res, nil
 }

@@ -8,20 +8,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/dump"
 )
-
-func hashTemplate(image string) *corev1.PodTemplateSpec {
-	return &corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "app", Image: image}},
-		},
-	}
-}
 
 // referenceHash spells out controller.ComputeHash byte by byte: FNV-32a over the deep-printed
 // template, then (with a collision count) the count as 4 little-endian bytes padded to 8.
@@ -41,11 +31,11 @@ func TestPodTemplateHash(t *testing.T) {
 		giveTmpl  *corev1.PodTemplateSpec
 		giveCount *int32
 	}{
-		{name: "no collision count", giveTmpl: hashTemplate("nginx:1.0")},
-		{name: "collision count 0", giveTmpl: hashTemplate("nginx:1.0"), giveCount: ptrTo(int32(0))},
-		{name: "collision count 1", giveTmpl: hashTemplate("nginx:1.0"), giveCount: ptrTo(int32(1))},
-		{name: "collision count 300", giveTmpl: hashTemplate("nginx:1.0"), giveCount: ptrTo(int32(300))},
-		{name: "other template", giveTmpl: hashTemplate("nginx:1.1")},
+		{name: "no collision count", giveTmpl: webTemplate("nginx:1.0")},
+		{name: "collision count 0", giveTmpl: webTemplate("nginx:1.0"), giveCount: ptrTo(int32(0))},
+		{name: "collision count 1", giveTmpl: webTemplate("nginx:1.0"), giveCount: ptrTo(int32(1))},
+		{name: "collision count 300", giveTmpl: webTemplate("nginx:1.0"), giveCount: ptrTo(int32(300))},
+		{name: "other template", giveTmpl: webTemplate("nginx:1.1")},
 		{name: "empty template", giveTmpl: &corev1.PodTemplateSpec{}},
 	}
 	for _, tt := range tests {
@@ -71,18 +61,18 @@ func TestPodTemplateHash(t *testing.T) {
 }
 
 func TestPodTemplateHashChanges(t *testing.T) {
-	base := PodTemplateHash(hashTemplate("nginx:1.0"), nil)
-	withLabel := hashTemplate("nginx:1.0")
+	base := PodTemplateHash(webTemplate("nginx:1.0"), nil)
+	withLabel := webTemplate("nginx:1.0")
 	withLabel.Labels["tier"] = "front"
 	tests := []struct {
 		name      string
 		giveTmpl  *corev1.PodTemplateSpec
 		giveCount *int32
 	}{
-		{name: "image", giveTmpl: hashTemplate("nginx:1.1")},
+		{name: "image", giveTmpl: webTemplate("nginx:1.1")},
 		{name: "label", giveTmpl: withLabel},
-		{name: "collision count 0 differs from none", giveTmpl: hashTemplate("nginx:1.0"), giveCount: ptrTo(int32(0))},
-		{name: "collision count 1", giveTmpl: hashTemplate("nginx:1.0"), giveCount: ptrTo(int32(1))},
+		{name: "collision count 0 differs from none", giveTmpl: webTemplate("nginx:1.0"), giveCount: ptrTo(int32(0))},
+		{name: "collision count 1", giveTmpl: webTemplate("nginx:1.0"), giveCount: ptrTo(int32(1))},
 	}
 	seen := map[string]string{base: "base"}
 	for _, tt := range tests {
@@ -99,7 +89,7 @@ func TestPodTemplateHashChanges(t *testing.T) {
 func TestPodTemplateHashNoCollisions(t *testing.T) {
 	seen := make(map[string]int)
 	for i := 0; i < 1000; i++ {
-		tmpl := hashTemplate("registry.example/app:" + strconv.Itoa(i))
+		tmpl := webTemplate("registry.example/app:" + strconv.Itoa(i))
 		h := PodTemplateHash(tmpl, nil)
 		if prev, ok := seen[h]; ok {
 			t.Fatalf("PodTemplateHash(version %d) = %q, the same as version %d, want unique", i, h, prev)
@@ -109,7 +99,7 @@ func TestPodTemplateHashNoCollisions(t *testing.T) {
 }
 
 func TestReplicaSetName(t *testing.T) {
-	realHash := PodTemplateHash(hashTemplate("nginx:1.0"), nil)
+	realHash := PodTemplateHash(webTemplate("nginx:1.0"), nil)
 	tests := []struct {
 		name           string
 		giveDeployment string

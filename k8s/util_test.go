@@ -14,42 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-func ptrTo[T any](v T) *T { return &v }
-
-func intOrPct(s string) *intstr.IntOrString {
-	v := intstr.Parse(s)
-	return &v
-}
-
-// rollingDeployment is a RollingUpdate Deployment with the given size and fenceposts (in
-// intstr.Parse syntax: "3" or "25%"; "" leaves the field nil).
-func rollingDeployment(replicas int32, maxSurge, maxUnavailable string) *appsv1.Deployment {
-	ru := &appsv1.RollingUpdateDeployment{}
-	if maxSurge != "" {
-		ru.MaxSurge = intOrPct(maxSurge)
-	}
-	if maxUnavailable != "" {
-		ru.MaxUnavailable = intOrPct(maxUnavailable)
-	}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptrTo(replicas),
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: ru},
-		},
-	}
-}
-
-func recreateDeployment(replicas int32) *appsv1.Deployment {
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptrTo(replicas),
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-		},
-	}
-}
-
 // sizedRS is a bare ReplicaSet for the arithmetic helpers.
 func sizedRS(name string, replicas, available int32) *appsv1.ReplicaSet {
 	return &appsv1.ReplicaSet{
@@ -190,9 +154,9 @@ func TestResolveFenceposts(t *testing.T) {
 }
 
 func TestMaxSurge(t *testing.T) {
-	noReplicas := rollingDeployment(0, "25%", "25%")
+	noReplicas := withFenceposts(webDeployment(0, "nginx:1.0"), "25%", "25%")
 	noReplicas.Spec.Replicas = nil
-	noRollingUpdate := rollingDeployment(10, "", "")
+	noRollingUpdate := withFenceposts(webDeployment(10, "nginx:1.0"), "", "")
 	noRollingUpdate.Spec.Strategy.RollingUpdate = nil
 
 	tests := []struct {
@@ -200,12 +164,12 @@ func TestMaxSurge(t *testing.T) {
 		giveDeploy *appsv1.Deployment
 		want       int32
 	}{
-		{name: "25 percent of 10 rounds up", giveDeploy: rollingDeployment(10, "25%", "25%"), want: 3},
-		{name: "50 percent of 3 rounds up", giveDeploy: rollingDeployment(3, "50%", "0"), want: 2},
-		{name: "absolute", giveDeploy: rollingDeployment(10, "2", "0"), want: 2},
-		{name: "absolute above replicas is kept", giveDeploy: rollingDeployment(2, "5", "0"), want: 5},
+		{name: "25 percent of 10 rounds up", giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "25%", "25%"), want: 3},
+		{name: "50 percent of 3 rounds up", giveDeploy: withFenceposts(webDeployment(3, "nginx:1.0"), "50%", "0"), want: 2},
+		{name: "absolute", giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "2", "0"), want: 2},
+		{name: "absolute above replicas is kept", giveDeploy: withFenceposts(webDeployment(2, "nginx:1.0"), "5", "0"), want: 5},
 		{name: "nil replicas defaults to 1", giveDeploy: noReplicas, want: 1},
-		{name: "recreate", giveDeploy: recreateDeployment(10), want: 0},
+		{name: "recreate", giveDeploy: useRecreate(webDeployment(10, "nginx:1.0")), want: 0},
 		{name: "no rollingUpdate block", giveDeploy: noRollingUpdate, want: 0},
 	}
 	for _, tt := range tests {
@@ -223,17 +187,17 @@ func TestMaxUnavailable(t *testing.T) {
 		giveDeploy *appsv1.Deployment
 		want       int32
 	}{
-		{name: "25 percent of 10 rounds down", giveDeploy: rollingDeployment(10, "25%", "25%"), want: 2},
-		{name: "less than replicas", giveDeploy: rollingDeployment(10, "1", "5"), want: 5},
-		{name: "equal to replicas", giveDeploy: rollingDeployment(10, "1", "10"), want: 10},
-		{name: "capped at replicas", giveDeploy: rollingDeployment(5, "1", "10"), want: 5},
-		{name: "percent capped at replicas", giveDeploy: rollingDeployment(5, "1", "100%"), want: 5},
-		{name: "50 percent", giveDeploy: rollingDeployment(10, "1", "50%"), want: 5},
+		{name: "25 percent of 10 rounds down", giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "25%", "25%"), want: 2},
+		{name: "less than replicas", giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "1", "5"), want: 5},
+		{name: "equal to replicas", giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "1", "10"), want: 10},
+		{name: "capped at replicas", giveDeploy: withFenceposts(webDeployment(5, "nginx:1.0"), "1", "10"), want: 5},
+		{name: "percent capped at replicas", giveDeploy: withFenceposts(webDeployment(5, "nginx:1.0"), "1", "100%"), want: 5},
+		{name: "50 percent", giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "1", "50%"), want: 5},
 		// 1 × 25% floors to 0 and surge is 0: the fencepost bump gives 1.
-		{name: "both zero: 1", giveDeploy: rollingDeployment(1, "0", "25%"), want: 1},
-		{name: "explicit zeros: 1", giveDeploy: rollingDeployment(10, "0", "0"), want: 1},
-		{name: "zero replicas", giveDeploy: rollingDeployment(0, "1", "10"), want: 0},
-		{name: "recreate", giveDeploy: recreateDeployment(10), want: 0},
+		{name: "both zero: 1", giveDeploy: withFenceposts(webDeployment(1, "nginx:1.0"), "0", "25%"), want: 1},
+		{name: "explicit zeros: 1", giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "0", "0"), want: 1},
+		{name: "zero replicas", giveDeploy: withFenceposts(webDeployment(0, "nginx:1.0"), "1", "10"), want: 0},
+		{name: "recreate", giveDeploy: useRecreate(webDeployment(10, "nginx:1.0")), want: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,7 +220,7 @@ func TestNewRSNewReplicas(t *testing.T) {
 		{
 			// 10 replicas, maxSurge 3: at most 13 pods. Old 10 + new 0 = 10, so 3 more.
 			name:       "first step of a rollout",
-			giveDeploy: rollingDeployment(10, "25%", "25%"),
+			giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "25%", "25%"),
 			giveOld:    10,
 			giveNew:    0,
 			want:       3,
@@ -264,7 +228,7 @@ func TestNewRSNewReplicas(t *testing.T) {
 		{
 			// Old scaled down to 8, new at 3: 13 − 11 = 2 more, new goes to 5.
 			name:       "after old scaled down",
-			giveDeploy: rollingDeployment(10, "25%", "25%"),
+			giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "25%", "25%"),
 			giveOld:    8,
 			giveNew:    3,
 			want:       5,
@@ -272,7 +236,7 @@ func TestNewRSNewReplicas(t *testing.T) {
 		{
 			// 10 + 3 = 13 already: no room.
 			name:       "at max surge",
-			giveDeploy: rollingDeployment(10, "25%", "25%"),
+			giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "25%", "25%"),
 			giveOld:    10,
 			giveNew:    3,
 			want:       3,
@@ -280,7 +244,7 @@ func TestNewRSNewReplicas(t *testing.T) {
 		{
 			// 6 replicas, maxSurge 10: room for 16 − 7 = 9, but never more than 6 − 2 = 4.
 			name:       "bounded by replicas",
-			giveDeploy: rollingDeployment(6, "10", "1"),
+			giveDeploy: withFenceposts(webDeployment(6, "nginx:1.0"), "10", "1"),
 			giveOld:    5,
 			giveNew:    2,
 			want:       6,
@@ -288,19 +252,19 @@ func TestNewRSNewReplicas(t *testing.T) {
 		{
 			// 1 replica, maxSurge 1: total 10 ≥ 2, stay at 5.
 			name:       "above the limit stays put",
-			giveDeploy: rollingDeployment(1, "1", "1"),
+			giveDeploy: withFenceposts(webDeployment(1, "nginx:1.0"), "1", "1"),
 			giveOld:    5,
 			giveNew:    5,
 			want:       5,
 		},
 		{
 			name:       "new deployment takes everything",
-			giveDeploy: rollingDeployment(10, "25%", "25%"),
+			giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "25%", "25%"),
 			want:       10,
 		},
 		{
 			name:       "recreate goes straight to replicas",
-			giveDeploy: recreateDeployment(3),
+			giveDeploy: useRecreate(webDeployment(3, "nginx:1.0")),
 			giveOld:    1,
 			giveNew:    1,
 			want:       3,
@@ -308,7 +272,7 @@ func TestNewRSNewReplicas(t *testing.T) {
 		{
 			name: "unsupported strategy",
 			giveDeploy: func() *appsv1.Deployment {
-				d := recreateDeployment(3)
+				d := useRecreate(webDeployment(3, "nginx:1.0"))
 				d.Spec.Strategy.Type = "BlueGreen"
 				return d
 			}(),
@@ -343,7 +307,7 @@ func TestMaxScaledDown(t *testing.T) {
 			// 10 replicas, maxSurge 3, maxUnavailable 2, new just created at 3 with none
 			// available: 13 − (10 − 2) − (3 − 0) = 2.
 			name:       "new ReplicaSet just created",
-			giveDeploy: rollingDeployment(10, "25%", "25%"),
+			giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "25%", "25%"),
 			giveOld:    10,
 			giveNew:    3,
 			want:       2,
@@ -351,7 +315,7 @@ func TestMaxScaledDown(t *testing.T) {
 		{
 			// Same, but the 3 new pods are available: 13 − 8 − 0 = 5.
 			name:          "new pods available",
-			giveDeploy:    rollingDeployment(10, "25%", "25%"),
+			giveDeploy:    withFenceposts(webDeployment(10, "nginx:1.0"), "25%", "25%"),
 			giveOld:       10,
 			giveNew:       3,
 			giveAvailable: 3,
@@ -360,14 +324,14 @@ func TestMaxScaledDown(t *testing.T) {
 		{
 			// maxSurge 0 and maxUnavailable 0 resolve to unavailable 1: 10 − 9 − 0 = 1.
 			name:       "fencepost bump lets one go",
-			giveDeploy: rollingDeployment(10, "0", "0"),
+			giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "0", "0"),
 			giveOld:    10,
 			want:       1,
 		},
 		{
 			// 10 − 8 − 0 = 2.
 			name:       "maxUnavailable 2 without surge",
-			giveDeploy: rollingDeployment(10, "0", "2"),
+			giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "0", "2"),
 			giveOld:    10,
 			want:       2,
 		},
@@ -375,7 +339,7 @@ func TestMaxScaledDown(t *testing.T) {
 			// Old 8 and new 2 unavailable: 10 − 8 − 2 = 0. The new pods that are not up count
 			// as already missing, so nothing more may go.
 			name:       "unavailable new pods block scale down",
-			giveDeploy: rollingDeployment(10, "0", "2"),
+			giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "0", "2"),
 			giveOld:    8,
 			giveNew:    2,
 			want:       0,
@@ -383,7 +347,7 @@ func TestMaxScaledDown(t *testing.T) {
 		{
 			// Old 8, new at 5 crashlooping, maxSurge 3: 13 − 8 − 5 = 0.
 			name:       "crashlooping new pods",
-			giveDeploy: rollingDeployment(10, "3", "2"),
+			giveDeploy: withFenceposts(webDeployment(10, "nginx:1.0"), "3", "2"),
 			giveOld:    8,
 			giveNew:    5,
 			want:       0,
@@ -421,7 +385,7 @@ func TestIsSaturated(t *testing.T) {
 		{name: "no desired annotation", giveRS: rs(3, 3, ""), want: false},
 		{name: "bad desired annotation", giveRS: rs(3, 3, "three"), want: false},
 	}
-	d := rollingDeployment(3, "1", "1")
+	d := withFenceposts(webDeployment(3, "nginx:1.0"), "1", "1")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := IsSaturated(d, tt.giveRS); got != tt.want {
@@ -433,7 +397,7 @@ func TestIsSaturated(t *testing.T) {
 
 func TestDeploymentComplete(t *testing.T) {
 	deploy := func(replicas, current, updated, available int32, generation, observed int64) *appsv1.Deployment {
-		d := rollingDeployment(replicas, "1", "1")
+		d := withFenceposts(webDeployment(replicas, "nginx:1.0"), "1", "1")
 		d.Generation = generation
 		d.Status = appsv1.DeploymentStatus{
 			ObservedGeneration: observed,
@@ -489,7 +453,7 @@ func TestDeploymentProgressing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := rollingDeployment(10, "1", "1")
+			d := withFenceposts(webDeployment(10, "nginx:1.0"), "1", "1")
 			d.Status = tt.giveOld
 			if got := DeploymentProgressing(d, &tt.giveNew); got != tt.wantProg {
 				t.Errorf("DeploymentProgressing() = %v, want %v", got, tt.wantProg)
@@ -698,7 +662,7 @@ func TestProportionalShares(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := rollingDeployment(tt.giveReplicas, tt.giveSurge, "0")
+			d := withFenceposts(webDeployment(tt.giveReplicas, "nginx:1.0"), tt.giveSurge, "0")
 			d.Status.Replicas = tt.giveStatusReps
 			var all []*appsv1.ReplicaSet
 			for _, g := range tt.giveRSs {
@@ -933,7 +897,7 @@ func TestSetNewReplicaSetAnnotations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := rollingDeployment(10, "25%", "25%")
+			d := withFenceposts(webDeployment(10, "nginx:1.0"), "25%", "25%")
 			d.Annotations = map[string]string{
 				ChangeCauseAnnotation:              "kubectl set image",
 				RevisionAnnotation:                 "99",
@@ -996,7 +960,7 @@ func TestCopyAnnotationsToReplicaSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := rollingDeployment(10, "1", "1")
+			d := withFenceposts(webDeployment(10, "nginx:1.0"), "1", "1")
 			d.Annotations = tt.giveDeployAnn
 			rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Annotations: tt.giveRSAnn}}
 			got := copyAnnotationsToReplicaSet(d, rs)
@@ -1168,11 +1132,7 @@ func TestEqualIgnoreHash(t *testing.T) {
 
 func TestFindNewAndOldReplicaSets(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	d := rollingDeployment(3, "1", "1")
-	d.Spec.Template = corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:2"}}},
-	}
+	d := withFenceposts(webDeployment(3, "nginx:2"), "1", "1")
 	rs := func(name, image string, minute int) *appsv1.ReplicaSet {
 		r := sizedRS(name, 1, 1)
 		r.UID = types.UID("uid-" + name)

@@ -9,9 +9,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/temporal-rollout/rollout/internal/config"
+	"github.com/temporal-rollout/rollout/watcher"
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
@@ -73,24 +73,9 @@ func run(ctx context.Context, cfg config.Config, cmd string, args []string, toRe
 
 // signalWithStart signals the Deployment's workflow, starting it first if none is open.
 func signalWithStart(ctx context.Context, tc client.Client, cfg config.Config, in workflows.Input, signal string, payload any) error {
-	_, err := tc.SignalWithStartWorkflow(ctx, workflows.WorkflowID(in.Namespace, in.Name), signal, payload, startOptions(cfg, in), workflows.WorkflowType, in)
+	_, err := tc.SignalWithStartWorkflow(ctx, workflows.WorkflowID(in.Namespace, in.Name), signal, payload, watcher.StartOptions(cfg.TaskQueue, cfg.SearchAttributes, in), workflows.WorkflowType, in)
 	if err != nil {
 		return fmt.Errorf("signal %s to %s: %w", signal, workflows.WorkflowID(in.Namespace, in.Name), err)
 	}
 	return nil
-}
-
-func startOptions(cfg config.Config, in workflows.Input) client.StartWorkflowOptions {
-	o := client.StartWorkflowOptions{
-		ID:            workflows.WorkflowID(in.Namespace, in.Name),
-		TaskQueue:     cfg.TaskQueue,
-		StaticSummary: "Deployment " + in.Namespace + "/" + in.Name,
-	}
-	if cfg.SearchAttributes {
-		o.TypedSearchAttributes = temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrNamespace).ValueSet(in.Namespace),
-			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrDeployment).ValueSet(in.Name),
-		)
-	}
-	return o
 }

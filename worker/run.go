@@ -17,7 +17,7 @@ import (
 	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/obs"
-	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/kube"
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
@@ -26,21 +26,23 @@ func run(ctx context.Context, cfg config.Config) error {
 	logger.Info("Starting worker", "temporalAddress", cfg.TemporalAddress, "temporalNamespace", cfg.TemporalNamespace,
 		"taskQueue", cfg.TaskQueue, "watchNamespace", cfg.WatchNamespace, "kubeQPS", cfg.KubeQPS, "kubeBurst", cfg.KubeBurst)
 
-	kube, _, err := k8s.NewClientset(cfg.Kubeconfig, cfg.KubeQPS, cfg.KubeBurst)
+	kc, _, err := kube.NewClientset(cfg.Kubeconfig, cfg.KubeQPS, cfg.KubeBurst)
 	if err != nil {
 		return err
 	}
-	cache, err := activities.NewCache(kube, cfg.WatchNamespace)
+	cache, err := kube.NewCache(kc, cfg.WatchNamespace)
 	if err != nil {
 		return err
 	}
-	defer cache.Shutdown()
+	// Stop the informers on every way out, or Shutdown would wait for them forever.
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() { cancel(); cache.Shutdown() }()
 	if err := cache.Start(ctx); err != nil {
 		return err
 	}
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "deployment-controller"})
 
@@ -68,12 +70,15 @@ func run(ctx context.Context, cfg config.Config) error {
 		// instead of inside workflow tasks, which would heartbeat and time out.
 		MaxConcurrentWorkflowTaskExecutionSize:  cfg.MaxSyncs,
 		MaxConcurrentLocalActivityExecutionSize: 2 * cfg.MaxSyncs,
+		// Each rollout under way holds one AwaitChange (a goroutine asleep on the informer
+		// cache), so the slots are many; they cost no API calls.
+		MaxConcurrentActivityExecutionSize: 10000,
 		// StickyScheduleToStartTimeout stays at the SDK's 5s: a longer one delays recovery
 		// after a worker dies with tasks queued on its sticky queue (tested by TestWorkerCrash).
 	})
 	w.RegisterWorkflowWithOptions(workflows.DeploymentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowType})
 	w.RegisterActivity(&activities.Activities{
-		Client:   kube,
+		Client:   kc,
 		Cache:    cache,
 		Recorder: recorder,
 		Metrics:  metrics,

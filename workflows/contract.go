@@ -46,7 +46,7 @@ func WorkflowID(namespace, name string) string {
 	return "deployment/" + namespace + "/" + name
 }
 
-// ParseWorkflowID splits a workflow ID made by WorkflowID.
+// ParseWorkflowID splits a workflow ID made by WorkflowID (the watcher's resync reads it).
 func ParseWorkflowID(id string) (namespace, name string, ok bool) {
 	parts := strings.Split(id, "/")
 	if len(parts) != 3 || parts[0] != "deployment" || parts[1] == "" || parts[2] == "" {
@@ -82,6 +82,10 @@ type Carry struct {
 	Version workflow.Version `json:"version,omitempty"`
 	// Status is the last known status, so the query answers before the first sync.
 	Status *Status `json:"status,omitempty"`
+	// AtLeast and LiveNext carry read-your-writes over: the versions the next sync must see,
+	// and whether it must read live (after a stale decision).
+	AtLeast  []k8s.ObjectVersion `json:"atLeast,omitempty"`
+	LiveNext bool                `json:"liveNext,omitempty"`
 }
 
 // Validate checks the namespace and name.

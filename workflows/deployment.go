@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -36,13 +37,37 @@ var a *activities.Activities
 //   - versionFoldStatus folds the status write into the ReplicaSet write before it;
 //   - versionChain lets a RollingUpdate sync make every scaling move its observation allows
 //     (k8s.Request.Chain) instead of one, and resyncs a rollout after 5 minutes, not 1.
+//   - versionAwait waits for the next move of a rollout under way in the worker (the
+//     AwaitChange activity on its informer cache) instead of for the watcher's signals, and
+//     leaves status-count refreshes to it.
+//
+// A run continued from an older version asks upgradeChangeID(its version), so new code reaches
+// every Deployment while histories recorded before an upgrade replay unchanged.
 const (
 	versionFoldStatus workflow.Version = 1
 	versionChain      workflow.Version = 2
+	versionAwait      workflow.Version = 3
+	versionMax                         = versionAwait
 	changeID                           = "fold-status-into-write"
 	// chainChangeID gates versionChain in runs continued from a version-1 run.
 	chainChangeID = "chain-rolling-moves"
 )
+
+// upgradeChangeID is the change ID under which a run continued from version v records the
+// version it upgrades to.
+func upgradeChangeID(v workflow.Version) string { return fmt.Sprintf("upgrade-from-v%d", v) }
+
+// awaitMaxWait bounds one AwaitChange: a rollout under way is synced at least this often.
+const awaitMaxWait = 5 * time.Minute
+
+// awaitOptions: AwaitChange is a regular activity (it may wait minutes), heartbeating so that a
+// dead worker's wait fails within the heartbeat timeout and the workflow syncs instead. It is
+// not retried: the workflow decides what comes next.
+var awaitOptions = workflow.ActivityOptions{
+	ScheduleToCloseTimeout: awaitMaxWait + time.Minute,
+	HeartbeatTimeout:       20 * time.Second,
+	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+}
 
 // localActivityOptions: every Kubernetes read and write is a local activity, recorded as one
 // marker event, so a rollout's history stays small. Each is idempotent, so a retry after a
@@ -77,6 +102,11 @@ type rollout struct {
 	liveNext bool
 	// pauseBlocked: the last SetPaused failed; wait for the backoff timer or a signal.
 	pauseBlocked bool
+	// rolling: the last sync left a rollout under way (from versionAwait on, AwaitChange
+	// waits for its next move).
+	rolling     bool
+	await       workflow.Future
+	cancelAwait workflow.CancelFunc
 
 	failures   int
 	progressed bool
@@ -120,6 +150,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		if c.RollbackTo != nil || c.Pause != nil {
 			r.dirty = true
 		}
+		r.atLeast, r.liveNext = c.AtLeast, c.LiveNext
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) {
 		st := r.status
@@ -136,6 +167,11 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 	switch {
 	case in.Carry != nil && in.Carry.Version >= versionChain:
 		r.version = in.Carry.Version
+		if r.version < versionMax {
+			if v := workflow.GetVersion(ctx, upgradeChangeID(r.version), workflow.DefaultVersion, versionMax); v != workflow.DefaultVersion {
+				r.version = v
+			}
+		}
 	case in.Carry != nil && in.Carry.Version == versionFoldStatus:
 		// Continued from a version-1 run, which recorded no marker of its own: chaining came
 		// later, under its own change ID, so such runs recorded before it replay unchained.
@@ -144,7 +180,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			r.version = versionChain
 		}
 	default:
-		r.version = workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, versionChain)
+		r.version = workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, versionMax)
 	}
 	ctx = workflow.WithLocalActivityOptions(ctx, localActivityOptions)
 
@@ -156,6 +192,9 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 
 	for {
 		if !r.dirty && (r.pendingPause == nil || r.pauseBlocked) {
+			if r.version >= versionAwait && r.rolling && r.failures == 0 && r.await == nil {
+				r.startAwait(ctx)
+			}
 			r.waitForWork(ctx)
 		}
 		if err := ctx.Err(); err != nil {
@@ -171,12 +210,14 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			continue
 		}
 		r.dirty = false
+		r.stopAwait()
 		plan, found, err := r.sync(ctx)
 		if err != nil {
 			r.failed(ctx, err)
 			continue
 		}
 		r.failures = 0
+		r.rolling = !plan.Phase.Converged()
 		if !found {
 			r.finishRollout(ctx, OutcomeDeleted)
 			msg := fmt.Sprintf("deployment %s/%s no longer exists", in.Namespace, in.Name)
@@ -211,10 +252,13 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 		RollbackTo: r.rollbackTo,
 		Pause:      r.pendingPause,
 		Status:     &st,
+		AtLeast:    r.atLeast,
+		LiveNext:   r.liveNext,
 	}}
 	if r.version >= versionFoldStatus {
 		next.Carry.Version = r.version
 	}
+	r.stopAwait()
 	if r.in.Carry != nil {
 		next.Carry.Runs = r.in.Carry.Runs + 1
 	}
@@ -232,8 +276,47 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 			r.dirty = true
 		})
 	}
+	if r.await != nil {
+		sel.AddFuture(r.await, func(f workflow.Future) {
+			var res activities.AwaitResult
+			err := f.Get(ctx, &res)
+			r.await, r.cancelAwait = nil, nil
+			if err != nil {
+				// The worker that waited died (heartbeat timeout) or the wait failed: sync
+				// after a backoff rather than at once.
+				r.failures++
+				r.setWake(ctx, workflow.Now(ctx).Add(backoffFor(r.failures)))
+				r.log.Warn("Waiting for the rollout's next move failed, syncing after backoff", "error", err)
+				return
+			}
+			r.dirty = true
+			if res.Reason == activities.AwaitGone {
+				r.liveNext = true
+			}
+		})
+	}
 	sel.Select(ctx)
 	r.pauseBlocked = false
+}
+
+// startAwait starts AwaitChange for the rollout under way, with the versions the next sync
+// must see and the request it would sync with.
+func (r *rollout) startAwait(ctx workflow.Context) {
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitOptions))
+	r.await = workflow.ExecuteActivity(actx, a.AwaitChange, activities.AwaitInput{
+		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, AtLeast: r.atLeast,
+		Request: k8s.Request{RollbackTo: r.rollbackTo, Chain: true}, MaxWait: awaitMaxWait,
+	})
+	r.cancelAwait = cancel
+}
+
+// stopAwait cancels a wait still running: a signal or timer came first, and the sync that
+// follows starts a new one on its own writes.
+func (r *rollout) stopAwait() {
+	if r.cancelAwait != nil {
+		r.cancelAwait()
+	}
+	r.await, r.cancelAwait = nil, nil
 }
 
 // drainSignals handles every signal already delivered, without blocking.
@@ -250,27 +333,28 @@ func (r *rollout) drainSignals(ctx workflow.Context) {
 
 func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 	sel.AddReceive(r.trigger, func(c workflow.ReceiveChannel, _ bool) {
-		var raw json.RawMessage
-		c.Receive(ctx, &raw)
+		raw, _ := receive(ctx, c)
 		r.atLeast = append(r.atLeast, ParseTrigger(raw)...)
 		r.dirty = true
 	})
 	sel.AddReceive(r.pause, func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(ctx, nil)
+		receive(ctx, c)
 		t := true
 		r.pendingPause = &t
 		r.log.Info("Pause requested")
 	})
 	sel.AddReceive(r.resume, func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(ctx, nil)
+		receive(ctx, c)
 		f := false
 		r.pendingPause = &f
 		r.log.Info("Resume requested")
 	})
 	sel.AddReceive(r.rollback, func(c workflow.ReceiveChannel, _ bool) {
-		var raw json.RawMessage
-		c.Receive(ctx, &raw)
-		rev, err := ParseRollback(raw)
+		raw, err := receive(ctx, c)
+		var rev int64
+		if err == nil {
+			rev, err = ParseRollback(raw)
+		}
 		if err != nil {
 			r.status.IgnoredSignal = "rollback: " + err.Error()
 			r.log.Warn("Ignoring malformed rollback signal", "payload", string(raw), "error", err)
@@ -280,6 +364,27 @@ func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 		r.dirty = true
 		r.log.Info("Rollback requested", "revision", rev)
 	})
+}
+
+// receive takes the next value off a signal channel as raw JSON. It receives the payload
+// undecoded, so a payload the data converter cannot decode (another codec, a proto) is taken
+// off the channel and reported here instead of being dropped by the SDK while the receive
+// blocks for the next signal, which would stall every sync, timer and signal behind it.
+func receive(ctx workflow.Context, c workflow.ReceiveChannel) (json.RawMessage, error) {
+	var v converter.RawValue
+	c.Receive(ctx, &v)
+	p := v.Payload()
+	if p == nil {
+		return nil, nil
+	}
+	switch enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc {
+	case converter.MetadataEncodingJSON:
+		return p.GetData(), nil
+	case converter.MetadataEncodingNil:
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("payload encoding %q is not JSON (%d bytes)", enc, len(p.GetData()))
+	}
 }
 
 // ParseTrigger reads the versions a trigger signal carries. Any other payload, or none, is a
@@ -374,7 +479,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		return k8s.Plan{}, true, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalid, nil)
 	}
 	ref := activities.DeploymentRef{Namespace: d.Namespace, Name: d.Name, UID: d.UID}
-	wrote := false
+	wrote, restarted := false, false
 	steps := plan.Steps
 	if r.version >= versionFoldStatus {
 		steps = foldStatus(steps)
@@ -389,11 +494,13 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 			return plan, true, err
 		}
 		if again {
-			r.dirty = true
+			r.dirty, restarted = true, true
 			break
 		}
 	}
-	if plan.RollbackHandled {
+	// A sync that starts over (a hash collision) before its rollback step ran has not rolled
+	// back: the request stays for the next sync.
+	if plan.RollbackHandled && !restarted {
 		r.rollbackTo = nil
 	}
 	if wrote && !r.progressed {
@@ -514,6 +621,10 @@ func (r *rollout) scheduleWake(ctx workflow.Context, plan k8s.Plan) {
 	var at time.Time
 	if plan.RecheckAt != nil {
 		at = plan.RecheckAt.Time
+	}
+	if r.version >= versionAwait && !plan.Phase.Converged() {
+		// AwaitChange wakes the rollout at its progress deadline and after awaitMaxWait.
+		return
 	}
 	if !plan.Phase.Converged() {
 		every := resyncInterval

@@ -168,6 +168,16 @@ func (f *fakeCluster) register(env *testsuite.TestWorkflowEnvironment) {
 	env.OnActivity(a.CleanupReplicaSets, mock.Anything, mock.Anything).Return(f.CleanupReplicaSets)
 	env.OnActivity(a.UpdateDeploymentStatus, mock.Anything, mock.Anything).Return(f.UpdateDeploymentStatus)
 	env.OnActivity(a.RollbackDeployment, mock.Anything, mock.Anything).Return(f.RollbackDeployment)
+	// The fake cluster settles at once, so there is nothing to wait for: the wait for a
+	// rollout's next move lasts a minute of workflow time (the old resync), which lets tests
+	// land signals mid-rollout, and then asks for a sync.
+	env.OnActivity(a.AwaitChange, mock.Anything, mock.Anything).After(time.Minute).Return(f.AwaitChange)
+}
+
+func (f *fakeCluster) AwaitChange(_ context.Context, _ activities.AwaitInput) (activities.AwaitResult, error) {
+	f.mu.Lock()
+	defer f.done("AwaitChange", false, new(error))
+	return activities.AwaitResult{Reason: activities.AwaitDecide}, nil
 }
 
 // wrote bumps the call count and, for a write that succeeded, runs the afterWrite hook once the
@@ -1124,17 +1134,19 @@ func TestParseTrigger(t *testing.T) {
 }
 
 // The workflow version is decided once (GetVersion) and carried to the next run, so a continued
-// run records no marker; a run continued from a version-1 run asks for chaining under its own
-// change ID.
+// run at the newest version records no marker; a run continued from a version-1 run asks for
+// chaining under its own change ID, and one from an older version asks to upgrade.
 func TestVersionCarriedAcrossRuns(t *testing.T) {
 	tests := []struct {
 		name string
 		give *Carry
 		want workflow.Version
 	}{
-		{name: "first run", give: nil, want: versionChain},
+		{name: "first run", give: nil, want: versionAwait},
+		// Chaining first; the run after upgrades again.
 		{name: "continued from a version-1 run", give: &Carry{Version: versionFoldStatus}, want: versionChain},
-		{name: "continued from a version-2 run", give: &Carry{Version: versionChain}, want: versionChain},
+		{name: "continued from a version-2 run", give: &Carry{Version: versionChain}, want: versionAwait},
+		{name: "continued from a version-3 run", give: &Carry{Version: versionAwait}, want: versionAwait},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1149,5 +1161,71 @@ func TestVersionCarriedAcrossRuns(t *testing.T) {
 			}
 			assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
 		})
+	}
+}
+
+// A signal payload the data converter cannot decode as JSON (another codec: here []byte, which
+// the default converter sends as binary/plain) is reported and dropped, and the signals after it
+// still work. Before, the SDK dropped it inside Receive and blocked for the next rollback
+// signal, stalling every sync, pause and timer behind it.
+func TestNonJSONSignalPayloadIgnored(t *testing.T) {
+	tests := []struct {
+		name   string
+		signal string
+	}{
+		{name: "rollback", signal: SignalRollback},
+		{name: "trigger", signal: SignalTrigger},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := steadyAtV2()
+			env := newEnv(t, f)
+			signalAt(env, 10*time.Second, tt.signal, []byte{0xff, 0x00, 0x13})
+			signalAt(env, 20*time.Second, SignalRollback, map[string]any{"revision": 1})
+			var st Status
+			at(env, 15*time.Second, func() { st = queryStatus(t, env) })
+			env.ExecuteWorkflow(WorkflowType, input())
+
+			if tt.signal == SignalRollback && !strings.Contains(st.IgnoredSignal, `encoding "binary/plain" is not JSON`) {
+				t.Errorf("status.ignoredSignal: got %q, want the binary payload explained", st.IgnoredSignal)
+			}
+			// The rollback after it goes through: the workflow is not stuck.
+			continuedAsNew(t, env)
+			if got := f.image(); got != "nginx:v1" {
+				t.Fatalf("image after the rollback that follows: got %q, want nginx:v1", got)
+			}
+		})
+	}
+}
+
+// A hash collision while a sync creates the new ReplicaSet before its rollback step starts the
+// sync over: the rollback request must survive it, and the next sync roll back.
+func TestRollbackSurvivesHashCollision(t *testing.T) {
+	f := steadyAtV2()
+	// A template change, and a foreign ReplicaSet that squats the name its ReplicaSet would
+	// get: the create collides, collisionCount goes up, and the sync starts over.
+	f.setImage("nginx:v3")
+	tmpl := podTemplate("nginx:v3")
+	hash := k8s.PodTemplateHash(&tmpl, nil)
+	squatter := newReplicaSet(f.d, "nginx:other", 9, 0, time.Hour)
+	squatter.Name = k8s.ReplicaSetName(testName, hash)
+	squatter.OwnerReferences = nil
+	squatter.Labels = map[string]string{"app": "other"}
+	f.rss = append(f.rss, squatter)
+
+	env := newEnv(t, f)
+	in := input()
+	in.Carry = &Carry{Version: versionAwait, RollbackTo: int64p(1)}
+	env.ExecuteWorkflow(WorkflowType, in)
+
+	continuedAsNew(t, env)
+	if f.d.Status.CollisionCount == nil || *f.d.Status.CollisionCount != 1 {
+		t.Fatalf("collisionCount: got %v, want 1", f.d.Status.CollisionCount)
+	}
+	if len(f.rollbacks) != 1 {
+		t.Fatalf("RollbackDeployment calls: got %d, want 1 (the rollback survives the collision)", len(f.rollbacks))
+	}
+	if got := f.image(); got != "nginx:v1" {
+		t.Fatalf("image: got %q, want nginx:v1 (rolled back)", got)
 	}
 }

@@ -40,17 +40,13 @@ type Config struct {
 	TLSServerName     string `mapstructure:"temporal-tls-server-name"`
 	APIKey            string `mapstructure:"temporal-api-key"`
 
-	MetricsAddress    string        `mapstructure:"metrics-address"`
-	LogLevel          string        `mapstructure:"log-level"`
-	LogFormat         string        `mapstructure:"log-format"`
-	Coalesce          time.Duration `mapstructure:"coalesce"`
-	SignalInterval    time.Duration `mapstructure:"min-signal-interval"`
-	MaxSignalInterval time.Duration `mapstructure:"max-signal-interval"`
-	// StatusSignalInterval spaces the signals of a rolling Deployment whose ReplicaSet changes
-	// would only refresh its status counts.
-	StatusSignalInterval time.Duration `mapstructure:"status-signal-interval"`
-	SearchAttributes     bool          `mapstructure:"search-attributes"`
-	MaxSyncs             int           `mapstructure:"max-concurrent-syncs"`
+	MetricsAddress string `mapstructure:"metrics-address"`
+	LogLevel       string `mapstructure:"log-level"`
+	LogFormat      string `mapstructure:"log-format"`
+	// Resync is how often the watcher reconciles open workflows with the cluster.
+	Resync           time.Duration `mapstructure:"resync"`
+	SearchAttributes bool          `mapstructure:"search-attributes"`
+	MaxSyncs         int           `mapstructure:"max-concurrent-syncs"`
 }
 
 // Flags registers every setting on fs with its default.
@@ -71,10 +67,7 @@ func Flags(fs *pflag.FlagSet) {
 	fs.String("metrics-address", ":9090", "listen address for /metrics, /healthz and /readyz; empty disables")
 	fs.String("log-level", "info", "debug, info, warn or error")
 	fs.String("log-format", "json", "json or text")
-	fs.Duration("coalesce", 100*time.Millisecond, "watcher: how long to gather changes to one Deployment into one signal")
-	fs.Duration("min-signal-interval", time.Second, "watcher: spacing of a Deployment's trigger signals during a burst of changes; it doubles with each signal up to --max-signal-interval")
-	fs.Duration("max-signal-interval", 8*time.Second, "watcher: the most a Deployment's signals are spaced during a long burst")
-	fs.Duration("status-signal-interval", 30*time.Second, "watcher: during a rollout, the most a ReplicaSet change that would only refresh the Deployment's status counts waits for its signal; changes that let the rollout move on or complete it are signalled sooner")
+	fs.Duration("resync", 10*time.Minute, "watcher: how often to reconcile open workflows with the cluster (workflows of deleted Deployments end, Deployments without one get one, missed changes are signalled); 0 reconciles at start only")
 	fs.Int("max-concurrent-syncs", 20, "worker: workflow tasks (syncs) run at once; more wait in the task queue, not on the client rate limiter")
 	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
 }
@@ -140,20 +133,11 @@ func (c Config) Validate() error {
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, fmt.Errorf("log-format must be json or text, got %q", c.LogFormat))
 	}
-	if c.Coalesce < 0 {
-		errs = append(errs, fmt.Errorf("coalesce must be >= 0, got %s", c.Coalesce))
+	if c.Resync < 0 {
+		errs = append(errs, fmt.Errorf("resync must be >= 0, got %s", c.Resync))
 	}
 	if c.MaxSyncs <= 0 {
 		errs = append(errs, fmt.Errorf("max-concurrent-syncs must be > 0, got %d", c.MaxSyncs))
-	}
-	if c.SignalInterval < 0 {
-		errs = append(errs, fmt.Errorf("min-signal-interval must be >= 0, got %s", c.SignalInterval))
-	}
-	if c.MaxSignalInterval < c.SignalInterval {
-		errs = append(errs, fmt.Errorf("max-signal-interval (%s) must be >= min-signal-interval (%s)", c.MaxSignalInterval, c.SignalInterval))
-	}
-	if c.StatusSignalInterval < 0 {
-		errs = append(errs, fmt.Errorf("status-signal-interval must be >= 0, got %s", c.StatusSignalInterval))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))

@@ -1,0 +1,167 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+// AwaitInput names the Deployment a rollout is under way for, the versions the cache must hold
+// before it is weighed (our last writes), and the request the workflow would sync with.
+type AwaitInput struct {
+	Namespace string              `json:"namespace"`
+	Name      string              `json:"name"`
+	UID       types.UID           `json:"uid"`
+	AtLeast   []k8s.ObjectVersion `json:"atLeast,omitempty"`
+	Request   k8s.Request         `json:"request"`
+	// MaxWait is how long to wait at most; the workflow then syncs anyway (its resync).
+	MaxWait time.Duration `json:"maxWait"`
+}
+
+// Await reasons: why AwaitChange returned.
+const (
+	// AwaitDecide: a sync would do more than refresh status counts (scale, create, adopt,
+	// clean up, change a condition, complete or end the rollout).
+	AwaitDecide = "Decide"
+	// AwaitGone: the cache no longer holds the Deployment, or holds another one of the same
+	// name; the sync confirms it live.
+	AwaitGone = "Gone"
+	// AwaitResync: MaxWait passed.
+	AwaitResync = "Resync"
+	// AwaitFailed: a status refresh failed; the sync reports it.
+	AwaitFailed = "StatusWriteFailed"
+)
+
+// AwaitResult says why the wait ended and how many status refreshes it wrote meanwhile.
+type AwaitResult struct {
+	Reason string `json:"reason"`
+	// StatusWrites counts the status-count refreshes written while waiting.
+	StatusWrites int `json:"statusWrites,omitempty"`
+	// Steps are the kinds of write the sync would make, for the history reader.
+	Steps []k8s.StepKind `json:"steps,omitempty"`
+	Error string         `json:"error,omitempty"`
+}
+
+const (
+	// heartbeatEvery paces heartbeats (the SDK throttles them further to 80% of the timeout).
+	heartbeatEvery = 5 * time.Second
+	// catchUpBound bounds the wait for the cache to hold our own writes.
+	catchUpBound = 2 * time.Second
+)
+
+// AwaitChange is the wait between two syncs of a rollout under way. It lives in the worker:
+// it sleeps on the worker's informer cache and weighs every change to the Deployment, its
+// ReplicaSets or (Recreate) its pods with k8s.Decide, the same engine the sync runs, so the
+// workflow wakes within the informer's latency of a change that calls for a decision.
+//
+// A change that would only refresh the status counts (upstream writes those on every
+// ReplicaSet status change) is written here at once, with the Deployment's resourceVersion as
+// precondition, and costs the history nothing: `kubectl rollout status` stays live while a
+// 10-replica rollout's history stays a few syncs long. Anything else returns AwaitDecide and
+// the workflow syncs, recording each write as its own step.
+//
+// It heartbeats, and returns on cancellation or after MaxWait (or at the progress deadline, as
+// a Decide).
+func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResult, error) {
+	if in.Namespace == "" || in.Name == "" {
+		return AwaitResult{}, nonRetryable(ErrInvalid, "await change: namespace and name are required, got %q/%q", in.Namespace, in.Name)
+	}
+	if a.Cache == nil {
+		return AwaitResult{}, nonRetryable(ErrInvalid, "await change: the worker has no informer cache")
+	}
+	wake, stop := a.Cache.Subscribe(in.Namespace, in.Name)
+	defer stop()
+	maxWait := in.MaxWait
+	if maxWait <= 0 {
+		maxWait = 5 * time.Minute
+	}
+	deadline := time.NewTimer(maxWait)
+	defer deadline.Stop()
+	beat := time.NewTicker(heartbeatEvery)
+	defer beat.Stop()
+	var recheck, retry <-chan time.Time
+
+	var res AwaitResult
+	atLeast, catchUpBy := in.AtLeast, time.Now().Add(catchUpBound)
+	for {
+		caughtUp := a.Cache.CaughtUp(in.Namespace, atLeast)
+		if !caughtUp && time.Now().After(catchUpBy) {
+			// An object we wrote may be gone before this informer saw it: weigh what the
+			// cache holds; at worst the sync it asks for reads live.
+			atLeast, caughtUp = nil, true
+		}
+		retry = nil
+		if !caughtUp {
+			retry = time.After(10 * time.Millisecond)
+		} else {
+			d, err := a.Cache.Deployment(in.Namespace, in.Name)
+			if apierrors.IsNotFound(err) || (err == nil && in.UID != "" && d.UID != in.UID) {
+				res.Reason = AwaitGone
+				return res, nil
+			}
+			if err != nil {
+				return res, classify("get cached deployment "+in.Namespace+"/"+in.Name, err)
+			}
+			plan, err := k8s.Decide(a.Cache.Snapshot(d), in.Request, time.Now())
+			if err != nil {
+				res.Reason, res.Error = AwaitDecide, err.Error()
+				return res, nil
+			}
+			switch {
+			case len(plan.Steps) == 0:
+			case statusRefresh(plan):
+				wr, err := a.UpdateDeploymentStatus(ctx, DeploymentWriteInput{Deployment: plan.Steps[0].Deployment})
+				if err != nil {
+					if IsKind(err, ErrStale) || apierrors.IsConflict(err) {
+						// Someone wrote the Deployment since; weigh it again once the
+						// cache has it.
+						break
+					}
+					res.Reason, res.Error = AwaitFailed, err.Error()
+					return res, nil
+				}
+				res.StatusWrites++
+				// Wait for our own write before weighing again, or the next look would
+				// see the old status and write it once more.
+				atLeast, catchUpBy = wr.Wrote, time.Now().Add(catchUpBound)
+			default:
+				res.Reason = AwaitDecide
+				for _, st := range plan.Steps {
+					res.Steps = append(res.Steps, st.Kind)
+				}
+				return res, nil
+			}
+			recheck = nil
+			if plan.RecheckAt != nil {
+				recheck = time.After(time.Until(plan.RecheckAt.Time) + 10*time.Millisecond)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-deadline.C:
+			res.Reason = AwaitResync
+			return res, nil
+		case <-beat.C:
+			activity.RecordHeartbeat(ctx, res.StatusWrites)
+		case <-recheck:
+		case <-retry:
+		case <-wake:
+		}
+	}
+}
+
+// statusRefresh reports whether a plan only writes the Deployment's status, with no event and
+// no end to the rollout: what AwaitChange writes itself.
+func statusRefresh(plan k8s.Plan) bool {
+	if plan.Phase != k8s.PhaseProgressing || len(plan.Steps) != 1 {
+		return false
+	}
+	st := plan.Steps[0]
+	return st.Kind == k8s.StepUpdateStatus && len(st.Events) == 0 && st.Deployment != nil
+}

@@ -1,0 +1,145 @@
+package k8s
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+// (5) Rollback requests, by signal or by the deprecated annotation.
+func TestDecideRollback(t *testing.T) {
+	tests := []struct {
+		name           string
+		giveRequest    *int64
+		giveAnnotation string // deprecated.deployment.rollback.to
+		giveOnlyNew    bool   // no ReplicaSet for revision 1
+		wantEvent      string
+		wantImage      string
+		wantCause      string
+		wantNoWrite    bool
+	}{
+		{
+			name:        "to revision 1",
+			giveRequest: ptrTo(int64(1)),
+			wantEvent:   `Normal DeploymentRollback: Rolled back deployment "web" to revision 1`,
+			wantImage:   "nginx:1.0",
+			wantCause:   "deploy 1.0",
+		},
+		{
+			name:        "to the previous revision",
+			giveRequest: ptrTo(int64(0)),
+			wantEvent:   `Normal DeploymentRollback: Rolled back deployment "web" to revision 1`,
+			wantImage:   "nginx:1.0",
+			wantCause:   "deploy 1.0",
+		},
+		{
+			name:           "deprecated annotation",
+			giveAnnotation: "1",
+			wantEvent:      `Normal DeploymentRollback: Rolled back deployment "web" to revision 1`,
+			wantImage:      "nginx:1.0",
+			wantCause:      "deploy 1.0",
+		},
+		{
+			name:           "signal wins over the annotation",
+			giveRequest:    ptrTo(int64(2)),
+			giveAnnotation: "1",
+			wantEvent:      `Warning DeploymentRollbackTemplateUnchanged: The rollback revision contains the same template as current deployment "web"`,
+			wantImage:      "nginx:1.1",
+			wantCause:      "deploy 1.1",
+		},
+		{
+			name:        "unknown revision",
+			giveRequest: ptrTo(int64(7)),
+			wantNoWrite: true,
+			wantEvent:   "Warning DeploymentRollbackRevisionNotFound: Unable to find the revision to rollback to.",
+			wantImage:   "nginx:1.1",
+			wantCause:   "deploy 1.1",
+		},
+		{
+			name:           "unknown revision by annotation",
+			giveAnnotation: "9",
+			wantEvent:      "Warning DeploymentRollbackRevisionNotFound: Unable to find the revision to rollback to.",
+			wantImage:      "nginx:1.1",
+			wantCause:      "deploy 1.1",
+		},
+		{
+			name:        "no previous revision",
+			giveRequest: ptrTo(int64(0)),
+			wantNoWrite: true,
+			giveOnlyNew: true,
+			wantEvent:   "Warning DeploymentRollbackRevisionNotFound: Unable to find last revision.",
+			wantImage:   "nginx:1.1",
+			wantCause:   "deploy 1.1",
+		},
+		{
+			name:        "current template",
+			giveRequest: ptrTo(int64(2)),
+			wantNoWrite: true,
+			wantEvent:   `Warning DeploymentRollbackTemplateUnchanged: The rollback revision contains the same template as current deployment "web"`,
+			wantImage:   "nginx:1.1",
+			wantCause:   "deploy 1.1",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := webDeployment(10, "nginx:1.1")
+			d.Annotations[RevisionAnnotation] = "2"
+			d.Annotations[ChangeCauseAnnotation] = "deploy 1.1"
+			if tt.giveAnnotation != "" {
+				d.Annotations[appsv1.DeprecatedRollbackTo] = tt.giveAnnotation
+			}
+			d.Status = settledStatus(d, 10)
+			rs1 := ownedRS(d, "nginx:1.0", 1, 0, 0, ago(2*time.Hour))
+			rs1.Annotations[ChangeCauseAnnotation] = "deploy 1.0"
+			rs2 := ownedRS(d, "nginx:1.1", 2, 10, 10, ago(time.Hour))
+			rs2.Annotations[ChangeCauseAnnotation] = "deploy 1.1"
+			rss := []*appsv1.ReplicaSet{rs1, rs2}
+			if tt.giveOnlyNew {
+				rss = rss[1:]
+			}
+			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: rss}, Request{RollbackTo: tt.giveRequest})
+
+			if tt.wantNoWrite {
+				// A signal that changes nothing writes nothing: only the event.
+				reason, _, _ := strings.Cut(strings.TrimPrefix(tt.wantEvent, "Warning "), ":")
+				if got, want := describePlan(plan), []string{"RecordEvent " + reason}; !reflect.DeepEqual(got, want) {
+					t.Fatalf("steps = %q, want %q", got, want)
+				}
+				if got, want := eventsOf(plan), []string{tt.wantEvent}; !reflect.DeepEqual(got, want) {
+					t.Errorf("events = %q, want %q", got, want)
+				}
+				if !plan.RollbackHandled {
+					t.Errorf("RollbackHandled = false, want true")
+				}
+				return
+			}
+			if got, want := describePlan(plan), []string{"RollbackDeployment"}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("steps = %q, want %q", got, want)
+			}
+			if got, want := eventsOf(plan), []string{tt.wantEvent}; !reflect.DeepEqual(got, want) {
+				t.Errorf("events = %q, want %q", got, want)
+			}
+			if !plan.RollbackHandled {
+				t.Errorf("RollbackHandled = false, want true")
+			}
+			if plan.Phase != PhaseRollingBack {
+				t.Errorf("Phase = %s, want %s", plan.Phase, PhaseRollingBack)
+			}
+			got := plan.Steps[0].Deployment
+			wantTemplate := templateFor(d, tt.wantImage)
+			if !reflect.DeepEqual(got.Spec.Template, wantTemplate) {
+				t.Errorf("template = %+v, want %+v", got.Spec.Template, wantTemplate)
+			}
+			wantAnn := map[string]string{RevisionAnnotation: "2", ChangeCauseAnnotation: tt.wantCause}
+			if !reflect.DeepEqual(got.Annotations, wantAnn) {
+				t.Errorf("annotations = %v, want %v", got.Annotations, wantAnn)
+			}
+			if _, ok := d.Annotations[appsv1.DeprecatedRollbackTo]; tt.giveAnnotation != "" && !ok {
+				t.Errorf("Decide() removed the annotation from its snapshot")
+			}
+		})
+	}
+}

@@ -1,0 +1,137 @@
+package k8s
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Snapshot is what one sync sees: the Deployment, the ReplicaSets it owns or could adopt, and
+// (for Recreate) how many pods of each ReplicaSet are still running.
+type Snapshot struct {
+	Deployment  *appsv1.Deployment   `json:"deployment"`
+	ReplicaSets []*appsv1.ReplicaSet `json:"replicaSets,omitempty"`
+	// Pods counts the pods that are neither Succeeded nor Failed, per owning ReplicaSet. It is
+	// filled for the Recreate strategy only, sorted by UID.
+	Pods []PodCount `json:"pods,omitempty"`
+}
+
+// PodCount is the number of running (not Succeeded or Failed) pods of one ReplicaSet.
+type PodCount struct {
+	ReplicaSetUID types.UID `json:"replicaSetUID"`
+	Running       int32     `json:"running"`
+}
+
+// Request carries what the user asked for through Temporal, on top of the Deployment spec.
+type Request struct {
+	// RollbackTo is a rollback signal's revision; 0 means the previous revision.
+	RollbackTo *int64 `json:"rollbackTo,omitempty"`
+	// Chain lets one RollingUpdate sync go on scaling while it can: after the old ReplicaSets
+	// are scaled down, the new one is scaled up in the same sync, and so on, as upstream's next
+	// syncs (woken by its own writes) would do on the same observation. Without it a sync
+	// makes one scaling move, as upstream's does. See rolloutRolling.
+	Chain bool `json:"chain,omitempty"`
+}
+
+// StepKind names a write; each maps to one activity, and the names read well in the
+// Temporal UI.
+type StepKind string
+
+// The kinds of step, in the words the Temporal history shows.
+const (
+	StepEvent              StepKind = "RecordEvent"
+	StepClaim              StepKind = "ClaimReplicaSets"
+	StepCreate             StepKind = "CreateReplicaSet"
+	StepScaleUp            StepKind = "ScaleUpReplicaSet"
+	StepScaleDown          StepKind = "ScaleDownReplicaSet"
+	StepUpdateRS           StepKind = "UpdateReplicaSet"
+	StepCleanup            StepKind = "CleanupReplicaSets"
+	StepRollback           StepKind = "RollbackDeployment"
+	StepUpdateStatus       StepKind = "UpdateDeploymentStatus"
+	eventTypeNormal                 = corev1.EventTypeNormal
+	eventTypeWarning                = corev1.EventTypeWarning
+	eventScalingReplicaSet          = "ScalingReplicaSet"
+)
+
+// Event is a Kubernetes event to record on the Deployment.
+type Event struct {
+	Type    string `json:"type"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// ObjectRef names an object and pins its UID, used as a precondition.
+type ObjectRef struct {
+	Name string    `json:"name"`
+	UID  types.UID `json:"uid"`
+}
+
+// Step is one write. Only the fields of its kind are set. Events are recorded once the write
+// succeeds.
+type Step struct {
+	Kind StepKind `json:"kind"`
+	// ClaimReplicaSets.
+	Adopt   []ObjectRef `json:"adopt,omitempty"`
+	Release []ObjectRef `json:"release,omitempty"`
+	// CreateReplicaSet, ScaleUp/DownReplicaSet, UpdateReplicaSet: the whole desired object.
+	ReplicaSet   *appsv1.ReplicaSet `json:"replicaSet,omitempty"`
+	FromReplicas int32              `json:"fromReplicas,omitempty"`
+	// CleanupReplicaSets.
+	Delete []ObjectRef `json:"delete,omitempty"`
+	// UpdateDeploymentStatus and RollbackDeployment: the whole desired object.
+	Deployment *appsv1.Deployment `json:"deployment,omitempty"`
+	Events     []Event            `json:"events,omitempty"`
+}
+
+// Phase summarises where a Deployment stands after a sync.
+type Phase string
+
+// The phases a sync can end in.
+const (
+	PhaseProgressing      Phase = "Progressing"
+	PhaseComplete         Phase = "Complete"
+	PhasePaused           Phase = "Paused"
+	PhaseDeadlineExceeded Phase = "DeadlineExceeded"
+	PhaseRollingBack      Phase = "RollingBack"
+	PhaseDeleting         Phase = "Deleting"
+	PhaseInvalid          Phase = "Invalid"
+)
+
+// Converged reports whether nothing more happens without a new change: the sync that ends here
+// closes one rollout.
+func (p Phase) Converged() bool {
+	switch p {
+	case PhaseComplete, PhasePaused, PhaseDeadlineExceeded, PhaseInvalid:
+		return true
+	}
+	return false
+}
+
+// Plan is the outcome of one sync: the writes in order, and what the Deployment looks like
+// once they are done.
+type Plan struct {
+	Steps  []Step                  `json:"steps,omitempty"`
+	Phase  Phase                   `json:"phase"`
+	Status appsv1.DeploymentStatus `json:"status"`
+	// Revision is the Deployment's revision once the plan is applied.
+	Revision int64 `json:"revision"`
+	// NewReplicaSet is the ReplicaSet that matches the template, if any.
+	NewReplicaSet string `json:"newReplicaSet,omitempty"`
+	// RecheckAt is when to sync again if nothing happens before: the progress deadline.
+	RecheckAt *metav1.Time `json:"recheckAt,omitempty"`
+	// RollbackHandled is true when the plan consumes the rollback request.
+	RollbackHandled bool `json:"rollbackHandled,omitempty"`
+	// Message explains a Phase of Invalid.
+	Message string `json:"message,omitempty"`
+}
+
+// ObjectVersion names a Deployment or ReplicaSet at a resourceVersion: a sync must not decide
+// on a cache older than that. Kind is "Deployment" or "ReplicaSet".
+type ObjectVersion struct {
+	Kind            string `json:"kind"`
+	Name            string `json:"name"`
+	ResourceVersion string `json:"rv,omitempty"`
+	// Gone: the object was deleted and must be absent.
+	Gone bool `json:"gone,omitempty"`
+}

@@ -1,0 +1,318 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+// byOwner indexes ReplicaSets and pods by their controller's UID, and orphan ReplicaSets by
+// "orphan/<namespace>", so a snapshot reads one Deployment's objects, not a namespace's.
+const byOwner = "ownerUID"
+
+// Cache is an informer view of Deployments, ReplicaSets and pods: what the worker decides on
+// (as upstream's controller reads its listers, a sync costs no API reads) and what the watcher
+// weighs changes with. Snapshot applies k8s.NewSnapshot, the one rule of what a sync sees.
+//
+// Subscribe lets a caller wait for any change that concerns one Deployment: the worker's
+// AwaitChange activity sleeps on it and wakes within the informer's latency.
+type Cache struct {
+	factory  informers.SharedInformerFactory
+	dInf     cache.SharedIndexInformer
+	rsInf    cache.SharedIndexInformer
+	podInf   cache.SharedIndexInformer
+	dLister  appslisters.DeploymentLister
+	rsLister appslisters.ReplicaSetLister
+
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{} // by namespace/name
+}
+
+// NewCache builds the informers; namespace "" watches every namespace. Objects are stored
+// without managedFields; pods keep only what a snapshot reads (owner, phase, deletion).
+func NewCache(client kubernetes.Interface, namespace string) (*Cache, error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
+	c := &Cache{
+		factory:  factory,
+		dInf:     factory.Apps().V1().Deployments().Informer(),
+		rsInf:    factory.Apps().V1().ReplicaSets().Informer(),
+		podInf:   factory.Core().V1().Pods().Informer(),
+		dLister:  factory.Apps().V1().Deployments().Lister(),
+		rsLister: factory.Apps().V1().ReplicaSets().Lister(),
+		subs:     map[string]map[chan struct{}]struct{}{},
+	}
+	if err := c.dInf.SetTransform(stripManagedFields); err != nil {
+		return nil, fmt.Errorf("set deployment transform: %w", err)
+	}
+	if err := c.rsInf.SetTransform(stripManagedFields); err != nil {
+		return nil, fmt.Errorf("set replicaset transform: %w", err)
+	}
+	if err := c.podInf.SetTransform(slimPod); err != nil {
+		return nil, fmt.Errorf("set pod transform: %w", err)
+	}
+	if err := c.rsInf.AddIndexers(cache.Indexers{byOwner: func(obj any) ([]string, error) {
+		rs, ok := obj.(*appsv1.ReplicaSet)
+		if !ok {
+			return nil, nil
+		}
+		if ref := metav1.GetControllerOf(rs); ref != nil {
+			return []string{string(ref.UID)}, nil
+		}
+		return []string{"orphan/" + rs.Namespace}, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("index replicasets by owner: %w", err)
+	}
+	if err := c.podInf.AddIndexers(cache.Indexers{byOwner: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			if ref := metav1.GetControllerOf(p); ref != nil {
+				return []string{string(ref.UID)}, nil
+			}
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("index pods by owner: %w", err)
+	}
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		fn  func(obj any)
+	}{{c.dInf, c.notifyDeployment}, {c.rsInf, c.notifyReplicaSet}, {c.podInf, c.notifyPod}}
+	for _, h := range handlers {
+		fn := h.fn
+		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    fn,
+			UpdateFunc: func(_, obj any) { fn(obj) },
+			DeleteFunc: fn,
+		}); err != nil {
+			return nil, fmt.Errorf("add notification handler: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Start runs the informers until ctx ends and waits for their first lists.
+func (c *Cache) Start(ctx context.Context) error {
+	c.factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.dInf.HasSynced, c.rsInf.HasSynced, c.podInf.HasSynced) {
+		return fmt.Errorf("wait for deployment, replicaset and pod caches: %w", ctx.Err())
+	}
+	return nil
+}
+
+// Shutdown stops the informers and waits for them. Cancel Start's context first.
+func (c *Cache) Shutdown() { c.factory.Shutdown() }
+
+// DeploymentInformer, ReplicaSetInformer and PodInformer let the watcher add its own event
+// handlers. Objects from them are the cache's: read only.
+func (c *Cache) DeploymentInformer() cache.SharedIndexInformer { return c.dInf }
+
+// ReplicaSetInformer: see DeploymentInformer.
+func (c *Cache) ReplicaSetInformer() cache.SharedIndexInformer { return c.rsInf }
+
+// PodInformer: see DeploymentInformer.
+func (c *Cache) PodInformer() cache.SharedIndexInformer { return c.podInf }
+
+// Deployment returns the cached Deployment (read only).
+func (c *Cache) Deployment(namespace, name string) (*appsv1.Deployment, error) {
+	return c.dLister.Deployments(namespace).Get(name)
+}
+
+// Deployments lists the cached Deployments of a namespace ("" for all; read only).
+func (c *Cache) Deployments(namespace string) ([]*appsv1.Deployment, error) {
+	if namespace == "" {
+		return c.dLister.List(labels.Everything())
+	}
+	return c.dLister.Deployments(namespace).List(labels.Everything())
+}
+
+// ReplicaSet returns the cached ReplicaSet (read only).
+func (c *Cache) ReplicaSet(namespace, name string) (*appsv1.ReplicaSet, error) {
+	return c.rsLister.ReplicaSets(namespace).Get(name)
+}
+
+// Snapshot is what a sync of d sees, from the cache (see k8s.NewSnapshot). The objects are the
+// cache's: read only.
+func (c *Cache) Snapshot(d *appsv1.Deployment) k8s.Snapshot {
+	var rss []*appsv1.ReplicaSet
+	for _, key := range []string{string(d.UID), "orphan/" + d.Namespace} {
+		objs, _ := c.rsInf.GetIndexer().ByIndex(byOwner, key)
+		for _, o := range objs {
+			rss = append(rss, o.(*appsv1.ReplicaSet))
+		}
+	}
+	var pods []*corev1.Pod
+	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		for _, rs := range rss {
+			objs, _ := c.podInf.GetIndexer().ByIndex(byOwner, string(rs.UID))
+			for _, o := range objs {
+				pods = append(pods, o.(*corev1.Pod))
+			}
+		}
+	}
+	return k8s.NewSnapshot(d, rss, pods)
+}
+
+// CaughtUp reports whether the cache holds every named object at (at least) its version, and
+// none of those named gone. An object the cache does not hold is not caught up unless it was
+// named gone: a Deployment or ReplicaSet that was just created (or deleted and created again)
+// may not have reached this informer yet, and taking it for deleted would end a workflow.
+func (c *Cache) CaughtUp(namespace string, want []k8s.ObjectVersion) bool {
+	for _, w := range want {
+		var (
+			rv  string
+			err error
+		)
+		switch w.Kind {
+		case k8s.KindDeployment:
+			var d *appsv1.Deployment
+			if d, err = c.dLister.Deployments(namespace).Get(w.Name); err == nil {
+				rv = d.ResourceVersion
+			}
+		case k8s.KindReplicaSet:
+			var rs *appsv1.ReplicaSet
+			if rs, err = c.rsLister.ReplicaSets(namespace).Get(w.Name); err == nil {
+				rv = rs.ResourceVersion
+			}
+		default:
+			return false
+		}
+		switch {
+		case apierrors.IsNotFound(err) && w.Gone:
+			continue
+		case err != nil, w.Gone, !w.SeenBy(rv):
+			return false
+		}
+	}
+	return true
+}
+
+// Subscribe returns a channel that receives (without blocking the informer; one pending
+// wake-up at most) whenever the Deployment namespace/name, one of its ReplicaSets or pods, or
+// an orphan ReplicaSet in its namespace changes. Call the returned func to stop.
+func (c *Cache) Subscribe(namespace, name string) (<-chan struct{}, func()) {
+	key := namespace + "/" + name
+	ch := make(chan struct{}, 1)
+	c.mu.Lock()
+	if c.subs[key] == nil {
+		c.subs[key] = map[chan struct{}]struct{}{}
+	}
+	c.subs[key][ch] = struct{}{}
+	c.mu.Unlock()
+	return ch, func() {
+		c.mu.Lock()
+		delete(c.subs[key], ch)
+		if len(c.subs[key]) == 0 {
+			delete(c.subs, key)
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *Cache) notify(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ch := range c.subs[key] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (c *Cache) subscribed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.subs) > 0
+}
+
+func (c *Cache) notifyDeployment(obj any) {
+	if d, ok := unwrap(obj).(*appsv1.Deployment); ok {
+		c.notify(d.Namespace + "/" + d.Name)
+	}
+}
+
+func (c *Cache) notifyReplicaSet(obj any) {
+	rs, ok := unwrap(obj).(*appsv1.ReplicaSet)
+	if !ok || !c.subscribed() {
+		return
+	}
+	if ref := metav1.GetControllerOf(rs); ref != nil {
+		if ref.Kind == "Deployment" {
+			c.notify(rs.Namespace + "/" + ref.Name)
+		}
+		return
+	}
+	// An orphan: any Deployment of its namespace may adopt it.
+	prefix := rs.Namespace + "/"
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, chans := range c.subs {
+		if len(key) > len(prefix) && key[:len(prefix)] == prefix {
+			for ch := range chans {
+				select {
+				case ch <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}
+
+func (c *Cache) notifyPod(obj any) {
+	p, ok := unwrap(obj).(*corev1.Pod)
+	if !ok || !c.subscribed() {
+		return
+	}
+	ref := metav1.GetControllerOf(p)
+	if ref == nil || ref.Kind != "ReplicaSet" {
+		return
+	}
+	rs, err := c.rsLister.ReplicaSets(p.Namespace).Get(ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return
+	}
+	if dref := metav1.GetControllerOf(rs); dref != nil && dref.Kind == "Deployment" {
+		c.notify(p.Namespace + "/" + dref.Name)
+	}
+}
+
+func unwrap(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+func stripManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		m.GetObjectMeta().SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// slimPod keeps what a snapshot and the notifications read of a pod: its identity, owner,
+// deletion and phase. At 10,000 pods that is a few MiB, not the hundreds a full pod costs.
+func slimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			OwnerReferences: p.OwnerReferences, DeletionTimestamp: p.DeletionTimestamp,
+		},
+		Status: corev1.PodStatus{Phase: p.Status.Phase},
+	}, nil
+}

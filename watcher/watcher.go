@@ -1,0 +1,435 @@
+// Package watcher turns Kubernetes changes into Temporal signals: it starts the workflow of
+// every Deployment (signal-with-start, idempotent) and wakes it when something changes that
+// the workflow cannot see by itself.
+//
+// Who reacts to what:
+//   - A rollout under way (the Deployment's status shows it progressing, not paused, not past
+//     its deadline) is watched by the worker itself: its AwaitChange activity weighs every
+//     ReplicaSet and pod change on the worker's informer cache, within milliseconds, and
+//     refreshes status counts without a signal. The watcher leaves those changes alone.
+//   - Everything else is the watcher's: Deployments created, changed (by anyone but our
+//     worker) or deleted; ReplicaSets created, changed or deleted by others; and ReplicaSet
+//     status changes of Deployments at rest (a pod of a complete Deployment dies), which it
+//     signals only when k8s.Decide, run on the same snapshot rule the worker uses, would write
+//     something.
+//   - A periodic resync (and one at start) reconciles open workflows with the cluster: a
+//     workflow whose Deployment is gone is signalled so it ends, a Deployment without a
+//     workflow gets one, and a Deployment at rest that Decide would change is signalled. A
+//     watcher that was down catches up on everything it missed.
+//
+// Several watchers may run at once: signal-with-start is idempotent, and a duplicate trigger
+// costs one extra sync at most.
+package watcher
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/kube"
+	"github.com/temporal-rollout/rollout/workflows"
+)
+
+// Options configure a Watcher.
+type Options struct {
+	// TaskQueue the workflows run on.
+	TaskQueue string
+	// SearchAttributes sets K8sNamespace/K8sDeployment on start (they must be registered).
+	SearchAttributes bool
+	// Resync is how often open workflows are reconciled with the cluster; 0 only at start.
+	Resync time.Duration
+	// Workers send signals in parallel.
+	Workers int
+}
+
+// Watcher signals Deployment workflows; see the package doc.
+type Watcher struct {
+	opts  Options
+	cache *kube.Cache
+	tc    client.Client
+	log   *slog.Logger
+	queue workqueue.TypedRateLimitingInterface[string]
+	// synced: the initial lists are in; Adds before that are left to the first resync.
+	synced bool
+	mu     sync.Mutex
+}
+
+// New registers the watcher's handlers on the cache's informers. Call it before the cache
+// starts, then Run.
+func New(c *kube.Cache, tc client.Client, opts Options, logger *slog.Logger) (*Watcher, error) {
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	w := &Watcher{
+		opts: opts, cache: c, tc: tc, log: logger,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployments"}),
+	}
+	if _, err := c.DeploymentInformer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			// The first resync weighs the initial list (most have a workflow already).
+			if !initial {
+				w.enqueueObject(obj)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, n := oldObj.(*appsv1.Deployment), newObj.(*appsv1.Deployment)
+			switch {
+			case specChanged(o, n) && !writtenOnlyBy(o, n, kube.FieldManager):
+				w.enqueue(n.Namespace, n.Name)
+			case WorkerCovers(o) && !WorkerCovers(n):
+				// The rollout ended (or paused): changes the worker's wait skipped until now
+				// are the watcher's again.
+				w.enqueueIfDecided(n)
+			}
+		},
+		DeleteFunc: w.enqueueObject,
+	}); err != nil {
+		return nil, fmt.Errorf("watch deployments: %w", err)
+	}
+	if _, err := c.ReplicaSetInformer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			rs, ok := obj.(*appsv1.ReplicaSet)
+			// A ReplicaSet our worker created: the workflow that created it knows.
+			if initial || !ok || writtenOnlyBy(&appsv1.ReplicaSet{}, rs, kube.FieldManager) {
+				return
+			}
+			w.enqueueForReplicaSet(rs)
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, n := oldObj.(*appsv1.ReplicaSet), newObj.(*appsv1.ReplicaSet)
+			if !replicaSetChanged(o, n) || writtenOnlyBy(o, n, kube.FieldManager) {
+				return
+			}
+			if statusOnly(o, n) {
+				w.enqueueForStatus(n)
+				return
+			}
+			if oc, nc := metav1.GetControllerOf(o), metav1.GetControllerOf(n); !reflect.DeepEqual(oc, nc) && oc != nil && oc.Kind == "Deployment" {
+				w.enqueue(n.Namespace, oc.Name)
+			}
+			w.enqueueForReplicaSet(n)
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if rs, ok := obj.(*appsv1.ReplicaSet); ok {
+				w.enqueueForReplicaSet(rs)
+			}
+		},
+	}); err != nil {
+		return nil, fmt.Errorf("watch replicasets: %w", err)
+	}
+	return w, nil
+}
+
+// Run sends signals until ctx ends. The cache must be started and synced.
+func (w *Watcher) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range w.opts.Workers {
+		wg.Go(func() {
+			for w.processNext(ctx) {
+			}
+		})
+	}
+	wg.Go(func() { w.resyncLoop(ctx) })
+	<-ctx.Done()
+	w.queue.ShutDown()
+	wg.Wait()
+}
+
+// WorkerCovers reports whether the Deployment's last written status shows a rollout under way
+// that the worker's AwaitChange watches: observed, not complete, not paused, and not past its
+// progress deadline.
+func WorkerCovers(d *appsv1.Deployment) bool {
+	if d.Spec.Paused || d.Status.ObservedGeneration < d.Generation || k8s.DeploymentComplete(d, &d.Status) {
+		return false
+	}
+	c := k8s.GetCondition(d.Status, appsv1.DeploymentProgressing)
+	return c == nil || c.Reason != k8s.TimedOutReason
+}
+
+func (w *Watcher) enqueue(namespace, name string) { w.queue.Add(namespace + "/" + name) }
+
+func (w *Watcher) enqueueObject(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if d, ok := obj.(*appsv1.Deployment); ok {
+		w.enqueue(d.Namespace, d.Name)
+	}
+}
+
+// enqueueIfDecided signals d when a sync would write something, by k8s.Decide on the cache's
+// snapshot (the same rule the worker observes with).
+func (w *Watcher) enqueueIfDecided(d *appsv1.Deployment) {
+	plan, err := k8s.Decide(w.cache.Snapshot(d), k8s.Request{Chain: true}, time.Now())
+	if err != nil || len(plan.Steps) > 0 {
+		w.log.Debug("Deployment needs a sync", "namespace", d.Namespace, "deployment", d.Name, "steps", len(plan.Steps))
+		w.enqueue(d.Namespace, d.Name)
+	}
+}
+
+// enqueueForStatus weighs a status change of a Deployment's ReplicaSet: the worker's wait
+// covers a rollout under way; otherwise the watcher signals if a sync would write.
+func (w *Watcher) enqueueForStatus(rs *appsv1.ReplicaSet) {
+	ref := metav1.GetControllerOf(rs)
+	if ref == nil || ref.Kind != "Deployment" {
+		w.enqueueForReplicaSet(rs)
+		return
+	}
+	d, err := w.cache.Deployment(rs.Namespace, ref.Name)
+	if err != nil || d.UID != ref.UID {
+		return
+	}
+	if WorkerCovers(d) {
+		return
+	}
+	w.enqueueIfDecided(d)
+}
+
+// enqueueForReplicaSet signals the controlling Deployment, or for an orphan every Deployment
+// whose selector matches it.
+func (w *Watcher) enqueueForReplicaSet(rs *appsv1.ReplicaSet) {
+	if ref := metav1.GetControllerOf(rs); ref != nil {
+		if ref.Kind == "Deployment" {
+			w.enqueue(rs.Namespace, ref.Name)
+		}
+		return
+	}
+	if len(rs.Labels) == 0 {
+		return
+	}
+	ds, err := w.cache.Deployments(rs.Namespace)
+	if err != nil {
+		return
+	}
+	for _, d := range ds {
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
+			w.enqueue(d.Namespace, d.Name)
+		}
+	}
+}
+
+func (w *Watcher) processNext(ctx context.Context) bool {
+	key, quit := w.queue.Get()
+	if quit {
+		return false
+	}
+	defer w.queue.Done(key)
+	if err := w.signal(ctx, key); err != nil {
+		w.log.Warn("Signal failed, retrying", "key", key, "error", err)
+		w.queue.AddRateLimited(key)
+		return true
+	}
+	w.queue.Forget(key)
+	return true
+}
+
+// signal sends the trigger: signal-with-start while the Deployment exists, a plain signal (so
+// the workflow confirms the deletion live and ends) once it is gone.
+func (w *Watcher) signal(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	id := workflows.WorkflowID(ns, name)
+	d, err := w.cache.Deployment(ns, name)
+	if apierrors.IsNotFound(err) {
+		err := w.tc.SignalWorkflow(ctx, id, "", workflows.SignalTrigger, nil)
+		if _, ok := err.(*serviceerror.NotFound); ok {
+			return nil
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	in := workflows.Input{Namespace: ns, Name: name}
+	_, err = w.tc.SignalWithStartWorkflow(ctx, id, workflows.SignalTrigger, w.trigger(d), StartOptions(w.opts.TaskQueue, w.opts.SearchAttributes, in), workflows.WorkflowType, in)
+	return err
+}
+
+// trigger carries the versions this watcher has seen of the Deployment and its ReplicaSets,
+// so the sync waits for the worker's cache to have them too.
+func (w *Watcher) trigger(d *appsv1.Deployment) workflows.Trigger {
+	t := workflows.Trigger{Versions: []k8s.ObjectVersion{k8s.DeploymentVersion(d)}}
+	for _, rs := range w.cache.Snapshot(d).ReplicaSets {
+		t.Versions = append(t.Versions, k8s.ReplicaSetVersion(rs))
+	}
+	return t
+}
+
+// StartOptions are the options every start of a Deployment's workflow uses.
+func StartOptions(taskQueue string, searchAttributes bool, in workflows.Input) client.StartWorkflowOptions {
+	o := client.StartWorkflowOptions{
+		ID:            workflows.WorkflowID(in.Namespace, in.Name),
+		TaskQueue:     taskQueue,
+		StaticSummary: "Deployment " + in.Namespace + "/" + in.Name,
+	}
+	if searchAttributes {
+		o.TypedSearchAttributes = temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrNamespace).ValueSet(in.Namespace),
+			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrDeployment).ValueSet(in.Name),
+		)
+	}
+	return o
+}
+
+// resyncLoop reconciles at start and then every Resync.
+func (w *Watcher) resyncLoop(ctx context.Context) {
+	for {
+		n, err := w.Reconcile(ctx)
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("Resync failed", "error", err)
+		} else if ctx.Err() == nil {
+			w.log.Info("Resync done", "signalled", n)
+		}
+		if w.opts.Resync <= 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(w.opts.Resync):
+		}
+	}
+}
+
+// Reconcile compares the open workflows with the cache and queues a signal for each
+// Deployment that needs one: a workflow whose Deployment is gone (it confirms live and ends),
+// a Deployment without a workflow, and a Deployment at rest that a sync would change. It
+// returns how many it queued.
+func (w *Watcher) Reconcile(ctx context.Context) (int, error) {
+	open, err := w.openWorkflows(ctx)
+	if err != nil {
+		return 0, err
+	}
+	ds, err := w.cache.Deployments("")
+	if err != nil {
+		return 0, fmt.Errorf("list cached deployments: %w", err)
+	}
+	queued := 0
+	present := map[string]bool{}
+	for _, d := range ds {
+		key := d.Namespace + "/" + d.Name
+		present[key] = true
+		switch {
+		case !open[key]:
+			w.queue.Add(key)
+			queued++
+		case !WorkerCovers(d):
+			plan, err := k8s.Decide(w.cache.Snapshot(d), k8s.Request{Chain: true}, time.Now())
+			if err != nil || len(plan.Steps) > 0 {
+				w.queue.Add(key)
+				queued++
+			}
+		}
+	}
+	for key := range open {
+		if !present[key] {
+			w.queue.Add(key)
+			queued++
+		}
+	}
+	return queued, nil
+}
+
+// openWorkflows lists the running Deployment workflows of this task queue, by
+// "namespace/name".
+func (w *Watcher) openWorkflows(ctx context.Context) (map[string]bool, error) {
+	out := map[string]bool{}
+	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND TaskQueue = '%s'", workflows.WorkflowType, w.opts.TaskQueue)
+	var token []byte
+	for {
+		resp, err := w.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 1000, NextPageToken: token})
+		if err != nil {
+			return nil, fmt.Errorf("list open workflows: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			if ns, name, ok := workflows.ParseWorkflowID(e.GetExecution().GetWorkflowId()); ok {
+				out[ns+"/"+name] = true
+			}
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return out, nil
+		}
+	}
+}
+
+// replicaSetChanged reports whether an update touches anything a sync reads: spec, labels,
+// annotations, owners, deletion, and the status counts and conditions. Updates that only move
+// status.observedGeneration or fullyLabeledReplicas are skipped, except that
+// observedGeneration still counts for a ReplicaSet at 0 replicas, which gates its cleanup.
+func replicaSetChanged(o, n *appsv1.ReplicaSet) bool {
+	if o.ResourceVersion == n.ResourceVersion {
+		return false
+	}
+	if !statusOnly(o, n) {
+		return true
+	}
+	os, ns := o.Status, n.Status
+	if os.Replicas != ns.Replicas || os.ReadyReplicas != ns.ReadyReplicas || os.AvailableReplicas != ns.AvailableReplicas ||
+		!reflect.DeepEqual(os.TerminatingReplicas, ns.TerminatingReplicas) || !equality.Semantic.DeepEqual(os.Conditions, ns.Conditions) {
+		return true
+	}
+	return os.ObservedGeneration != ns.ObservedGeneration && n.Spec.Replicas != nil && *n.Spec.Replicas == 0
+}
+
+// statusOnly reports whether an update changed nothing but the ReplicaSet's status.
+func statusOnly(o, n *appsv1.ReplicaSet) bool {
+	return equality.Semantic.DeepEqual(o.Spec, n.Spec) &&
+		reflect.DeepEqual(o.Labels, n.Labels) &&
+		reflect.DeepEqual(o.Annotations, n.Annotations) &&
+		reflect.DeepEqual(o.OwnerReferences, n.OwnerReferences) &&
+		reflect.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp)
+}
+
+// writtenOnlyBy reports whether the update came from manager alone (our worker scaling or
+// annotating a ReplicaSet): the workflow that wrote it already knows. It compares the
+// managedFields entries.
+func writtenOnlyBy(o, n metav1.Object, manager string) bool {
+	before := map[string]metav1.ManagedFieldsEntry{}
+	for _, e := range o.GetManagedFields() {
+		before[e.Manager+"|"+string(e.Operation)+"|"+e.Subresource] = e
+	}
+	writers := 0
+	for _, e := range n.GetManagedFields() {
+		b, ok := before[e.Manager+"|"+string(e.Operation)+"|"+e.Subresource]
+		if ok && equality.Semantic.DeepEqual(b, e) {
+			continue
+		}
+		if e.Manager != manager {
+			return false
+		}
+		writers++
+	}
+	return writers > 0
+}
+
+// specChanged ignores status-only updates: only our controller writes Deployment status.
+func specChanged(o, n *appsv1.Deployment) bool {
+	return o.Generation != n.Generation ||
+		!reflect.DeepEqual(o.Annotations, n.Annotations) ||
+		!reflect.DeepEqual(o.Labels, n.Labels) ||
+		!reflect.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp) ||
+		o.UID != n.UID
+}
