@@ -73,7 +73,7 @@ func TestDeployManifests(t *testing.T) {
 	if _, err := env.stack.StartProcess("worker", filepath.Join(env.bin, "worker"), append(args, "--metrics-address", fmt.Sprintf("127.0.0.1:%d", wport))...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.stack.StartProcess("watcher", filepath.Join(env.bin, "starter"), append([]string{"watch", "--search-attributes", "--max-signal-interval", "2s", "--status-signal-interval", "4s", "--metrics-address", ""}, args...)...); err != nil {
+	if _, err := env.stack.StartProcess("watcher", filepath.Join(env.bin, "starter"), append([]string{"watch", "--search-attributes", "--metrics-address", ""}, args...)...); err != nil {
 		t.Fatal(err)
 	}
 

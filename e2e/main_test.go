@@ -114,7 +114,7 @@ func startWorker(extra ...string) error {
 // startWatcher runs the watcher with signals paced at most 2s apart (8s by default), so the
 // many short rollouts here do not wait on pacing meant for long ones.
 func startWatcher() error {
-	_, err := env.stack.StartProcess("watcher", filepath.Join(env.bin, "starter"), append([]string{"watch", "--search-attributes", "--max-signal-interval", "2s", "--status-signal-interval", "4s"}, commonArgs()...)...)
+	_, err := env.stack.StartProcess("watcher", filepath.Join(env.bin, "starter"), append([]string{"watch", "--search-attributes"}, commonArgs()...)...)
 	return err
 }
 

@@ -30,6 +30,11 @@ func (p *planner) rollbackTo(req Request) (int64, bool) {
 func (p *planner) rollbackToRevision(rev int64) {
 	d := p.d
 	p.rollback = true
+	if target := p.alreadyRolledBack(rev); target != 0 {
+		p.rollbackStep(Event{Type: eventTypeNormal, Reason: RollbackDone,
+			Message: fmt.Sprintf("Rolled back deployment %q to revision %d", d.Name, target)})
+		return
+	}
 	newRS, old := p.getNewReplicaSet(true)
 	all := withNew(old, newRS)
 	if rev == 0 {
@@ -81,4 +86,26 @@ func (p *planner) rollbackStep(ev Event) {
 		return
 	}
 	p.steps = append(p.steps, Step{Kind: StepRollback, Deployment: stripDeployment(p.d), Events: []Event{ev}})
+}
+
+// alreadyRolledBack returns the revision a request for rev (0: the previous one) resolves to
+// when the Deployment already has that revision's template while the ReplicaSet still carries
+// its old revision, below the newest: our own rollback write, made by a sync whose workflow
+// task did not complete (the worker died), so the retried sync asks again. Upstream cannot
+// meet this case (its rollback clears the request in the same write). A request for the
+// template that is current by revision too is no such case: upstream warns that the template is
+// unchanged. It returns 0 otherwise.
+func (p *planner) alreadyRolledBack(rev int64) int64 {
+	if rev == 0 {
+		rev = LastRevision(p.rss)
+	}
+	if rev == 0 || rev >= MaxRevision(p.rss) {
+		return 0
+	}
+	for _, rs := range p.rss {
+		if v, err := Revision(rs.Annotations); err == nil && v == rev && EqualIgnoreHash(&p.d.Spec.Template, &rs.Spec.Template) {
+			return rev
+		}
+	}
+	return 0
 }

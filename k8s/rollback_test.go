@@ -143,3 +143,39 @@ func TestDecideRollback(t *testing.T) {
 		})
 	}
 }
+
+// A sync retried after a crash that came between the rollback write and the workflow task's
+// completion sees the Deployment already at the revision's template, while that ReplicaSet
+// still has its old revision. The rollback is done: the event it lost is recorded again,
+// nothing is written, and no RevisionNotFound or TemplateUnchanged warning appears.
+func TestDecideRollbackAlreadyWritten(t *testing.T) {
+	tests := []struct {
+		name string
+		give int64
+	}{
+		{name: "to revision 1", give: 1},
+		{name: "to the previous revision", give: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := webDeployment(10, "nginx:1.0")
+			d.Annotations[RevisionAnnotation] = "2"
+			d.Annotations[ChangeCauseAnnotation] = "deploy 1.0"
+			rs1 := ownedRS(d, "nginx:1.0", 1, 0, 0, ago(2*time.Hour))
+			rs1.Annotations[ChangeCauseAnnotation] = "deploy 1.0"
+			rs2 := ownedRS(d, "nginx:1.1", 2, 10, 10, ago(time.Hour))
+			d.Status = settledStatus(d, 10)
+			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{rs1, rs2}}, Request{RollbackTo: ptrTo(tt.give)})
+
+			if got, want := describePlan(plan), []string{"RecordEvent DeploymentRollback"}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("steps = %q, want %q", got, want)
+			}
+			if got, want := eventsOf(plan), []string{`Normal DeploymentRollback: Rolled back deployment "web" to revision 1`}; !reflect.DeepEqual(got, want) {
+				t.Errorf("events = %q, want %q", got, want)
+			}
+			if !plan.RollbackHandled || plan.Phase != PhaseRollingBack {
+				t.Errorf("RollbackHandled, Phase = %t, %s, want true, %s", plan.RollbackHandled, plan.Phase, PhaseRollingBack)
+			}
+		})
+	}
+}
