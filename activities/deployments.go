@@ -57,7 +57,12 @@ func (a *Activities) writeDeployment(ctx context.Context, in DeploymentWriteInpu
 	if want == nil || want.Name == "" {
 		return DeploymentWriteResult{}, nonRetryable(ErrInvalid, "%s deployment: no deployment given", what)
 	}
-	updated, err := write(a.Client.AppsV1().Deployments(want.Namespace), want.DeepCopy())
+	obj := want.DeepCopy()
+	// Put back what the recorded decision left out (see redactSnapshot).
+	if err := a.restoreDeploymentWrite(ctx, obj); err != nil {
+		return DeploymentWriteResult{}, err
+	}
+	updated, err := write(a.Client.AppsV1().Deployments(want.Namespace), obj)
 	a.countWrite("update", resource, err)
 	if err != nil {
 		return DeploymentWriteResult{}, classify(what+" deployment "+want.Namespace+"/"+want.Name, err)

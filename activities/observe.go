@@ -34,7 +34,8 @@ type ObserveResult struct {
 // cacheCatchUp bounds how long Observe waits for the cache before reading live.
 const cacheCatchUp = time.Second
 
-// Observe reads what one sync decides on (k8s.NewSnapshot's rule). It reads the worker's
+// Observe reads what one sync decides on (k8s.NewSnapshot's rule), redacted for the history
+// (see redactSnapshot). It reads the worker's
 // informer cache, as the upstream controller reads its listers, once the cache holds every
 // version in AtLeast (it waits up to a second for that), so a sync never decides on state
 // older than what woke it or what it wrote itself. Otherwise, and whenever the cache does not
@@ -46,7 +47,7 @@ func (a *Activities) Observe(ctx context.Context, in ObserveInput) (ObserveResul
 	if a.Cache != nil && !in.Live && a.waitCaughtUp(ctx, in.Namespace, in.AtLeast, cacheCatchUp) {
 		d, err := a.Cache.Deployment(in.Namespace, in.Name)
 		if err == nil {
-			return ObserveResult{Found: true, Snapshot: a.Cache.Snapshot(d), FromCache: true}, nil
+			return ObserveResult{Found: true, Snapshot: redactSnapshot(a.Cache.Snapshot(d)), FromCache: true}, nil
 		}
 		if !apierrors.IsNotFound(err) {
 			return ObserveResult{}, classify("get cached deployment "+in.Namespace+"/"+in.Name, err)
@@ -88,7 +89,7 @@ func (a *Activities) observeLive(ctx context.Context, in ObserveInput) (ObserveR
 	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil || d.Spec.Selector == nil || selector.Empty() {
 		// The engine reports an invalid or empty selector; nothing to list.
-		return ObserveResult{Found: true, Snapshot: k8s.NewSnapshot(d, nil, nil)}, nil
+		return ObserveResult{Found: true, Snapshot: redactSnapshot(k8s.NewSnapshot(d, nil, nil))}, nil
 	}
 	list, err := a.Client.AppsV1().ReplicaSets(in.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
@@ -120,5 +121,5 @@ func (a *Activities) observeLive(ctx context.Context, in ObserveInput) (ObserveR
 			pods = append(pods, &list.Items[i])
 		}
 	}
-	return ObserveResult{Found: true, Snapshot: k8s.NewSnapshot(d, rss, pods)}, nil
+	return ObserveResult{Found: true, Snapshot: redactSnapshot(k8s.NewSnapshot(d, rss, pods))}, nil
 }

@@ -118,6 +118,13 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 		return CreateResult{}, nonRetryable(ErrInvalid, "create replicaset: invalid replicaset for deployment %s", in.Deployment)
 	}
 	res := CreateResult{Name: rs.Name}
+	if _, redacted := redactedDigest(&rs.Spec.Template); redacted {
+		// The recorded decision holds a placeholder: the template is the Deployment's.
+		rs = rs.DeepCopy()
+		if err := a.restoreFromDeployment(ctx, in.Deployment, &rs.Spec.Template); err != nil {
+			return res, err
+		}
+	}
 	created, err := a.Client.AppsV1().ReplicaSets(rs.Namespace).Create(ctx, rs, metav1.CreateOptions{FieldManager: fieldManager})
 	a.countWrite("create", "replicasets", err)
 	switch {
@@ -155,6 +162,24 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 	}
 	a.record(in.Deployment, []k8s.Event{{Type: corev1.EventTypeWarning, Reason: k8s.FailedRSCreateReason, Message: msg}})
 	return res, temporal.NewNonRetryableApplicationError(msg, ErrCreateFailed, err)
+}
+
+// restoreFromDeployment fills a placeholder template with the Deployment's template it stands
+// for, read from the cache or, when the cache holds another one, live.
+func (a *Activities) restoreFromDeployment(ctx context.Context, ref DeploymentRef, t *corev1.PodTemplateSpec) error {
+	if a.Cache != nil {
+		if d, err := a.Cache.Deployment(ref.Namespace, ref.Name); err == nil && d.UID == ref.UID && restoreTemplate(t, &d.Spec.Template) {
+			return nil
+		}
+	}
+	d, err := a.Client.AppsV1().Deployments(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return classify("get deployment "+ref.String(), err)
+	}
+	if (ref.UID != "" && d.UID != ref.UID) || !restoreTemplate(t, &d.Spec.Template) {
+		return nonRetryable(ErrStale, "create replicaset for deployment %s: the template changed since the decision", ref)
+	}
+	return nil
 }
 
 func (a *Activities) bumpCollisionCount(ctx context.Context, ref DeploymentRef) error {
@@ -234,7 +259,18 @@ func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInpu
 		return WriteReplicaSetResult{}, nonRetryable(ErrInvalid, "write replicaset: invalid target for deployment %s", in.Deployment)
 	}
 	res := WriteReplicaSetResult{Name: want.Name, Replicas: *want.Spec.Replicas}
-	updated, err := a.Client.AppsV1().ReplicaSets(want.Namespace).Update(ctx, want.DeepCopy(), metav1.UpdateOptions{FieldManager: fieldManager})
+	obj := want.DeepCopy()
+	if _, redacted := redactedDigest(&obj.Spec.Template); redacted {
+		have, err := a.currentReplicaSet(ctx, want)
+		if err != nil {
+			return res, err
+		}
+		restoreAnnotations(&obj.ObjectMeta, &have.ObjectMeta)
+		if !restoreTemplate(&obj.Spec.Template, &have.Spec.Template) {
+			return res, nonRetryable(ErrStale, "replicaset %s/%s: its template changed since the decision", want.Namespace, want.Name)
+		}
+	}
+	updated, err := a.Client.AppsV1().ReplicaSets(want.Namespace).Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
 	a.countWrite("update", "replicasets", err)
 	if err != nil {
 		return res, classify(fmt.Sprintf("scale replicaset %s/%s to %d", want.Namespace, want.Name, *want.Spec.Replicas), err)

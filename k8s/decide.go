@@ -27,6 +27,8 @@ type planner struct {
 	rollbackPending bool
 	// chain: see Request.Chain.
 	chain bool
+	// templateHash: see Snapshot.TemplateHash.
+	templateHash string
 }
 
 // Decide runs one sync of the Deployment controller over a snapshot, in upstream order:
@@ -48,6 +50,8 @@ func Decide(s Snapshot, req Request, now time.Time) (Plan, error) {
 		d:     s.Deployment.DeepCopy(),
 		pods:  s.Pods,
 		chain: req.Chain,
+
+		templateHash: s.TemplateHash,
 	}
 	for _, rs := range s.ReplicaSets {
 		p.rss = append(p.rss, rs.DeepCopy())

@@ -71,7 +71,10 @@ func (p *planner) getNewReplicaSet(create bool) (*appsv1.ReplicaSet, []*appsv1.R
 	}
 
 	template := *d.Spec.Template.DeepCopy()
-	hash := PodTemplateHash(&template, d.Status.CollisionCount)
+	hash := p.templateHash
+	if hash == "" {
+		hash = PodTemplateHash(&template, d.Status.CollisionCount)
+	}
 	template.Labels = cloneAndAdd(d.Spec.Template.Labels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
 	selector := d.Spec.Selector.DeepCopy()
 	if selector.MatchLabels == nil {

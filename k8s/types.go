@@ -15,6 +15,11 @@ type Snapshot struct {
 	// Pods counts the pods that are neither Succeeded nor Failed, per owning ReplicaSet. It is
 	// filled for the Recreate strategy only, sorted by UID.
 	Pods []PodCount `json:"pods,omitempty"`
+	// TemplateHash, when set, is the pod-template-hash of the Deployment's template at its
+	// collisionCount, computed before the templates' pod specs were redacted for the history
+	// (see activities.Observe): Decide then names a new ReplicaSet by it instead of hashing the
+	// redacted template. Templates compare equal redacted as they do whole.
+	TemplateHash string `json:"templateHash,omitempty"`
 }
 
 // PodCount is the number of running (not Succeeded or Failed) pods of one ReplicaSet.
