@@ -44,7 +44,10 @@ type AwaitResult struct {
 	StatusWrites int `json:"statusWrites,omitempty"`
 	// Steps are the kinds of write the sync would make, for the history reader.
 	Steps []k8s.StepKind `json:"steps,omitempty"`
-	Error string         `json:"error,omitempty"`
+	// Snapshot is what the decision was weighed on, redacted as Observe's (with Reason
+	// AwaitDecide): the sync decides on it and records no Observe of its own.
+	Snapshot *k8s.Snapshot `json:"snapshot,omitempty"`
+	Error    string        `json:"error,omitempty"`
 }
 
 const (
@@ -107,7 +110,8 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 			if err != nil {
 				return res, classify("get cached deployment "+in.Namespace+"/"+in.Name, err)
 			}
-			plan, err := k8s.Decide(a.Cache.Snapshot(d), in.Request, time.Now())
+			snap := a.Cache.Snapshot(d)
+			plan, err := k8s.Decide(snap, in.Request, time.Now())
 			if err != nil {
 				res.Reason, res.Error = AwaitDecide, err.Error()
 				return res, nil
@@ -134,6 +138,8 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				for _, st := range plan.Steps {
 					res.Steps = append(res.Steps, st.Kind)
 				}
+				recorded := redactSnapshot(snap)
+				res.Snapshot = &recorded
 				return res, nil
 			}
 			recheck = nil

@@ -58,6 +58,8 @@ func (a *Activities) writeDeployment(ctx context.Context, in DeploymentWriteInpu
 		return DeploymentWriteResult{}, nonRetryable(ErrInvalid, "%s deployment: no deployment given", what)
 	}
 	obj := want.DeepCopy()
+	// managedFields stay the server's (an update that carries them would replace them).
+	obj.ManagedFields = nil
 	// Put back what the recorded decision left out (see redactSnapshot).
 	if err := a.restoreDeploymentWrite(ctx, obj); err != nil {
 		return DeploymentWriteResult{}, err

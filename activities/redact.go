@@ -67,6 +67,7 @@ func redactedDigest(t *corev1.PodTemplateSpec) (string, bool) {
 }
 
 func stripAnnotations(m *metav1.ObjectMeta) {
+	m.ManagedFields = nil
 	for _, k := range strippedAnnotations {
 		delete(m.Annotations, k)
 	}

@@ -260,6 +260,7 @@ func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInpu
 	}
 	res := WriteReplicaSetResult{Name: want.Name, Replicas: *want.Spec.Replicas}
 	obj := want.DeepCopy()
+	obj.ManagedFields = nil
 	if _, redacted := redactedDigest(&obj.Spec.Template); redacted {
 		have, err := a.currentReplicaSet(ctx, want)
 		if err != nil {

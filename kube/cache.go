@@ -40,8 +40,9 @@ type Cache struct {
 	subs map[string]map[chan struct{}]struct{} // by namespace/name
 }
 
-// NewCache builds the informers; namespace "" watches every namespace. Objects are stored
-// without managedFields; pods keep only what a snapshot reads (owner, phase, deletion).
+// NewCache builds the informers; namespace "" watches every namespace. Deployments keep their
+// managedFields slimmed to manager, operation and time (the watcher reads who wrote them),
+// ReplicaSets none, and pods only what a snapshot reads (owner, phase, deletion).
 func NewCache(client kubernetes.Interface, namespace string) (*Cache, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	c := &Cache{
@@ -53,10 +54,10 @@ func NewCache(client kubernetes.Interface, namespace string) (*Cache, error) {
 		rsLister: factory.Apps().V1().ReplicaSets().Lister(),
 		subs:     map[string]map[chan struct{}]struct{}{},
 	}
-	if err := c.dInf.SetTransform(stripManagedFields); err != nil {
+	if err := c.dInf.SetTransform(slimManagedFields); err != nil {
 		return nil, fmt.Errorf("set deployment transform: %w", err)
 	}
-	if err := c.rsInf.SetTransform(stripManagedFields); err != nil {
+	if err := c.rsInf.SetTransform(dropManagedFields); err != nil {
 		return nil, fmt.Errorf("set replicaset transform: %w", err)
 	}
 	if err := c.podInf.SetTransform(slimPod); err != nil {
@@ -294,9 +295,23 @@ func unwrap(obj any) any {
 	return obj
 }
 
-func stripManagedFields(obj any) (any, error) {
+func dropManagedFields(obj any) (any, error) {
 	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
 		m.GetObjectMeta().SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// slimManagedFields keeps who wrote an object last and when (the watcher tells our worker's
+// writes from everyone else's by it) but drops the field sets, most of an entry's size.
+func slimManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		meta := m.GetObjectMeta()
+		entries := meta.GetManagedFields()
+		for i := range entries {
+			entries[i].FieldsV1 = nil
+		}
+		meta.SetManagedFields(entries)
 	}
 	return obj, nil
 }

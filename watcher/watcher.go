@@ -7,11 +7,11 @@
 //     its deadline) is watched by the worker itself: its AwaitChange activity weighs every
 //     ReplicaSet and pod change on the worker's informer cache, within milliseconds, and
 //     refreshes status counts without a signal. The watcher leaves those changes alone.
-//   - Everything else is the watcher's: Deployments created, changed (by anyone but our
-//     worker) or deleted; ReplicaSets created, changed or deleted by others; and ReplicaSet
-//     status changes of Deployments at rest (a pod of a complete Deployment dies), which it
-//     signals only when k8s.Decide, run on the same snapshot rule the worker uses, would write
-//     something.
+//   - Everything else is the watcher's: Deployments created, deleted, or given a new
+//     generation (by anyone but our worker); and, for Deployments at rest (complete, paused,
+//     past their deadline), changes to their labels and annotations and to their ReplicaSets
+//     (a pod of a complete Deployment dies; an orphan appears), which it signals only when
+//     k8s.Decide, run on the same snapshot rule the worker uses, would write something.
 //   - A periodic resync (and one at start) reconciles open workflows with the cluster: a
 //     workflow whose Deployment is gone is signalled so it ends, a Deployment without a
 //     workflow gets one, and a Deployment at rest that Decide would change is signalled. A
@@ -92,11 +92,16 @@ func New(c *kube.Cache, tc client.Client, opts Options, logger *slog.Logger) (*W
 			o, n := oldObj.(*appsv1.Deployment), newObj.(*appsv1.Deployment)
 			switch {
 			case specChanged(o, n) && !writtenOnlyBy(o, n, kube.FieldManager):
+				// A new generation (or UID, or deletion): always the workflow's to see.
+				w.log.Debug("Deployment changed", "namespace", n.Namespace, "deployment", n.Name, "generation", n.Generation)
 				w.enqueue(n.Namespace, n.Name)
 			case WorkerCovers(o) && !WorkerCovers(n):
 				// The rollout ended (or paused): changes the worker's wait skipped until now
 				// are the watcher's again.
-				w.enqueueIfDecided(n)
+				w.enqueueIfDecided(n, "rollout ended")
+			case metaChanged(o, n):
+				// Labels or annotations (a deprecated rollback request, annotations to copy).
+				w.weigh(n, "Deployment metadata changed")
 			}
 		},
 		DeleteFunc: w.enqueueObject,
@@ -105,33 +110,22 @@ func New(c *kube.Cache, tc client.Client, opts Options, logger *slog.Logger) (*W
 	}
 	if _, err := c.ReplicaSetInformer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			rs, ok := obj.(*appsv1.ReplicaSet)
-			// A ReplicaSet our worker created: the workflow that created it knows.
-			if initial || !ok || writtenOnlyBy(&appsv1.ReplicaSet{}, rs, kube.FieldManager) {
-				return
+			if rs, ok := obj.(*appsv1.ReplicaSet); ok && !initial {
+				w.weighReplicaSet(rs, nil)
 			}
-			w.enqueueForReplicaSet(rs)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(*appsv1.ReplicaSet), newObj.(*appsv1.ReplicaSet)
-			if !replicaSetChanged(o, n) || writtenOnlyBy(o, n, kube.FieldManager) {
-				return
+			if replicaSetChanged(o, n) {
+				w.weighReplicaSet(n, o)
 			}
-			if statusOnly(o, n) {
-				w.enqueueForStatus(n)
-				return
-			}
-			if oc, nc := metav1.GetControllerOf(o), metav1.GetControllerOf(n); !reflect.DeepEqual(oc, nc) && oc != nil && oc.Kind == "Deployment" {
-				w.enqueue(n.Namespace, oc.Name)
-			}
-			w.enqueueForReplicaSet(n)
 		},
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
 			if rs, ok := obj.(*appsv1.ReplicaSet); ok {
-				w.enqueueForReplicaSet(rs)
+				w.weighReplicaSet(rs, nil)
 			}
 		},
 	}); err != nil {
@@ -155,11 +149,13 @@ func (w *Watcher) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// WorkerCovers reports whether the Deployment's last written status shows a rollout under way
-// that the worker's AwaitChange watches: observed, not complete, not paused, and not past its
-// progress deadline.
+// WorkerCovers reports whether the Deployment's last written status shows a rollout under way,
+// which the worker's AwaitChange watches: not complete, not paused, and not past its progress
+// deadline. A spec change not yet observed counts (it is incomplete by `kubectl rollout status`
+// rules): the watcher signalled the change itself, and the sync it wakes goes on to wait in
+// the worker.
 func WorkerCovers(d *appsv1.Deployment) bool {
-	if d.Spec.Paused || d.Status.ObservedGeneration < d.Generation || k8s.DeploymentComplete(d, &d.Status) {
+	if d.Spec.Paused || k8s.DeploymentComplete(d, &d.Status) {
 		return false
 	}
 	c := k8s.GetCondition(d.Status, appsv1.DeploymentProgressing)
@@ -179,42 +175,45 @@ func (w *Watcher) enqueueObject(obj any) {
 
 // enqueueIfDecided signals d when a sync would write something, by k8s.Decide on the cache's
 // snapshot (the same rule the worker observes with).
-func (w *Watcher) enqueueIfDecided(d *appsv1.Deployment) {
+func (w *Watcher) enqueueIfDecided(d *appsv1.Deployment, why string) {
 	plan, err := k8s.Decide(w.cache.Snapshot(d), k8s.Request{Chain: true}, time.Now())
 	if err != nil || len(plan.Steps) > 0 {
-		w.log.Debug("Deployment needs a sync", "namespace", d.Namespace, "deployment", d.Name, "steps", len(plan.Steps))
+		w.log.Debug("Deployment needs a sync", "namespace", d.Namespace, "deployment", d.Name, "why", why, "steps", len(plan.Steps))
 		w.enqueue(d.Namespace, d.Name)
 	}
 }
 
-// enqueueForStatus weighs a status change of a Deployment's ReplicaSet: the worker's wait
-// covers a rollout under way; otherwise the watcher signals if a sync would write.
-func (w *Watcher) enqueueForStatus(rs *appsv1.ReplicaSet) {
-	ref := metav1.GetControllerOf(rs)
-	if ref == nil || ref.Kind != "Deployment" {
-		w.enqueueForReplicaSet(rs)
-		return
+// weigh leaves a Deployment whose rollout is under way to the worker's wait, and signals one
+// at rest when a sync would write.
+func (w *Watcher) weigh(d *appsv1.Deployment, why string) {
+	if !WorkerCovers(d) {
+		w.enqueueIfDecided(d, why)
 	}
-	d, err := w.cache.Deployment(rs.Namespace, ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return
-	}
-	if WorkerCovers(d) {
-		return
-	}
-	w.enqueueIfDecided(d)
 }
 
-// enqueueForReplicaSet signals the controlling Deployment, or for an orphan every Deployment
-// whose selector matches it.
-func (w *Watcher) enqueueForReplicaSet(rs *appsv1.ReplicaSet) {
-	if ref := metav1.GetControllerOf(rs); ref != nil {
-		if ref.Kind == "Deployment" {
-			w.enqueue(rs.Namespace, ref.Name)
+// weighReplicaSet weighs a ReplicaSet change for the Deployment that controls it (and, when
+// the controller changed, the one that did), or for an orphan every Deployment whose selector
+// matches it. Which writer made the change does not matter: a change that calls for nothing
+// (our own scaling, say) costs no signal.
+func (w *Watcher) weighReplicaSet(rs, old *appsv1.ReplicaSet) {
+	owners := []*metav1.OwnerReference{metav1.GetControllerOf(rs)}
+	if old != nil {
+		if oc := metav1.GetControllerOf(old); !reflect.DeepEqual(oc, owners[0]) {
+			owners = append(owners, oc)
 		}
-		return
 	}
-	if len(rs.Labels) == 0 {
+	for _, ref := range owners {
+		if ref == nil {
+			continue
+		}
+		if ref.Kind != "Deployment" {
+			continue
+		}
+		if d, err := w.cache.Deployment(rs.Namespace, ref.Name); err == nil && d.UID == ref.UID {
+			w.weigh(d, "ReplicaSet "+rs.Name+" changed")
+		}
+	}
+	if owners[0] != nil || len(rs.Labels) == 0 {
 		return
 	}
 	ds, err := w.cache.Deployments(rs.Namespace)
@@ -224,7 +223,7 @@ func (w *Watcher) enqueueForReplicaSet(rs *appsv1.ReplicaSet) {
 	for _, d := range ds {
 		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
-			w.enqueue(d.Namespace, d.Name)
+			w.weigh(d, "orphan ReplicaSet "+rs.Name+" changed")
 		}
 	}
 }
@@ -425,11 +424,15 @@ func writtenOnlyBy(o, n metav1.Object, manager string) bool {
 	return writers > 0
 }
 
-// specChanged ignores status-only updates: only our controller writes Deployment status.
+// specChanged reports a new generation, UID or deletion: a change the workflow must see.
 func specChanged(o, n *appsv1.Deployment) bool {
 	return o.Generation != n.Generation ||
-		!reflect.DeepEqual(o.Annotations, n.Annotations) ||
-		!reflect.DeepEqual(o.Labels, n.Labels) ||
 		!reflect.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp) ||
 		o.UID != n.UID
+}
+
+// metaChanged reports changed labels or annotations (our own status writes change the
+// revision annotation; weighing with Decide tells those apart).
+func metaChanged(o, n *appsv1.Deployment) bool {
+	return !reflect.DeepEqual(o.Annotations, n.Annotations) || !reflect.DeepEqual(o.Labels, n.Labels)
 }

@@ -107,6 +107,9 @@ type rollout struct {
 	rolling     bool
 	await       workflow.Future
 	cancelAwait workflow.CancelFunc
+	// observed: the snapshot AwaitChange decided on; the next sync uses it instead of an
+	// Observe of its own.
+	observed *k8s.Snapshot
 
 	failures   int
 	progressed bool
@@ -290,6 +293,7 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 				return
 			}
 			r.dirty = true
+			r.observed = res.Snapshot
 			if res.Reason == activities.AwaitGone {
 				r.liveNext = true
 			}
@@ -335,6 +339,12 @@ func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 	sel.AddReceive(r.trigger, func(c workflow.ReceiveChannel, _ bool) {
 		raw, _ := receive(ctx, c)
 		r.atLeast = append(r.atLeast, ParseTrigger(raw)...)
+		if r.await != nil {
+			// AwaitChange sees every change the watcher can signal (it weighs the
+			// Deployment, its ReplicaSets and pods on the worker's cache) and returns when
+			// a sync would write: a trigger adds nothing but history.
+			return
+		}
 		r.dirty = true
 	})
 	sel.AddReceive(r.pause, func(c workflow.ReceiveChannel, _ bool) {
@@ -460,11 +470,15 @@ func (r *rollout) setImage(ctx workflow.Context) error {
 func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	r.syncs++
 	var obs activities.ObserveResult
-	if err := workflow.ExecuteLocalActivity(ctx, a.Observe, activities.ObserveInput{
+	if r.observed != nil && !r.liveNext {
+		obs = activities.ObserveResult{Found: true, Snapshot: *r.observed, FromCache: true}
+	} else if err := workflow.ExecuteLocalActivity(ctx, a.Observe, activities.ObserveInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, AtLeast: r.atLeast, Live: r.liveNext,
 	}).Get(ctx, &obs); err != nil {
+		r.observed = nil
 		return k8s.Plan{}, false, fmt.Errorf("observe: %w", err)
 	}
+	r.observed = nil
 	r.atLeast, r.liveNext = nil, false
 	if !obs.Found {
 		return k8s.Plan{}, false, nil

@@ -18,7 +18,12 @@ import (
 // and a Recreate rollout ending with the Deployment deleted. The *-v2.json histories come from
 // workflow version 2 (versionChain): a first run that records the version marker, and the
 // continued runs of a 10-replica RollingUpdate (chained scaling moves) and a Recreate rollout,
-// which carry the version instead; replaying them with chaining off fails.
+// which carry the version instead; replaying them with chaining off fails. The *-v3.json
+// histories come from version 3 (versionAwait: the wait between two syncs is AwaitChange, in
+// the worker): a 10-replica RollingUpdate, a Recreate rollout and its deletion, pause with a
+// template change while paused, a binary (non-JSON) and a malformed rollback signal, resume,
+// rollback to revision 1 and to an unknown revision, and a run continued from version 2 that
+// records its upgrade (upgrade-from-v2); replaying them with AwaitChange off fails.
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {

@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestQuick runs the harness in --quick mode end to end: both controllers, each on a fresh
-// stack, one Deployment x 2 replicas, and checks that it produced numbers.
+// stack, one Deployment x 2 replicas at one client budget, and checks that it produced
+// numbers, status freshness included.
 func TestQuick(t *testing.T) {
 	bin := t.TempDir()
 	for _, pkg := range []string{"worker", "starter"} {
@@ -38,11 +40,29 @@ func TestQuick(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench: %v", err)
 	}
+	if len(cfg.Budgets) != 1 {
+		t.Fatalf("--quick runs %d budgets, want 1", len(cfg.Budgets))
+	}
 	if len(rep.Results) != 2 {
 		t.Fatalf("got %d results, want 2 (one per controller)", len(rep.Results))
 	}
+	text := rep.Text()
+	for _, want := range []string{"Status freshness during the update", cfg.Budgets[0].String(), "ours / built-in"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
 	for _, res := range rep.Results {
-		name := res.Workload + " on " + string(res.Side)
+		name := res.Workload + " at " + res.Budget.String() + " on " + string(res.Side)
+		if res.Budget != cfg.Budgets[0] {
+			t.Errorf("%s: budget %v, want %v", name, res.Budget, cfg.Budgets[0])
+		}
+		// The update makes the status stale (its old ReplicaSet is no longer the new one)
+		// until the controller writes it: at least one interval, none longer than the phase.
+		if f := res.Freshness; f.Deployments != 1 || f.Intervals < 1 || f.Events == 0 || f.Err != "" ||
+			f.Max <= 0 || f.Max > f.PhaseSeconds || f.P99 > f.Max || f.PerDeployment["app-0000"] <= 0 {
+			t.Errorf("%s: status freshness %+v; want ≥ 1 stale interval of 1 Deployment within the phase", name, f)
+		}
 		if res.Err != "" {
 			t.Errorf("%s: %s", name, res.Err)
 		}

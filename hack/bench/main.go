@@ -1,9 +1,11 @@
 // Command bench is `make bench`: it runs the same Deployment workloads on the same kind of
 // local stack twice, once with kube-controller-manager's built-in Deployment controller and
 // once with the built-in controller off (`--controllers=*,-deployment`) and our worker and
-// watcher in its place, and reports wall times, apiserver writes, bound breaches, Temporal
-// history sizes and process CPU and memory. Every workload on every side gets a fresh stack
-// that is stopped afterwards.
+// watcher in its place, and reports wall times, status freshness, apiserver writes, bound
+// breaches, Temporal history sizes and process CPU and memory. Every workload runs at every
+// client budget (by default QPS 20 / burst 30, kube-controller-manager's default, and QPS 200 /
+// burst 300), the same for kube-controller-manager and for our worker and watcher. Every
+// workload on every side at every budget gets a fresh stack that is stopped afterwards.
 //
 // It prints a table, writes bench-out/ (results.json, progress.png, the tables) and, for a
 // full run, BENCHMARKS.md and docs/bench-progress.png.
@@ -19,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,22 +39,60 @@ const (
 	SideOurs Side = "temporal"
 )
 
+// Budget is a client budget, the same for kube-controller-manager (`--kube-api-qps`,
+// `--kube-api-burst`) and for our worker and watcher (`--kube-qps`, `--kube-burst`).
+type Budget struct {
+	QPS   float64 `json:"qps"`
+	Burst int     `json:"burst"`
+}
+
+// String is "QPS 20 / burst 30".
+func (b Budget) String() string { return fmt.Sprintf("QPS %s / burst %d", fmtNum(b.QPS), b.Burst) }
+
+// Short is "20/30", the --budgets syntax.
+func (b Budget) Short() string { return fmtNum(b.QPS) + "/" + strconv.Itoa(b.Burst) }
+
+// ParseBudgets reads a comma-separated list of <qps>/<burst>.
+func ParseBudgets(s string) ([]Budget, error) {
+	var out []Budget
+	seen := map[Budget]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		q, b, ok := strings.Cut(part, "/")
+		if !ok {
+			return nil, fmt.Errorf("budget %q: want <qps>/<burst>, for example 20/30", part)
+		}
+		qps, err := strconv.ParseFloat(strings.TrimSpace(q), 64)
+		if err != nil || qps <= 0 {
+			return nil, fmt.Errorf("budget %q: qps must be a number > 0", part)
+		}
+		burst, err := strconv.Atoi(strings.TrimSpace(b))
+		if err != nil || burst <= 0 {
+			return nil, fmt.Errorf("budget %q: burst must be an integer > 0", part)
+		}
+		bu := Budget{QPS: qps, Burst: burst}
+		if !seen[bu] {
+			seen[bu] = true
+			out = append(out, bu)
+		}
+	}
+	return out, nil
+}
+
 // Config is everything a run needs; flags fill it.
 type Config struct {
 	Workloads []Workload
 	Sides     []Side
 
-	// QPS and Burst are the client budget of kube-controller-manager and of our worker and
-	// watcher.
-	QPS   float64
-	Burst int
+	// Budgets are the client budgets every workload runs at, each the same for
+	// kube-controller-manager and for our worker and watcher.
+	Budgets []Budget
 	// HarnessQPS and HarnessBurst are the harness's own client budget (high, so the harness
 	// is not the bottleneck).
 	HarnessQPS   float64
 	HarnessBurst int
 
 	PodReadyDelay, PodReadyJitter time.Duration
-	Coalesce                      time.Duration
 	Nodes                         int
 	// Idle is how long the scale workload sits managed and idle before its rollout.
 	Idle time.Duration
@@ -81,7 +122,12 @@ type Config struct {
 	Log io.Writer `json:"-"`
 }
 
-const defaultWorkloads = "rolling-20x10,rolling-100x10,recreate-20x10,scale-1000"
+const (
+	defaultWorkloads = "rolling-20x10,rolling-100x10,recreate-20x10,scale-1000"
+	defaultBudgets   = "20/30,200/300"
+	// quickBudgets is --quick's single budget.
+	quickBudgets = "200/300"
+)
 
 func main() {
 	cfg, err := parseFlags(os.Args[1:])
@@ -117,13 +163,13 @@ func parseFlags(args []string) (Config, error) {
 	var c Config
 	workloads := fs.String("workloads", defaultWorkloads, "comma-separated workloads: rolling-<N>x<R>, recreate-<N>x<R>, scale-<N>")
 	sides := fs.String("sides", string(SideBuiltin)+","+string(SideOurs), "controllers to run: built-in, temporal")
-	fs.Float64Var(&c.QPS, "qps", 20, "client QPS of kube-controller-manager and of our worker and watcher")
-	fs.IntVar(&c.Burst, "burst", 30, "client burst of kube-controller-manager and of our worker and watcher")
+	budgets := fs.String("budgets", defaultBudgets, "comma-separated client budgets <qps>/<burst>, each the same for kube-controller-manager and for our worker and watcher; every workload runs at each (--quick: "+quickBudgets+")")
+	qps := fs.Float64("qps", 20, "shorthand for a single budget: --qps Q --burst B is --budgets Q/B")
+	burst := fs.Int("burst", 30, "shorthand for a single budget, with --qps")
 	fs.Float64Var(&c.HarnessQPS, "harness-qps", 200, "the harness's own client QPS")
 	fs.IntVar(&c.HarnessBurst, "harness-burst", 400, "the harness's own client burst")
 	fs.DurationVar(&c.PodReadyDelay, "pod-ready-delay", time.Second, "kwok: time before a scheduled pod becomes Ready")
 	fs.DurationVar(&c.PodReadyJitter, "pod-ready-jitter", 500*time.Millisecond, "kwok: random extra time before Ready")
-	fs.DurationVar(&c.Coalesce, "coalesce", 100*time.Millisecond, "our watcher's --coalesce")
 	fs.IntVar(&c.Nodes, "nodes", 3, "kwok nodes")
 	fs.DurationVar(&c.Idle, "idle", time.Minute, "scale workload: idle time before the rollout")
 	fs.IntVar(&c.Rolled, "rolled", 100, "scale workload: Deployments rolled at once")
@@ -136,7 +182,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.StringVar(&c.DocsPNG, "docs-png", "docs/bench-progress.png", "copy of the progress plot for BENCHMARKS.md; empty skips (skipped in --quick unless set)")
 	fs.StringVar(&c.PlotWorkload, "plot", "rolling-100x10", "workload whose rollout progress is plotted")
 	fs.BoolVar(&c.Keep, "keep", false, "keep each stack's folder (logs) instead of deleting it")
-	fs.BoolVar(&c.Quick, "quick", false, "smoke test: one workload, 1 Deployment x 2 replicas")
+	fs.BoolVar(&c.Quick, "quick", false, "smoke test: one workload, 1 Deployment x 2 replicas, one budget ("+quickBudgets+")")
 	fs.StringVar(&c.Render, "render", "", "write the outputs again from a results.json instead of running (with the current --out, --markdown, --docs-png)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -159,6 +205,19 @@ func parseFlags(args []string) (Config, error) {
 		if !set["docs-png"] {
 			c.DocsPNG = ""
 		}
+		if !set["budgets"] {
+			*budgets = quickBudgets
+		}
+	}
+	switch {
+	case set["budgets"] && (set["qps"] || set["burst"]):
+		return c, errors.New("--budgets and --qps/--burst are exclusive")
+	case set["qps"] || set["burst"]:
+		*budgets = fmt.Sprintf("%s/%d", fmtNum(*qps), *burst)
+	}
+	var err error
+	if c.Budgets, err = ParseBudgets(*budgets); err != nil {
+		return c, err
 	}
 	for _, s := range strings.Split(*sides, ",") {
 		switch Side(strings.TrimSpace(s)) {
@@ -170,22 +229,30 @@ func parseFlags(args []string) (Config, error) {
 			return c, fmt.Errorf("unknown side %q (want %s or %s)", s, SideBuiltin, SideOurs)
 		}
 	}
+	seen := map[string]bool{}
 	for _, name := range strings.Split(*workloads, ",") {
 		w, err := ParseWorkload(strings.TrimSpace(name), c.Rolled, c.Idle)
 		if err != nil {
 			return c, err
 		}
-		c.Workloads = append(c.Workloads, w)
+		if !seen[w.Name] {
+			seen[w.Name] = true
+			c.Workloads = append(c.Workloads, w)
+		}
 	}
-	if c.QPS <= 0 || c.Burst <= 0 || c.HarnessQPS <= 0 || c.HarnessBurst <= 0 {
-		return c, errors.New("qps and burst must be > 0")
+	if !set["plot"] && !seen[c.PlotWorkload] && len(c.Workloads) > 0 {
+		// A subset without the default plot workload plots its first workload.
+		c.PlotWorkload = c.Workloads[0].Name
+	}
+	if c.HarnessQPS <= 0 || c.HarnessBurst <= 0 {
+		return c, errors.New("harness qps and burst must be > 0")
 	}
 	c.Log = os.Stderr
 	return c, nil
 }
 
-// Run runs every workload on every side, each on a fresh stack, then writes the outputs. It
-// returns the report even when some workload failed.
+// Run runs every workload at every budget on every side, each on a fresh stack, then writes
+// the outputs. It returns the report even when some workload failed.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
@@ -210,22 +277,28 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep := &Report{Started: time.Now(), Cfg: cfg, Machine: describeMachine()}
 	var errs []error
+	n, total := 0, len(cfg.Workloads)*len(cfg.Budgets)*len(cfg.Sides)
+run:
 	for _, w := range cfg.Workloads {
-		for _, side := range cfg.Sides {
-			if ctx.Err() != nil {
-				errs = append(errs, ctx.Err())
-				break
+		for _, b := range cfg.Budgets {
+			for _, side := range cfg.Sides {
+				if ctx.Err() != nil {
+					errs = append(errs, ctx.Err())
+					break run
+				}
+				n++
+				what := fmt.Sprintf("%s at %s on %s", w.Name, b, side)
+				logf(cfg.Log, "==== %s (%d of %d) ====", what, n, total)
+				res := runOne(ctx, cfg, w, b, side)
+				if res.Err != "" {
+					errs = append(errs, fmt.Errorf("%s: %s", what, res.Err))
+					logf(cfg.Log, "%s FAILED: %s", what, res.Err)
+				} else {
+					logf(cfg.Log, "%s: create→available %s, update→complete %s, status stale p99 %s (%d intervals), writes update %d",
+						what, fmtDur(res.CreateSeconds), fmtDur(res.UpdateSeconds), fmtSecs(res.Freshness.P99), res.Freshness.Intervals, res.UpdateWrites.Total())
+				}
+				rep.Results = append(rep.Results, res)
 			}
-			logf(cfg.Log, "==== %s on %s ====", w.Name, side)
-			res := runOne(ctx, cfg, w, side)
-			if res.Err != "" {
-				errs = append(errs, fmt.Errorf("%s on %s: %s", w.Name, side, res.Err))
-				logf(cfg.Log, "%s on %s FAILED: %s", w.Name, side, res.Err)
-			} else {
-				logf(cfg.Log, "%s on %s: create→available %s, update→complete %s, writes update %d",
-					w.Name, side, fmtDur(res.CreateSeconds), fmtDur(res.UpdateSeconds), res.UpdateWrites.Total())
-			}
-			rep.Results = append(rep.Results, res)
 		}
 	}
 	rep.Finished = time.Now()
@@ -246,6 +319,20 @@ func render(cfg Config) (*Report, error) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, fmt.Errorf("read %s: %w", cfg.Render, err)
 	}
+	// Files from before --budgets had one budget, in config.QPS and config.Burst.
+	var legacy struct {
+		Config struct {
+			QPS   float64
+			Burst int
+		} `json:"config"`
+	}
+	_ = json.Unmarshal(b, &legacy)
+	for i := range rep.Results {
+		if rep.Results[i].Budget == (Budget{}) {
+			rep.Results[i].Budget = Budget{QPS: legacy.Config.QPS, Burst: legacy.Config.Burst}
+		}
+	}
+	rep.Cfg.Budgets = rep.budgets()
 	rep.Cfg.OutDir, rep.Cfg.Markdown, rep.Cfg.DocsPNG = cfg.OutDir, cfg.Markdown, cfg.DocsPNG
 	if err := os.MkdirAll(rep.Cfg.OutDir, 0o755); err != nil {
 		return nil, err

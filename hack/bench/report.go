@@ -15,10 +15,9 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
-	"github.com/spf13/pflag"
-
-	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/stack"
 )
 
@@ -113,16 +112,141 @@ func (t table) render() string {
 
 func runeLen(s string) int { return len([]rune(s)) }
 
+// budgets are the client budgets of the results, in the order they ran.
+func (r *Report) budgets() []Budget {
+	var out []Budget
+	seen := map[Budget]bool{}
+	for _, res := range r.Results {
+		if !seen[res.Budget] {
+			seen[res.Budget] = true
+			out = append(out, res.Budget)
+		}
+	}
+	return out
+}
+
+// workloads are the workloads of the results, in the order they ran.
+func (r *Report) workloads() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, res := range r.Results {
+		if !seen[res.Workload] {
+			seen[res.Workload] = true
+			out = append(out, res.Workload)
+		}
+	}
+	return out
+}
+
+func (r *Report) find(workload string, b Budget, side Side) *Result {
+	for i := range r.Results {
+		if res := &r.Results[i]; res.Workload == workload && res.Budget == b && res.Side == side {
+			return res
+		}
+	}
+	return nil
+}
+
+// updated reports whether the update phase of a result completed.
+func (res *Result) updated() bool { return res != nil && (res.Err == "" || res.UpdateSeconds > 0) }
+
+// comparison is one figure of the side-by-side table.
+type comparison struct {
+	name string
+	// get returns the figure and whether the result has it.
+	get func(*Result) (float64, bool)
+	fmt func(float64) string
+}
+
+var comparisons = []comparison{
+	{"update→complete", func(r *Result) (float64, bool) { return r.UpdateSeconds, r.updated() }, fmtDur},
+	{"create→available", func(r *Result) (float64, bool) { return r.CreateSeconds, r != nil && r.CreateSeconds > 0 }, fmtDur},
+	{"status stale p99", func(r *Result) (float64, bool) { return r.Freshness.P99, r.updated() && r.Freshness.Deployments > 0 }, fmtSecs},
+}
+
+func ratio(ours, builtin float64) string {
+	if builtin <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", ours/builtin)
+}
+
 func (r *Report) tables() []table {
-	main := table{title: "Results",
-		header: []string{"workload", "controller", "create→available", "update→complete", "writes, create (deploy + rs)", "writes, update (deploy + rs)", "worst breach (surge / unavailable)"},
+	budgets := r.budgets()
+	compare := table{title: "Ours against the built-in controller, per client budget",
+		header: []string{"workload", "figure"},
+		notes: []string{
+			"Each budget is the client QPS / burst of kube-controller-manager (`--kube-api-qps`, `--kube-api-burst`, on both sides) and of our worker and watcher (`--kube-qps`, `--kube-burst`). QPS 20 / burst 30 is kube-controller-manager's default.",
+			"update→complete: from the image update of every rolled Deployment until all of them are complete by `kubectl rollout status` rules. create→available: from creating every Deployment until all are available.",
+			"status stale p99: the 99th percentile of the stale intervals of the update phase (see Status freshness). ours / built-in below 1 means ours is faster or fresher.",
+		}}
+	for _, b := range budgets {
+		compare.header = append(compare.header, b.String()+": built-in", "ours", "ours / built-in")
+	}
+	for _, w := range r.workloads() {
+		for _, c := range comparisons {
+			row := []string{w, c.name}
+			for _, b := range budgets {
+				var vals [2]float64
+				var oks [2]bool
+				for i, side := range []Side{SideBuiltin, SideOurs} {
+					res := r.find(w, b, side)
+					cell := "—"
+					if res != nil {
+						if v, ok := c.get(res); ok {
+							vals[i], oks[i] = v, true
+							cell = c.fmt(v)
+						} else if res.Err != "" {
+							cell = "FAILED"
+						}
+					}
+					row = append(row, cell)
+				}
+				rat := "—"
+				if oks[0] && oks[1] {
+					rat = ratio(vals[1], vals[0])
+				}
+				row = append(row, rat)
+			}
+			compare.rows = append(compare.rows, row)
+		}
+	}
+
+	fresh := table{title: "Status freshness during the update",
+		header: []string{"workload", "budget", "controller", "Deployments", "stale intervals (open at end)", "p50", "p99", "max", "stale time per Deployment, median / max", "phase"},
+		notes: []string{
+			"A Deployment's status is stale while status.replicas differs from Σ status.replicas of its ReplicaSets, status.updatedReplicas from status.replicas of the new ReplicaSet (the oldest whose pod template equals the Deployment's, ignoring the pod-template-hash label; 0 when there is none), or status.availableReplicas from Σ status.availableReplicas of its ReplicaSets.",
+			"The harness watches the namespace's Deployments and ReplicaSets and recomputes the agreement of a rolled Deployment on every change to it or to one of its ReplicaSets; a stale interval starts at the change that makes them differ and ends at the one that makes them agree again. The phase runs from the image update until the closing metrics scrape (complete plus the settle time); intervals still open then are closed there. The image update itself makes the status stale (the old ReplicaSet is no longer the new one) until the controller writes it.",
+			"p50, p99 and max are over every stale interval of every rolled Deployment (nearest rank); the stale time of a Deployment is the sum of its intervals.",
+		}}
+	for _, res := range r.Results {
+		row := []string{res.Workload, res.Budget.Short(), string(res.Side)}
+		f := res.Freshness
+		switch {
+		case !res.updated():
+			row = append(row, "FAILED", "", "", "", "", "", "")
+		case f.Deployments == 0:
+			row = append(row, "—", "", "", "", "", "", "")
+		default:
+			intervals := fmt.Sprintf("%d (%d)", f.Intervals, f.Open)
+			if f.Err != "" {
+				intervals += " observer: " + firstLine(f.Err)
+			}
+			row = append(row, strconv.Itoa(f.Deployments), intervals, fmtSecs(f.P50), fmtSecs(f.P99), fmtSecs(f.Max),
+				fmtSecs(f.TotalMedian)+" / "+fmtSecs(f.TotalMax), fmtDur(f.PhaseSeconds))
+		}
+		fresh.rows = append(fresh.rows, row)
+	}
+
+	runs := table{title: "Every run: times, writes, bounds",
+		header: []string{"workload", "budget", "controller", "create→available", "update→complete", "writes, create (deploy + rs)", "writes, update (deploy + rs)", "worst breach (surge / unavailable)"},
 		notes: []string{
 			"Writes are apiserver_request_total deltas for verbs POST, PUT, PATCH, DELETE, APPLY on deployments and replicasets (subresources such as status included), scraped before the phase and after it completed plus the settle time. They include the harness's own writes on both sides equally: N creates in the create phase, one PATCH per rolled Deployment in the update phase.",
 			"Worst breach: the most a Deployment's Σ ReplicaSet spec.replicas went above replicas + maxSurge, and the most its Ready pods went below replicas − maxUnavailable, seen by a watch on ReplicaSets and pods during the update phase (Recreate: surge bound only, maxSurge 0). Must be 0.",
 		}}
 	for _, res := range r.Results {
-		row := []string{res.Workload, string(res.Side)}
-		if res.Err != "" && res.UpdateSeconds == 0 {
+		row := []string{res.Workload, res.Budget.Short(), string(res.Side)}
+		if !res.updated() {
 			create := "—"
 			if res.CreateSeconds > 0 {
 				create = fmtDur(res.CreateSeconds)
@@ -133,14 +257,14 @@ func (r *Report) tables() []table {
 				fmtWrites(res.CreateWrites), fmtWrites(res.UpdateWrites),
 				fmt.Sprintf("%d / %d (%d breaches)", res.Bounds.WorstSurge, res.Bounds.WorstUnavailable, res.Bounds.Breaches))
 		}
-		main.rows = append(main.rows, row)
+		runs.rows = append(runs.rows, row)
 	}
 
 	procs := table{title: "CPU and memory",
-		header: []string{"workload", "controller", "kube-controller-manager", "worker", "watcher", "Temporal dev server", "kube-apiserver"},
+		header: []string{"workload", "budget", "controller", "kube-controller-manager", "worker", "watcher", "Temporal dev server", "kube-apiserver"},
 		notes:  []string{"Each cell: CPU seconds over the whole run (in parentheses: during the update phase) / peak RSS (VmHWM). CPU is utime+stime from /proc/<pid>/stat; the whole run includes start-up, the warm-up Deployment and the create phase. The built-in side runs no Temporal server."}}
 	for _, res := range r.Results {
-		row := []string{res.Workload, string(res.Side)}
+		row := []string{res.Workload, res.Budget.Short(), string(res.Side)}
 		for _, name := range []string{"kube-controller-manager", "worker", "watcher", "temporal", "kube-apiserver"} {
 			p := res.Procs[name]
 			if p == nil || p.CPUSeconds == 0 && p.PeakRSSKB == 0 {
@@ -157,14 +281,14 @@ func (r *Report) tables() []table {
 	}
 
 	temporal := table{title: "Temporal (our side), per rolled Deployment",
-		header: []string{"workload", "rollouts", "runs", "history events median / max", "workflow tasks median / max", "local activities median / max", "activities", "total events"},
+		header: []string{"workload", "budget", "rollouts", "runs", "history events median / max", "workflow tasks median / max", "local activities median / max", "activities", "total events"},
 		notes:  []string{"Runs of `deployment/<ns>/<name>` closed after the update started or still running, summed per Deployment. Workflow tasks are WorkflowTaskCompleted events; local activities are LocalActivity markers; activities are ActivityTaskScheduled events."}}
 	for _, res := range r.Results {
 		t := res.Temporal
 		if t == nil {
 			continue
 		}
-		temporal.rows = append(temporal.rows, []string{res.Workload, strconv.Itoa(t.Rollouts), strconv.Itoa(t.Runs),
+		temporal.rows = append(temporal.rows, []string{res.Workload, res.Budget.Short(), strconv.Itoa(t.Rollouts), strconv.Itoa(t.Runs),
 			fmt.Sprintf("%s / %d", fmtNum(median(t.Events)), maxOf(t.Events)),
 			fmt.Sprintf("%s / %d", fmtNum(median(t.WorkflowTasks)), maxOf(t.WorkflowTasks)),
 			fmt.Sprintf("%s / %d", fmtNum(median(t.LocalActivities)), maxOf(t.LocalActivities)),
@@ -172,13 +296,13 @@ func (r *Report) tables() []table {
 	}
 
 	idle := table{title: "Memory of the worker and watcher, scale workload",
-		header: []string{"workload", "worker RSS after idle", "worker RSS at end", "watcher RSS after idle", "watcher RSS at end"},
+		header: []string{"workload", "budget", "worker RSS after idle", "worker RSS at end", "watcher RSS after idle", "watcher RSS at end"},
 		notes:  []string{"VmRSS after the idle period with every Deployment managed, and at the end (after the rollout and the Temporal queries)."}}
 	for _, res := range r.Results {
 		if res.Kind != KindScale || res.Side != SideOurs {
 			continue
 		}
-		row := []string{res.Workload}
+		row := []string{res.Workload, res.Budget.Short()}
 		for _, name := range []string{"worker", "watcher"} {
 			p := res.Procs[name]
 			if p == nil {
@@ -190,14 +314,34 @@ func (r *Report) tables() []table {
 		idle.rows = append(idle.rows, row)
 	}
 
-	detail := table{title: "Writes during the update phase by resource and verb",
+	out := []table{compare, fresh, runs, procs}
+	if len(temporal.rows) > 0 {
+		out = append(out, temporal)
+	}
+	if len(idle.rows) > 0 {
+		out = append(out, idle)
+	}
+	for _, b := range budgets {
+		if t := r.writesDetail(b); len(t.rows) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// writesDetail is the update phase's writes by resource and verb at one budget.
+func (r *Report) writesDetail(b Budget) table {
+	detail := table{title: "Writes during the update phase by resource and verb, " + b.String(),
 		notes: []string{"apiserver_request_total deltas; the harness's own PATCHes are in `deployments PATCH`."}}
 	keys := map[string]bool{}
 	detail.header = []string{"resource verb"}
-	for _, res := range r.Results {
-		if res.Err != "" && res.UpdateSeconds == 0 {
+	var cols []*Result
+	for i := range r.Results {
+		res := &r.Results[i]
+		if res.Budget != b || !res.updated() {
 			continue
 		}
+		cols = append(cols, res)
 		detail.header = append(detail.header, res.Workload+" "+string(res.Side))
 		for k := range res.UpdateWrites.Detail {
 			keys[k] = true
@@ -210,26 +354,12 @@ func (r *Report) tables() []table {
 	sort.Strings(sorted)
 	for _, k := range sorted {
 		row := []string{k}
-		for _, res := range r.Results {
-			if res.Err != "" && res.UpdateSeconds == 0 {
-				continue
-			}
+		for _, res := range cols {
 			row = append(row, strconv.Itoa(res.UpdateWrites.Detail[k]))
 		}
 		detail.rows = append(detail.rows, row)
 	}
-
-	out := []table{main, procs}
-	if len(temporal.rows) > 0 {
-		out = append(out, temporal)
-	}
-	if len(idle.rows) > 0 {
-		out = append(out, idle)
-	}
-	if len(detail.rows) > 0 {
-		out = append(out, detail)
-	}
-	return out
+	return detail
 }
 
 func firstLine(s string) string {
@@ -259,33 +389,34 @@ func (r *Report) settings() []string {
 	for _, w := range c.Workloads {
 		names = append(names, w.Name)
 	}
+	var budgets []string
+	for _, b := range c.Budgets {
+		budgets = append(budgets, b.String())
+	}
 	return []string{
 		fmt.Sprintf("Workloads: %s. rolling-<N>x<R>: N Deployments x R replicas, RollingUpdate maxSurge 25%% / maxUnavailable 25%%, one namespace; recreate-<N>x<R>: the same with Recreate; scale-<N>: N x 1 replica (RollingUpdate 25%%/25%%), idle %s, then %d of them rolled at once.", strings.Join(names, ", "), c.Idle, c.Rolled),
-		fmt.Sprintf("Client budget: QPS %s / burst %d for kube-controller-manager (`--kube-api-qps`, `--kube-api-burst`) on both sides and for our worker and watcher (`--kube-qps`, `--kube-burst`). kube-controller-manager builds one client per controller, so the built-in Deployment controller has this budget to itself, as our worker does; the ReplicaSet controller has its own on both sides.", fmtNum(c.QPS), c.Burst),
+		fmt.Sprintf("Client budgets: every workload runs at %s. At each, kube-controller-manager gets it on both sides (`--kube-api-qps`, `--kube-api-burst`) and our worker and watcher get it too (`--kube-qps`, `--kube-burst`). kube-controller-manager builds one client per controller, so the built-in Deployment controller has the budget to itself, as our worker does; the ReplicaSet controller has its own on both sides.", strings.Join(budgets, " and ")),
 		fmt.Sprintf("Harness client: QPS %s / burst %d (creates and updates 32 at a time).", fmtNum(c.HarnessQPS), c.HarnessBurst),
 		fmt.Sprintf("kwok: %d fake nodes; a scheduled pod becomes Ready after %s plus up to %s of jitter; pods have terminationGracePeriodSeconds 0.", c.Nodes, c.PodReadyDelay, c.PodReadyJitter),
-		fmt.Sprintf("Our watcher: `--coalesce %s`, `--search-attributes`, the rest at their defaults (%s); worker and watcher log at info level as text.", c.Coalesce, watcherDefaults()),
+		"Our worker and watcher: started with `--kubeconfig`, `--temporal-address`, `--kube-qps`, `--kube-burst`, `--metrics-address ''` and `--log-format text`, plus `watch --search-attributes` for the watcher; everything else at its defaults; they log at info level.",
 		"Update: one JSON patch per Deployment replacing the container image (v1 → v2), all issued at once; complete by `kubectl rollout status` rules (observedGeneration ≥ generation, updatedReplicas = replicas = availableReplicas, no old replicas), seen through a Deployment informer.",
-		fmt.Sprintf("Settle: %s after each phase completes before the closing metrics scrape. Every workload on every side runs on a fresh stack (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, and for our side the Temporal dev server), stopped afterwards; a one-replica warm-up Deployment in another namespace proves the controller runs before the clock starts.", c.Settle),
+		fmt.Sprintf("Settle: %s after each phase completes before the closing metrics scrape. Every workload on every side at every budget runs on a fresh stack (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, and for our side the Temporal dev server), stopped afterwards; a one-replica warm-up Deployment in another namespace proves the controller runs before the clock starts.", c.Settle),
 	}
 }
 
-// watcherDefaults names the watcher's pacing settings with their default values.
-func watcherDefaults() string {
-	fs := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
-	config.Flags(fs)
+func (r *Report) budgetList() string {
 	var out []string
-	for _, name := range []string{"min-signal-interval", "max-signal-interval", "status-signal-interval"} {
-		out = append(out, fmt.Sprintf("`--%s %s`", name, fs.Lookup(name).DefValue))
+	for _, b := range r.budgets() {
+		out = append(out, b.String())
 	}
-	return strings.Join(out, ", ")
+	return strings.Join(out, "; ")
 }
 
 // Text is the terminal report.
 func (r *Report) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Benchmark: built-in Deployment controller vs Temporal workflows (%s, %d cores, %s)\n", r.Machine.CPUModel, r.Machine.Cores, r.Machine.MemTotal)
-	fmt.Fprintf(&b, "Client budget for both controllers: QPS %s, burst %d. kwok pod ready delay %s + up to %s jitter.\n\n", fmtNum(r.Cfg.QPS), r.Cfg.Burst, r.Cfg.PodReadyDelay, r.Cfg.PodReadyJitter)
+	fmt.Fprintf(&b, "Client budgets, each the same for kube-controller-manager and for our worker and watcher: %s. kwok pod ready delay %s + up to %s jitter.\n\n", r.budgetList(), r.Cfg.PodReadyDelay, r.Cfg.PodReadyJitter)
 	for _, t := range r.tables() {
 		b.WriteString(t.title + "\n\n" + t.render())
 		for _, n := range t.notes {
@@ -301,8 +432,8 @@ func (r *Report) Markdown(png string) string {
 	var b strings.Builder
 	b.WriteString("# Benchmarks: built-in Deployment controller vs Temporal workflows\n\n")
 	b.WriteString("<!-- Generated by `make bench` (hack/bench). Edit only the Analysis section; a new run rewrites the rest. -->\n\n")
-	fmt.Fprintf(&b, "The same workloads on the same local stack, twice: kube-controller-manager with its built-in Deployment controller, and kube-controller-manager with `--controllers=*,-deployment` plus our worker and watcher. Run on %s, %s to %s.\n\n",
-		r.Started.UTC().Format("2006-01-02"), r.Started.UTC().Format("15:04"), r.Finished.UTC().Format("15:04 MST"))
+	fmt.Fprintf(&b, "The same workloads on the same local stack, twice: kube-controller-manager with its built-in Deployment controller, and kube-controller-manager with `--controllers=*,-deployment` plus our worker and watcher; each at the client budgets %s, the same for both controllers. Run on %s, %s to %s.\n\n",
+		r.budgetList(), r.Started.UTC().Format("2006-01-02"), r.Started.UTC().Format("15:04"), r.Finished.UTC().Format("15:04 MST"))
 	b.WriteString("## Results\n\n")
 	for _, t := range r.tables() {
 		b.WriteString("### " + t.title + "\n\n" + t.render() + "\n")
@@ -314,7 +445,7 @@ func (r *Report) Markdown(png string) string {
 	if png != "" {
 		fmt.Fprintf(&b, "### Rollout progress, %s\n\n", r.Cfg.PlotWorkload)
 		fmt.Fprintf(&b, "![rollout progress](%s)\n\n", png)
-		b.WriteString("Σ status.updatedReplicas over the rolled Deployments (a Deployment counts once its status has observed the new generation), sampled every 500ms from an informer, against seconds since the update was issued.\n\n")
+		b.WriteString("Σ status.updatedReplicas over the rolled Deployments (a Deployment counts once its status has observed the new generation), sampled every 500ms from an informer, against seconds since the update was issued; one panel per client budget.\n\n")
 	}
 	b.WriteString("## Machine\n\n")
 	fmt.Fprintf(&b, "- CPU: %s, %d cores\n- Memory: %s (MemTotal)\n- Kernel: %s (%s)\n- Go: %s\n\n", r.Machine.CPUModel, r.Machine.Cores, r.Machine.MemTotal, r.Machine.Kernel, r.Machine.OS, r.Machine.GoVersion)
@@ -324,9 +455,9 @@ func (r *Report) Markdown(png string) string {
 	for _, s := range r.settings() {
 		b.WriteString("- " + s + "\n")
 	}
-	b.WriteString("\n## How to reproduce\n\n```sh\nmake bench                                  # every workload, both controllers (20-40 minutes on 2 cores)\nmake bench BENCH_FLAGS=--quick              # smoke test: 1 Deployment x 2 replicas\nmake bench BENCH_FLAGS='--workloads rolling-20x10 --qps 50 --burst 100'\ngo test -tags e2e -count=1 -v -timeout 20m ./hack/bench/   # the quick run as a test\n```\n\n")
-	b.WriteString("Flags (`go run ./hack/bench --help`): `--workloads` (comma-separated `rolling-<N>x<R>`, `recreate-<N>x<R>`, `scale-<N>`; default `" + defaultWorkloads + "`), `--sides` (`built-in,temporal`), `--qps`, `--burst`, `--harness-qps`, `--harness-burst`, `--pod-ready-delay`, `--pod-ready-jitter`, `--coalesce`, `--nodes`, `--idle`, `--rolled`, `--settle`, `--timeout` (per phase), `--bin`, `--tools`, `--out`, `--markdown`, `--docs-png`, `--plot`, `--keep` (keep each stack's folder), `--quick`, `--render bench-out/results.json` (write the tables, plot and this file again without running). A failed workload's controller logs are saved in `bench-out/logs/`.\n\n")
-	b.WriteString("Raw numbers (per-verb writes, progress samples, per-Deployment Temporal counts) are in `bench-out/results.json`.\n\n")
+	b.WriteString("\n## How to reproduce\n\n```sh\nmake bench                                  # every workload, both controllers, both budgets (about an hour on 2 cores)\nmake bench BENCH_FLAGS=--quick              # smoke test: 1 Deployment x 2 replicas at QPS 200 / burst 300\nmake bench BENCH_FLAGS='--workloads rolling-20x10,recreate-20x10 --budgets 200/300'\nmake bench BENCH_FLAGS='--workloads rolling-20x10 --qps 50 --burst 100'   # a single other budget\ngo test -tags e2e -count=1 -v -timeout 20m ./hack/bench/   # the quick run as a test\n```\n\n")
+	b.WriteString("Flags (`go run ./hack/bench --help`): `--workloads` (comma-separated `rolling-<N>x<R>`, `recreate-<N>x<R>`, `scale-<N>`; default `" + defaultWorkloads + "`), `--sides` (`built-in,temporal`), `--budgets` (comma-separated `<qps>/<burst>`; default `" + defaultBudgets + "`), `--qps` and `--burst` (one budget, instead of `--budgets`), `--harness-qps`, `--harness-burst`, `--pod-ready-delay`, `--pod-ready-jitter`, `--nodes`, `--idle`, `--rolled`, `--settle`, `--timeout` (per phase), `--bin`, `--tools`, `--out`, `--markdown`, `--docs-png`, `--plot`, `--keep` (keep each stack's folder), `--quick`, `--render bench-out/results.json` (write the tables, plot and this file again without running). A failed workload's controller logs are saved in `bench-out/logs/`.\n\n")
+	b.WriteString("Raw numbers (per-verb writes, progress samples, per-Deployment Temporal counts, every stale interval and each Deployment's stale time), each result with its budget, are in `bench-out/results.json`.\n\n")
 	b.WriteString("## Analysis\n\n(written by hand after the run)\n")
 	return b.String()
 }
@@ -404,11 +535,45 @@ var sideColors = map[Side]color.Color{
 	SideOurs:    color.RGBA{R: 255, G: 127, B: 14, A: 255},
 }
 
-// plot draws rollout progress of the plot workload, one line per side. It reports whether
-// there was anything to draw.
+// plot draws rollout progress of the plot workload: one panel per client budget (stacked),
+// one line per side. It reports whether there was anything to draw.
 func (r *Report) plot(path string) (bool, error) {
+	var panels [][]*plot.Plot
+	for _, b := range r.budgets() {
+		p, ok, err := r.progressPanel(b)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			panels = append(panels, []*plot.Plot{p})
+		}
+	}
+	if len(panels) == 0 {
+		return false, nil
+	}
+	const panelHeight = 4.5 * vg.Inch
+	img := vgimg.New(9*vg.Inch, vg.Length(len(panels))*panelHeight)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6), PadY: vg.Points(18)}
+	canvases := plot.Align(panels, tiles, dc)
+	for i := range panels {
+		panels[i][0].Draw(canvases[i][0])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return false, err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return false, err
+	}
+	return true, f.Close()
+}
+
+// progressPanel is the plot workload's rollout progress at one budget.
+func (r *Report) progressPanel(b Budget) (*plot.Plot, bool, error) {
 	p := plot.New()
-	p.Title.Text = "Rollout progress, " + r.Cfg.PlotWorkload
+	p.Title.Text = fmt.Sprintf("Rollout progress, %s, %s", r.Cfg.PlotWorkload, b)
 	p.X.Label.Text = "seconds since the update"
 	p.Y.Label.Text = "Σ status.updatedReplicas (new template)"
 	p.Legend.Top = false
@@ -418,7 +583,7 @@ func (r *Report) plot(path string) (bool, error) {
 	p.Add(plotter.NewGrid())
 	target, drawn := 0, false
 	for _, res := range r.Results {
-		if res.Workload != r.Cfg.PlotWorkload || len(res.Progress) == 0 {
+		if res.Workload != r.Cfg.PlotWorkload || res.Budget != b || len(res.Progress) == 0 {
 			continue
 		}
 		pts := make(plotter.XYs, len(res.Progress))
@@ -427,13 +592,16 @@ func (r *Report) plot(path string) (bool, error) {
 		}
 		line, err := plotter.NewLine(pts)
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
 		line.Color = sideColors[res.Side]
 		line.Width = vg.Points(2)
 		line.StepStyle = plotter.PostStep
 		p.Add(line)
 		label := fmt.Sprintf("%s (complete at %.1fs)", res.Side, res.UpdateSeconds)
+		if !res.updated() || res.UpdateSeconds == 0 {
+			label = fmt.Sprintf("%s (not complete)", res.Side)
+		}
 		if res.Side == SideBuiltin {
 			label = "built-in controller" + label[len(SideBuiltin):]
 		} else {
@@ -444,7 +612,7 @@ func (r *Report) plot(path string) (bool, error) {
 		drawn = true
 	}
 	if !drawn {
-		return false, nil
+		return nil, false, nil
 	}
 	p.Y.Min = 0
 	p.Y.Max = float64(target) * 1.05
@@ -455,5 +623,5 @@ func (r *Report) plot(path string) (bool, error) {
 		p.Legend.Add(fmt.Sprintf("target (%d)", target), ln)
 	}
 	p.Legend.ThumbnailWidth = vg.Points(20)
-	return true, p.Save(9*vg.Inch, 5*vg.Inch, path)
+	return p, true, nil
 }

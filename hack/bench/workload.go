@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -110,11 +111,12 @@ func (w Workload) deployment(ns, name string) *appsv1.Deployment {
 	return d
 }
 
-// Result is one workload on one side.
+// Result is one workload at one client budget on one side.
 type Result struct {
 	Workload    string `json:"workload"`
 	Kind        string `json:"kind"`
 	Side        Side   `json:"side"`
+	Budget      Budget `json:"budget"`
 	Deployments int    `json:"deployments"`
 	Replicas    int    `json:"replicas"`
 	Rolled      int    `json:"rolled"`
@@ -125,6 +127,9 @@ type Result struct {
 	CreateWrites  Writes  `json:"createWrites"`
 	UpdateWrites  Writes  `json:"updateWrites"`
 	Bounds        Bounds  `json:"bounds"`
+	// Freshness is how long the rolled Deployments' status counts disagreed with their
+	// ReplicaSets from the update until the closing scrape.
+	Freshness Freshness `json:"freshness"`
 	// Procs by process name: kube-controller-manager, kube-apiserver, and for our side
 	// worker, watcher and temporal.
 	Procs    map[string]*ProcStats `json:"procs"`
@@ -151,8 +156,8 @@ func measured(side Side) []string {
 }
 
 // runOne starts a fresh stack, runs the workload, measures, and stops the stack.
-func runOne(ctx context.Context, cfg Config, w Workload, side Side) (res Result) {
-	res = Result{Workload: w.Name, Kind: w.Kind, Side: side, Deployments: w.N, Replicas: w.R, Rolled: w.Rolled,
+func runOne(ctx context.Context, cfg Config, w Workload, b Budget, side Side) (res Result) {
+	res = Result{Workload: w.Name, Kind: w.Kind, Side: side, Budget: b, Deployments: w.N, Replicas: w.R, Rolled: w.Rolled,
 		Target: w.Rolled * w.R, Procs: map[string]*ProcStats{}}
 	dir, err := os.MkdirTemp("", "rollout-bench-")
 	if err != nil {
@@ -170,7 +175,7 @@ func runOne(ctx context.Context, cfg Config, w Workload, side Side) (res Result)
 		Dir: filepath.Join(dir, "stack"), Tools: cfg.Tools, Nodes: cfg.Nodes,
 		PodReadyDelay: cfg.PodReadyDelay, PodReadyJitter: cfg.PodReadyJitter,
 		BuiltinDeploymentController: side == SideBuiltin,
-		KubeAPIQPS:                  float32(cfg.QPS), KubeAPIBurst: cfg.Burst,
+		KubeAPIQPS:                  float32(b.QPS), KubeAPIBurst: b.Burst,
 		NoTemporal: side == SideBuiltin, Headless: true, Progress: cfg.Log,
 	})
 	if err != nil {
@@ -181,13 +186,13 @@ func runOne(ctx context.Context, cfg Config, w Workload, side Side) (res Result)
 		logf(cfg.Log, "stopping the stack")
 		s.Stop()
 	}()
-	r := &runner{cfg: cfg, w: w, side: side, s: s, res: &res}
+	r := &runner{cfg: cfg, w: w, b: b, side: side, s: s, res: &res}
 	if err := r.run(ctx); err != nil {
 		res.Err = err.Error()
 		for _, name := range []string{"kube-controller-manager", "worker", "watcher"} {
 			if p := s.Proc(name); p != nil {
 				logf(cfg.Log, "---- %s log tail ----\n%s", name, p.Tail(4000))
-				keep := filepath.Join(cfg.OutDir, "logs", fmt.Sprintf("%s-%s-%s.log", w.Name, side, name))
+				keep := filepath.Join(cfg.OutDir, "logs", fmt.Sprintf("%s-qps%s-%s-%s.log", w.Name, fmtNum(b.QPS), side, name))
 				if err := os.MkdirAll(filepath.Dir(keep), 0o755); err == nil {
 					_ = os.WriteFile(keep, []byte(p.Tail(4<<20)), 0o644)
 				}
@@ -216,6 +221,7 @@ func runOne(ctx context.Context, cfg Config, w Workload, side Side) (res Result)
 type runner struct {
 	cfg  Config
 	w    Workload
+	b    Budget
 	side Side
 	s    *stack.Stack
 	res  *Result
@@ -233,13 +239,11 @@ func (r *runner) run(ctx context.Context) error {
 	r.scr = newScraper(r.s.APIServer, r.s.Token)
 
 	if r.side == SideOurs {
-		common := []string{"--kubeconfig", r.s.Kubeconfig, "--temporal-address", r.s.TemporalAddress,
-			"--kube-qps", strconv.FormatFloat(cfg.QPS, 'f', -1, 64), "--kube-burst", strconv.Itoa(cfg.Burst),
-			"--metrics-address", "", "--log-format", "text"}
+		common := ourArgs(r.s.Kubeconfig, r.s.TemporalAddress, r.b)
 		if _, err := r.s.StartProcess("worker", filepath.Join(cfg.Bin, "worker"), common...); err != nil {
 			return err
 		}
-		watchArgs := append([]string{"watch", "--search-attributes", "--coalesce", cfg.Coalesce.String()}, common...)
+		watchArgs := append([]string{"watch", "--search-attributes"}, common...)
 		if _, err := r.s.StartProcess("watcher", filepath.Join(cfg.Bin, "starter"), watchArgs...); err != nil {
 			return err
 		}
@@ -319,6 +323,11 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	defer bo.stop()
+	fr, err := watchFreshness(ctx, kube, benchNamespace, rolled)
+	if err != nil {
+		return err
+	}
+	defer func() { fr.stop(time.Now()) }()
 	before, err = r.scr.scrape(ctx)
 	if err != nil {
 		return err
@@ -330,6 +339,7 @@ func (r *runner) run(ctx context.Context) error {
 	g = tr.setGoal(gens)
 	logf(cfg.Log, "update: new image on %d Deployments", len(rolled))
 	t1 := time.Now()
+	fr.begin(t1)
 	samples := tr.sample(ctx, g, t1, 500*time.Millisecond)
 	patch := []byte(`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"` + imageV2 + `"}]`)
 	var mu sync.Mutex
@@ -360,6 +370,7 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	res.Freshness = fr.stop(time.Now())
 	res.UpdateWrites = after.sub(before)
 	res.Bounds = bo.stop()
 	cpu1 := r.cpu()
@@ -380,6 +391,14 @@ func (r *runner) run(ctx context.Context) error {
 		res.Temporal = ts
 	}
 	return ctx.Err()
+}
+
+// ourArgs are the flags our worker and watcher start with (the watcher also gets
+// `watch --search-attributes`); everything else stays at its default.
+func ourArgs(kubeconfig, temporal string, b Budget) []string {
+	return []string{"--kubeconfig", kubeconfig, "--temporal-address", temporal,
+		"--kube-qps", strconv.FormatFloat(b.QPS, 'f', -1, 64), "--kube-burst", strconv.Itoa(b.Burst),
+		"--metrics-address", "", "--log-format", "text"}
 }
 
 func (r *runner) proc(name string) *ProcStats {
@@ -489,6 +508,14 @@ func sleep(ctx context.Context, d time.Duration) {
 
 func fmtDur(seconds float64) string {
 	return strconv.FormatFloat(seconds, 'f', 1, 64) + "s"
+}
+
+// fmtSecs shows a short duration: milliseconds under a second, else seconds.
+func fmtSecs(seconds float64) string {
+	if ms := math.Round(seconds * 1000); ms < 1000 {
+		return strconv.FormatFloat(ms, 'f', 0, 64) + "ms"
+	}
+	return strconv.FormatFloat(seconds, 'f', 2, 64) + "s"
 }
 
 var errTimeout = errors.New("timed out")
