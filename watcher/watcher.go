@@ -65,9 +65,6 @@ type Watcher struct {
 	tc    client.Client
 	log   *slog.Logger
 	queue workqueue.TypedRateLimitingInterface[string]
-	// synced: the initial lists are in; Adds before that are left to the first resync.
-	synced bool
-	mu     sync.Mutex
 }
 
 // New registers the watcher's handlers on the cache's informers. Call it before the cache

@@ -160,7 +160,12 @@ type comparison struct {
 
 var comparisons = []comparison{
 	{"update→complete", func(r *Result) (float64, bool) { return r.UpdateSeconds, r.updated() }, fmtDur},
-	{"create→available", func(r *Result) (float64, bool) { return r.CreateSeconds, r != nil && r.CreateSeconds > 0 }, fmtDur},
+	{"create→available", func(r *Result) (float64, bool) {
+		if r == nil {
+			return 0, false
+		}
+		return r.CreateSeconds, r.CreateSeconds > 0
+	}, fmtDur},
 	{"status stale p99", func(r *Result) (float64, bool) { return r.Freshness.P99, r.updated() && r.Freshness.Deployments > 0 }, fmtSecs},
 }
 
