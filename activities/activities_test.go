@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/kube"
 )
 
 const testNS = "default"
@@ -293,14 +294,6 @@ func stateOf(rs *appsv1.ReplicaSet) rsState {
 	return s
 }
 
-func repeat(n int, keys ...string) []string {
-	var out []string
-	for range n {
-		out = append(out, keys...)
-	}
-	return out
-}
-
 func TestScaleUpReplicaSet(t *testing.T) {
 	stale := testRS("web-abc", rsUID, dUID, 1)
 	target := withRS(stale, func(rs *appsv1.ReplicaSet) {
@@ -331,6 +324,8 @@ func TestScaleUpReplicaSet(t *testing.T) {
 		give       WriteReplicaSetInput
 		giveFail   int // Update calls answered with giveErr first; -1 for all
 		giveErr    error
+		// giveStatusConflict answers the ThenStatus write with a conflict.
+		giveStatusConflict bool
 
 		want         WriteReplicaSetResult
 		wantErr      string
@@ -350,87 +345,41 @@ func TestScaleUpReplicaSet(t *testing.T) {
 			wantStored:  &rsState{UID: rsUID, Replicas: 3, MinReadySeconds: 5, Annotations: target.Annotations, Labels: stale.Labels},
 		},
 		{
-			name:        "conflict re-reads and applies the same target to the fresh object",
+			name:        "conflict is stale: no re-read, no second write, no event",
 			giveStored:  fresh,
 			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, FromReplicas: 1, Events: []k8s.Event{scaled}},
 			giveFail:    1,
 			giveErr:     conflict(rsGR, "web-abc"),
-			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3, Generation: 2},
-			wantEvents:  []string{scaledEvent},
-			wantActions: []string{"update replicasets", "get replicasets", "update replicasets"},
-			wantStored: &rsState{
-				UID: rsUID, Replicas: 3, MinReadySeconds: 5,
-				Annotations: map[string]string{
-					k8s.RevisionAnnotation: "1", "example.com/note": "kept",
-					k8s.DesiredReplicasAnnotation: "3", k8s.MaxReplicasAnnotation: "4",
-				},
-				Labels: fresh.Labels,
-			},
-			wantUpdateRV: "9",
+			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
+			wantErr:     ErrStale,
+			wantActions: []string{"update replicasets"},
+			wantStored:  &rsState{UID: rsUID, Replicas: 2, Annotations: fresh.Annotations, Labels: fresh.Labels},
 		},
 		{
-			name:        "fresh object already at the target is unchanged and records no event",
+			name:        "conflict on a ReplicaSet already at the target is stale too",
 			giveStored:  atTarget,
 			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, FromReplicas: 1, Events: []k8s.Event{scaled}},
 			giveFail:    1,
 			giveErr:     conflict(rsGR, "web-abc"),
-			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3, Generation: 2, Unchanged: true},
-			wantActions: []string{"update replicasets", "get replicasets"},
+			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
+			wantErr:     ErrStale,
+			wantActions: []string{"update replicasets"},
 			wantStored:  &rsState{UID: rsUID, Replicas: 3, MinReadySeconds: 5, Annotations: target.Annotations, Labels: stale.Labels},
 		},
 		{
-			name:        "replaced ReplicaSet (new UID) is stale",
-			giveStored:  withRS(fresh, func(rs *appsv1.ReplicaSet) { rs.UID = "rs-uid-2" }),
+			name:        "deleted ReplicaSet is not found",
 			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, Events: []k8s.Event{scaled}},
-			giveFail:    1,
-			giveErr:     conflict(rsGR, "web-abc"),
-			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
-			wantErr:     ErrStale,
-			wantActions: []string{"update replicasets", "get replicasets"},
-			wantStored:  &rsState{UID: "rs-uid-2", Replicas: 2, Annotations: fresh.Annotations, Labels: fresh.Labels},
-		},
-		{
-			name:        "ReplicaSet released by the deployment is stale",
-			giveStored:  withRS(fresh, func(rs *appsv1.ReplicaSet) { rs.OwnerReferences = nil }),
-			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, Events: []k8s.Event{scaled}},
-			giveFail:    1,
-			giveErr:     conflict(rsGR, "web-abc"),
-			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
-			wantErr:     ErrStale,
-			wantActions: []string{"update replicasets", "get replicasets"},
-			wantStored:  &rsState{UID: rsUID, Replicas: 2, Annotations: fresh.Annotations, Labels: fresh.Labels},
-		},
-		{
-			name: "ReplicaSet controlled by another deployment is stale",
-			giveStored: withRS(fresh, func(rs *appsv1.ReplicaSet) {
-				rs.OwnerReferences = []metav1.OwnerReference{controllerRef("other-uid")}
-			}),
-			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target},
-			giveFail:    1,
-			giveErr:     conflict(rsGR, "web-abc"),
-			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
-			wantErr:     ErrStale,
-			wantActions: []string{"update replicasets", "get replicasets"},
-		},
-		{
-			name:        "ReplicaSet deleted after a conflict is not found",
-			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target},
-			giveFail:    1,
-			giveErr:     conflict(rsGR, "web-abc"),
 			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
 			wantErr:     ErrNotFound,
-			wantActions: []string{"update replicasets", "get replicasets"},
+			wantActions: []string{"update replicasets"},
 		},
 		{
-			name:        "conflicts beyond the retry budget are stale",
-			giveStored:  fresh,
-			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, Events: []k8s.Event{scaled}},
-			giveFail:    -1,
-			giveErr:     conflict(rsGR, "web-abc"),
-			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
-			wantErr:     ErrStale,
-			wantActions: append(repeat(conflictRetries, "update replicasets", "get replicasets"), "update replicasets"),
-			wantStored:  &rsState{UID: rsUID, Replicas: 2, Annotations: fresh.Annotations, Labels: fresh.Labels},
+			name:         "the update carries the snapshot's resourceVersion",
+			giveStored:   fresh,
+			give:         WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target},
+			want:         WriteReplicaSetResult{Name: "web-abc", Replicas: 3, Generation: 1},
+			wantActions:  []string{"update replicasets"},
+			wantUpdateRV: "5",
 		},
 		{
 			name:        "server unavailable stays retryable",
@@ -469,18 +418,31 @@ func TestScaleUpReplicaSet(t *testing.T) {
 			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, Events: []k8s.Event{scaled}, ThenStatus: status},
 			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3, Generation: 1},
 			wantEvents:  []string{scaledEvent},
-			wantActions: []string{"update replicasets", "update deployments/status"},
+			wantActions: []string{"update replicasets", "get deployments", "update deployments/status"},
 			wantStatus:  &status.Status,
 		},
 		{
-			name:        "ThenStatus is written when the ReplicaSet was already at the target",
-			giveStored:  atTarget,
+			name:        "ThenStatus is not written after a conflict",
+			giveStored:  stale,
 			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, ThenStatus: status},
 			giveFail:    1,
 			giveErr:     conflict(rsGR, "web-abc"),
-			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3, Generation: 2, Unchanged: true},
-			wantActions: []string{"update replicasets", "get replicasets", "update deployments/status"},
-			wantStatus:  &status.Status,
+			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
+			wantErr:     ErrStale,
+			wantActions: []string{"update replicasets"},
+			wantStatus:  &testDeployment().Status,
+		},
+		{
+			name:               "a stale ThenStatus fails the activity after the ReplicaSet write",
+			giveStored:         stale,
+			give:               WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, Events: []k8s.Event{scaled}, ThenStatus: status},
+			giveStatusConflict: true,
+			want:               WriteReplicaSetResult{Name: "web-abc", Replicas: 3, Generation: 1},
+			wantErr:            ErrStale,
+			wantEvents:         []string{scaledEvent},
+			wantActions:        []string{"update replicasets", "get deployments", "update deployments/status"},
+			wantStored:         &rsState{UID: rsUID, Replicas: 3, MinReadySeconds: 5, Annotations: target.Annotations, Labels: stale.Labels},
+			wantStatus:         &testDeployment().Status,
 		},
 	}
 	for _, tt := range tests {
@@ -488,6 +450,9 @@ func TestScaleUpReplicaSet(t *testing.T) {
 			f := newFixture(t, testDeployment(), tt.giveStored)
 			if tt.giveErr != nil {
 				f.failFirst("update", "replicasets", tt.giveFail, tt.giveErr)
+			}
+			if tt.giveStatusConflict {
+				f.failFirst("update", "deployments/status", -1, conflict(dGR, "web"))
 			}
 
 			got, err := f.a.ScaleUpReplicaSet(context.Background(), tt.give)
@@ -595,7 +560,7 @@ func TestCreateReplicaSet(t *testing.T) {
 			give:        CreateInput{Deployment: testRef(), ReplicaSet: newRS, Events: []k8s.Event{scaled}, ThenStatus: status},
 			want:        CreateResult{Name: "web-abc", Created: true, Generation: 1},
 			wantEvents:  []string{"Normal ScalingReplicaSet Scaled up replica set web-abc from 0 to 1"},
-			wantActions: []string{"create replicasets", "update deployments/status"},
+			wantActions: []string{"create replicasets", "get deployments", "update deployments/status"},
 			wantStatus:  &status.Status,
 		},
 		{
@@ -605,7 +570,7 @@ func TestCreateReplicaSet(t *testing.T) {
 			}),
 			give:        CreateInput{Deployment: testRef(), ReplicaSet: newRS, Events: []k8s.Event{scaled}, ThenStatus: status},
 			want:        CreateResult{Name: "web-abc", Existed: true, Generation: 4},
-			wantActions: []string{"create replicasets", "get replicasets", "update deployments/status"},
+			wantActions: []string{"create replicasets", "get replicasets", "get deployments", "update deployments/status"},
 			wantStatus:  &status.Status,
 		},
 		{
@@ -1017,6 +982,9 @@ func TestUpdateDeploymentStatus(t *testing.T) {
 		d.ResourceVersion = "11"
 		d.Annotations["example.com/note"] = "kept"
 	})
+	// concurrent is what another writer leaves between our read and our write (the fake
+	// clientset does not bump resourceVersions; the conflict is injected).
+	concurrent := withDeployment(fresh, func(d *appsv1.Deployment) { d.ResourceVersion = "10" })
 
 	tests := []struct {
 		name          string
@@ -1041,46 +1009,56 @@ func TestUpdateDeploymentStatus(t *testing.T) {
 			wantStatus:      want.Status,
 			wantAnnotations: want.Annotations,
 			wantEvents:      []string{"Normal DeploymentRollout done"},
-			wantActions:     []string{"update deployments/status"},
+			wantActions:     []string{"get deployments", "update deployments/status"},
 		},
 		{
-			name:          "conflict with the same generation re-applies status and revision",
-			giveStored:    fresh,
-			give:          want,
-			giveConflicts: 1,
-			want:          DeploymentWriteResult{Generation: 2},
-			wantStatus:    want.Status,
-			wantAnnotations: map[string]string{
-				k8s.RevisionAnnotation: "2", "example.com/note": "kept",
-			},
-			wantActions: []string{"update deployments/status", "get deployments", "update deployments/status"},
-		},
-		{
-			name:            "conflict with a new generation is stale",
-			giveStored:      withDeployment(fresh, func(d *appsv1.Deployment) { d.Generation = 3 }),
+			name:            "conflict is stale: no re-read, no second write, no event",
+			giveStored:      concurrent,
 			give:            want,
 			giveEvents:      []k8s.Event{{Type: corev1.EventTypeNormal, Reason: "DeploymentRollout", Message: "done"}},
 			giveConflicts:   1,
 			wantErr:         ErrStale,
-			wantStatus:      fresh.Status,
-			wantAnnotations: fresh.Annotations,
-			wantActions:     []string{"update deployments/status", "get deployments"},
+			wantStatus:      concurrent.Status,
+			wantAnnotations: concurrent.Annotations,
+			wantActions:     []string{"get deployments", "update deployments/status"},
 		},
 		{
-			name:            "conflict with a replaced deployment is stale",
-			giveStored:      withDeployment(fresh, func(d *appsv1.Deployment) { d.UID = "d-uid-2" }),
+			name:            "a deployment changed since the decision is stale before any write",
+			giveStored:      fresh,
 			give:            want,
-			giveConflicts:   1,
+			giveEvents:      []k8s.Event{{Type: corev1.EventTypeNormal, Reason: "DeploymentRollout", Message: "done"}},
 			wantErr:         ErrStale,
 			wantStatus:      fresh.Status,
 			wantAnnotations: fresh.Annotations,
-			wantActions:     []string{"update deployments/status", "get deployments"},
+			wantActions:     []string{"get deployments"},
+		},
+		{
+			name:            "a replaced deployment is stale",
+			giveStored:      withDeployment(concurrent, func(d *appsv1.Deployment) { d.UID = "d-uid-2" }),
+			give:            want,
+			wantErr:         ErrStale,
+			wantStatus:      concurrent.Status,
+			wantAnnotations: concurrent.Annotations,
+			wantActions:     []string{"get deployments"},
 		},
 		{
 			name:        "deleted deployment is not found",
 			give:        want,
 			wantErr:     ErrNotFound,
-			wantActions: []string{"update deployments/status"},
+			wantActions: []string{"get deployments"},
+		},
+		{
+			name: "kubectl's last-applied-configuration, left out of the decision, is kept",
+			giveStored: withDeployment(testDeployment(), func(d *appsv1.Deployment) {
+				d.Annotations[corev1.LastAppliedConfigAnnotation] = `{"kind":"Deployment"}`
+			}),
+			give:       want,
+			want:       DeploymentWriteResult{Generation: 2},
+			wantStatus: want.Status,
+			wantAnnotations: map[string]string{
+				k8s.RevisionAnnotation: "2", corev1.LastAppliedConfigAnnotation: `{"kind":"Deployment"}`,
+			},
+			wantActions: []string{"get deployments", "update deployments/status"},
 		},
 		{
 			name:    "no deployment is invalid",
@@ -1128,11 +1106,14 @@ func TestRollbackDeployment(t *testing.T) {
 		d.Spec.Template = podTemplate("nginx:1", "")
 		d.Annotations = map[string]string{k8s.RevisionAnnotation: "3", "kubernetes.io/change-cause": "v1"}
 	})
+	// redactedWant is want as the history records it: the template's spec is a placeholder.
+	redactedWant := withDeployment(want, func(d *appsv1.Deployment) { redactTemplate(&d.Spec.Template) })
 	rolledBack := k8s.Event{Type: corev1.EventTypeNormal, Reason: k8s.RollbackDone, Message: `Rolled back deployment "web" to revision 1`}
 
 	tests := []struct {
 		name          string
 		giveStored    *appsv1.Deployment
+		giveRS        *appsv1.ReplicaSet
 		give          *appsv1.Deployment
 		giveConflicts int
 
@@ -1152,29 +1133,54 @@ func TestRollbackDeployment(t *testing.T) {
 			wantImage:       "nginx:1",
 			wantAnnotations: want.Annotations,
 			wantEvents:      []string{`Normal DeploymentRollback Rolled back deployment "web" to revision 1`},
-			wantActions:     []string{"update deployments"},
+			wantActions:     []string{"get deployments", "update deployments"},
 		},
 		{
-			name:            "conflict with the same generation re-applies onto the fresh object",
-			giveStored:      withDeployment(stored, func(d *appsv1.Deployment) { d.ResourceVersion = "12"; d.Labels = map[string]string{"team": "x"} }),
-			give:            want,
-			giveConflicts:   1,
-			want:            DeploymentWriteResult{Generation: 2},
-			wantImage:       "nginx:1",
-			wantAnnotations: want.Annotations,
-			wantLabels:      map[string]string{"team": "x"},
-			wantEvents:      []string{`Normal DeploymentRollback Rolled back deployment "web" to revision 1`},
-			wantActions:     []string{"update deployments", "get deployments", "update deployments"},
-		},
-		{
-			name:            "conflict with a new generation is stale",
-			giveStored:      withDeployment(stored, func(d *appsv1.Deployment) { d.Generation = 3 }),
+			name:            "conflict is stale: a concurrent edit is not overwritten",
+			giveStored:      withDeployment(stored, func(d *appsv1.Deployment) { d.Labels = map[string]string{"team": "x"} }),
 			give:            want,
 			giveConflicts:   1,
 			wantErr:         ErrStale,
 			wantImage:       "nginx:2",
 			wantAnnotations: stored.Annotations,
-			wantActions:     []string{"update deployments", "get deployments"},
+			wantLabels:      map[string]string{"team": "x"},
+			wantActions:     []string{"get deployments", "update deployments"},
+		},
+		{
+			name:            "a deployment changed since the decision is stale before any write",
+			giveStored:      withDeployment(stored, func(d *appsv1.Deployment) { d.ResourceVersion = "12"; d.Labels = map[string]string{"team": "x"} }),
+			give:            want,
+			wantErr:         ErrStale,
+			wantImage:       "nginx:2",
+			wantAnnotations: stored.Annotations,
+			wantLabels:      map[string]string{"team": "x"},
+			wantActions:     []string{"get deployments"},
+		},
+		{
+			name:            "a redacted template is restored from the ReplicaSet it came from",
+			giveStored:      stored,
+			giveRS:          withRS(testRS("web-abc", rsUID, dUID, 0), func(rs *appsv1.ReplicaSet) { rs.Spec.Template = podTemplate("nginx:1", "") }),
+			give:            redactedWant,
+			want:            DeploymentWriteResult{Generation: 2},
+			wantImage:       "nginx:1",
+			wantAnnotations: want.Annotations,
+			wantEvents:      []string{`Normal DeploymentRollback Rolled back deployment "web" to revision 1`},
+			wantActions:     []string{"get deployments", "list replicasets", "update deployments"},
+		},
+		{
+			name:            "a redacted template in no ReplicaSet any more is stale",
+			giveStored:      stored,
+			give:            redactedWant,
+			wantErr:         ErrStale,
+			wantImage:       "nginx:2",
+			wantAnnotations: stored.Annotations,
+			wantActions:     []string{"get deployments", "list replicasets"},
+		},
+		{
+			name:        "deleted deployment is not found",
+			give:        want,
+			wantErr:     ErrNotFound,
+			wantActions: []string{"get deployments"},
 		},
 		{
 			name:    "no deployment is invalid",
@@ -1183,7 +1189,7 @@ func TestRollbackDeployment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, tt.giveStored)
+			f := newFixture(t, tt.giveStored, tt.giveRS)
 			if tt.giveConflicts > 0 {
 				f.failFirst("update", "deployments", tt.giveConflicts, conflict(dGR, "web"))
 			}
@@ -1444,11 +1450,12 @@ func TestObserve(t *testing.T) {
 		give           ObserveInput
 		giveCache      bool
 
-		wantFound   bool
-		wantErr     string
-		wantRSs     []string
-		wantPods    []k8s.PodCount
-		wantPodList bool
+		wantFound     bool
+		wantErr       string
+		wantRSs       []string
+		wantPods      []k8s.PodCount
+		wantPodList   bool
+		wantFromCache bool // and no API read
 	}{
 		{
 			name:           "missing deployment is not found",
@@ -1463,6 +1470,15 @@ func TestObserve(t *testing.T) {
 			giveCache:      true,
 			wantFound:      true,
 			wantRSs:        []string{"web-a", "web-b", "web-c"},
+			wantFromCache:  true,
+		},
+		{
+			name:           "live read adds the cache's released ReplicaSets",
+			giveDeployment: deployment,
+			give:           ObserveInput{Namespace: testNS, Name: "web", Live: true},
+			giveCache:      true,
+			wantFound:      true,
+			wantRSs:        []string{"web-a", "web-b", "web-c"},
 		},
 		{
 			name:           "without a cache only matching ReplicaSets",
@@ -1472,14 +1488,14 @@ func TestObserve(t *testing.T) {
 			wantRSs:        []string{"web-a", "web-b"},
 		},
 		{
-			name:           "recreate counts running pods per ReplicaSet, listed live even from the cache",
+			name:           "recreate counts running pods per ReplicaSet from the cache",
 			giveDeployment: recreate,
 			give:           ObserveInput{Namespace: testNS, Name: "web"},
 			giveCache:      true,
 			wantFound:      true,
 			wantRSs:        []string{"web-a", "web-b", "web-c"},
 			wantPods:       []k8s.PodCount{{ReplicaSetUID: "uid-1", Running: 2}, {ReplicaSetUID: "uid-2", Running: 1}},
-			wantPodList:    true,
+			wantFromCache:  true,
 		},
 		{
 			name:           "recreate counts running pods per ReplicaSet live",
@@ -1492,12 +1508,24 @@ func TestObserve(t *testing.T) {
 			wantPodList:    true,
 		},
 		{
-			name: "empty selector lists nothing",
+			// k8s.NewSnapshot keeps the owned ReplicaSets; Decide stops at the selector.
+			name: "empty selector adopts no orphan from the cache",
+			giveDeployment: withDeployment(recreate, func(d *appsv1.Deployment) {
+				d.Spec.Selector = &metav1.LabelSelector{}
+			}),
+			give:          ObserveInput{Namespace: testNS, Name: "web"},
+			giveCache:     true,
+			wantFound:     true,
+			wantRSs:       []string{"web-b", "web-c"},
+			wantPods:      []k8s.PodCount{{ReplicaSetUID: "uid-1", Running: 2}},
+			wantFromCache: true,
+		},
+		{
+			name: "empty selector lists nothing live",
 			giveDeployment: withDeployment(recreate, func(d *appsv1.Deployment) {
 				d.Spec.Selector = &metav1.LabelSelector{}
 			}),
 			give:      ObserveInput{Namespace: testNS, Name: "web"},
-			giveCache: true,
 			wantFound: true,
 		},
 		{
@@ -1511,19 +1539,7 @@ func TestObserve(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, objs(tt.giveDeployment)...)
 			if tt.giveCache {
-				c, err := NewCache(f.client, "")
-				if err != nil {
-					t.Fatalf("NewCache: %v", err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				t.Cleanup(func() {
-					cancel()
-					c.Shutdown()
-				})
-				if err := c.Start(ctx); err != nil {
-					t.Fatalf("Start: %v", err)
-				}
-				f.a.Cache = c
+				f.a.Cache = startCache(t, f, "")
 			}
 			f.client.ClearActions()
 
@@ -1552,36 +1568,123 @@ func TestObserve(t *testing.T) {
 			if d := got.Snapshot.Deployment; tt.wantFound && (d == nil || d.UID != dUID || d.ManagedFields != nil) {
 				t.Errorf("snapshot deployment = %+v, want default/web without managedFields", d)
 			}
+			if got.FromCache != tt.wantFromCache {
+				t.Errorf("FromCache = %t, want %t", got.FromCache, tt.wantFromCache)
+			}
+			if reads := f.actions(); tt.wantFromCache && len(reads) > 0 {
+				t.Errorf("API calls = %q, want none from the cache", reads)
+			}
 		})
 	}
 }
 
-// Observe hands out copies: changing the snapshot leaves the cache alone.
-func TestObserveCopiesCachedReplicaSets(t *testing.T) {
-	released := withRS(testRS("web-c", "uid-0", dUID, 1), func(rs *appsv1.ReplicaSet) { rs.Labels["app"] = "other" })
-	f := newFixture(t, testDeployment(), released)
-	c, err := NewCache(f.client, testNS)
+// startCache starts a kube.Cache of namespace on the fixture's clientset; it stops with the
+// test.
+func startCache(t *testing.T, f *fixture, namespace string) *kube.Cache {
+	t.Helper()
+	c, err := kube.NewCache(f.client, namespace)
+	if err != nil {
+		t.Fatalf("NewCache: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); c.Shutdown() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return c
+}
+
+// stoppedCache is a cache that has listed objs and then stopped, so it misses every later
+// change, as a lagging watch would.
+func stoppedCache(t *testing.T, objs ...runtime.Object) *kube.Cache {
+	t.Helper()
+	c, err := kube.NewCache(fake.NewClientset(objs...), testNS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { cancel(); c.Shutdown() }()
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f.a.Cache = c
-	got, err := f.a.Observe(context.Background(), ObserveInput{Namespace: testNS, Name: "web"})
-	checkErr(t, err, "")
-	if len(got.Snapshot.ReplicaSets) != 1 {
-		t.Fatalf("replicasets = %d, want 1", len(got.Snapshot.ReplicaSets))
+	cancel()
+	c.Shutdown()
+	return c
+}
+
+// Only the API server may say a Deployment is gone: when the cache does not hold it (it was
+// just created, or deleted and created again), Observe confirms with a live read.
+func TestObserveConfirmsMissingDeploymentLive(t *testing.T) {
+	recreated := withDeployment(testDeployment(), func(d *appsv1.Deployment) { d.UID = "d-uid-2"; d.ResourceVersion = "30" })
+	tests := []struct {
+		name      string
+		giveCache []runtime.Object // what the cache listed before it stopped
+		giveLive  []runtime.Object
+		give      ObserveInput
+
+		wantFound     bool
+		wantUID       types.UID
+		wantFromCache bool
+		wantRSs       []string
+		wantActions   []string
+	}{
+		{
+			name:        "not cached, found live: a new Deployment is not taken for deleted",
+			giveLive:    []runtime.Object{testDeployment(), testRS("web-a", "uid-a", dUID, 1)},
+			give:        ObserveInput{Namespace: testNS, Name: "web"},
+			wantFound:   true,
+			wantUID:     dUID,
+			wantRSs:     []string{"web-a"},
+			wantActions: []string{"get deployments", "list replicasets"},
+		},
+		{
+			name:        "not cached, not live: gone",
+			give:        ObserveInput{Namespace: testNS, Name: "web"},
+			wantActions: []string{"get deployments"},
+		},
+		{
+			name:        "a newer version than the cache's is read live",
+			giveCache:   []runtime.Object{testDeployment()},
+			giveLive:    []runtime.Object{recreated},
+			give:        ObserveInput{Namespace: testNS, Name: "web", AtLeast: []k8s.ObjectVersion{k8s.DeploymentVersion(recreated)}},
+			wantFound:   true,
+			wantUID:     "d-uid-2",
+			wantActions: []string{"get deployments", "list replicasets"},
+		},
+		{
+			name:          "cached and caught up: no API read",
+			giveCache:     []runtime.Object{testDeployment(), testRS("web-a", "uid-a", dUID, 1)},
+			give:          ObserveInput{Namespace: testNS, Name: "web", AtLeast: []k8s.ObjectVersion{k8s.DeploymentVersion(testDeployment())}},
+			wantFound:     true,
+			wantUID:       dUID,
+			wantFromCache: true,
+			wantRSs:       []string{"web-a"},
+		},
 	}
-	got.Snapshot.ReplicaSets[0].Annotations["mutated"] = "yes"
-	cached, err := c.ReplicaSets(testNS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v, ok := cached[0].Annotations["mutated"]; ok {
-		t.Errorf("cached annotation mutated = %q, want absent", v)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.giveLive...)
+			f.a.Cache = stoppedCache(t, tt.giveCache...)
+
+			got, err := f.a.Observe(context.Background(), tt.give)
+
+			checkErr(t, err, "")
+			if got.Found != tt.wantFound || got.FromCache != tt.wantFromCache {
+				t.Fatalf("Found, FromCache = %t, %t, want %t, %t", got.Found, got.FromCache, tt.wantFound, tt.wantFromCache)
+			}
+			if d := got.Snapshot.Deployment; tt.wantFound && (d == nil || d.UID != tt.wantUID) {
+				t.Errorf("snapshot deployment = %+v, want uid %s", d, tt.wantUID)
+			}
+			var names []string
+			for _, rs := range got.Snapshot.ReplicaSets {
+				names = append(names, rs.Name)
+			}
+			if !reflect.DeepEqual(names, tt.wantRSs) {
+				t.Errorf("replicasets = %q, want %q", names, tt.wantRSs)
+			}
+			if got := f.actions(); !reflect.DeepEqual(got, tt.wantActions) {
+				t.Errorf("actions = %q, want %q", got, tt.wantActions)
+			}
+		})
 	}
 }
 
@@ -1736,7 +1839,11 @@ func TestActivityWritesAreCounted(t *testing.T) {
 	f := newFixture(t, testDeployment(), stale)
 	f.failFirst("update", "replicasets", 1, conflict(rsGR, "web-abc"))
 	status := withDeployment(testDeployment(), func(d *appsv1.Deployment) { d.Status.Replicas = 3 })
-	if _, err := f.a.ScaleUpReplicaSet(context.Background(), WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, ThenStatus: status}); err != nil {
+	in := WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, ThenStatus: status}
+	// The first attempt conflicts and is stale; the workflow's next sync writes.
+	_, err := f.a.ScaleUpReplicaSet(context.Background(), in)
+	checkErr(t, err, ErrStale)
+	if _, err := f.a.ScaleUpReplicaSet(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -1800,22 +1907,13 @@ func TestErrorCounter(t *testing.T) {
 func TestObserveIgnoresDeletedReplicaSetsStillCached(t *testing.T) {
 	released := withRS(testRS("web-c", "uid-0", dUID, 0), func(rs *appsv1.ReplicaSet) { rs.Labels["app"] = "other" })
 	deleted := testRS("web-old", "uid-old", dUID, 2)
-	f := newFixture(t, testDeployment(), testRS("web-new", "uid-new", dUID, 1), deleted, released)
-	c, err := NewCache(f.client, testNS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Stop the informers so the cache misses the deletion, as a lagging watch would.
-	cancel()
-	c.Shutdown()
+	objs := []runtime.Object{testDeployment(), testRS("web-new", "uid-new", dUID, 1), deleted, released}
+	f := newFixture(t, objs...)
+	// The cache listed web-old and misses its deletion, as a lagging watch would.
+	f.a.Cache = stoppedCache(t, objs...)
 	if err := f.client.Tracker().Delete(rsGVR, testNS, "web-old"); err != nil {
 		t.Fatal(err)
 	}
-	f.a.Cache = c
 
 	// The sync knows web-old is gone (it deleted it), the cache still has it: Observe waits,
 	// gives up on the cache and reads live.
@@ -1834,41 +1932,6 @@ func TestObserveIgnoresDeletedReplicaSetsStillCached(t *testing.T) {
 	checkErr(t, err, "")
 	if !got.FromCache || len(got.Snapshot.ReplicaSets) != 3 {
 		t.Errorf("from cache %t with %d replicasets, want the cache's 3", got.FromCache, len(got.Snapshot.ReplicaSets))
-	}
-}
-
-func TestCacheCaughtUp(t *testing.T) {
-	f := newFixture(t, testDeployment(), testRS("web-new", "uid-new", dUID, 1))
-	c, err := NewCache(f.client, testNS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { cancel(); c.Shutdown() }()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := c.Deployment(testNS, "web")
-	rs, _ := c.rsLister.ReplicaSets(testNS).Get("web-new")
-	tests := []struct {
-		name string
-		give []k8s.ObjectVersion
-		want bool
-	}{
-		{name: "nothing", want: true},
-		{name: "same versions", give: []k8s.ObjectVersion{{Kind: "Deployment", Name: "web", ResourceVersion: d.ResourceVersion}, {Kind: "ReplicaSet", Name: "web-new", ResourceVersion: rs.ResourceVersion}}, want: true},
-		{name: "newer deployment", give: []k8s.ObjectVersion{{Kind: "Deployment", Name: "web", ResourceVersion: "999999"}}, want: false},
-		{name: "unparseable", give: []k8s.ObjectVersion{{Kind: "Deployment", Name: "web", ResourceVersion: "x"}}, want: false},
-		{name: "expected gone but cached", give: []k8s.ObjectVersion{{Kind: "ReplicaSet", Name: "web-new", Gone: true}}, want: false},
-		{name: "missing counts as gone", give: []k8s.ObjectVersion{{Kind: "ReplicaSet", Name: "web-x", ResourceVersion: "5"}}, want: true},
-		{name: "unknown kind", give: []k8s.ObjectVersion{{Kind: "Pod", Name: "p"}}, want: false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := c.CaughtUp(testNS, tt.give); got != tt.want {
-				t.Errorf("CaughtUp(%v) = %t, want %t", tt.give, got, tt.want)
-			}
-		})
 	}
 }
 

@@ -61,7 +61,7 @@ func defaults() Config {
 		KubeQPS: 20, KubeBurst: 30,
 		TemporalAddress: "localhost:7233", TemporalNamespace: "default", TaskQueue: workflows.DefaultTaskQueue,
 		MetricsAddress: ":9090", LogLevel: "info", LogFormat: "json",
-		Coalesce: 100 * time.Millisecond, SignalInterval: time.Second, MaxSignalInterval: 8 * time.Second, StatusSignalInterval: 30 * time.Second, MaxSyncs: 20,
+		Resync: 10 * time.Minute, MaxSyncs: 20,
 	}
 }
 
@@ -72,7 +72,7 @@ kube-burst: 50
 watch-namespace: from-file
 temporal-address: file:7233
 log-level: debug
-coalesce: 1s
+resync: 1m
 search-attributes: true
 `
 	tests := []struct {
@@ -91,7 +91,7 @@ search-attributes: true
 			giveFile: file,
 			want: func(c *Config) {
 				c.KubeQPS, c.KubeBurst, c.WatchNamespace, c.TemporalAddress = 5, 50, "from-file", "file:7233"
-				c.LogLevel, c.Coalesce, c.SearchAttributes = "debug", time.Second, true
+				c.LogLevel, c.Resync, c.SearchAttributes = "debug", time.Minute, true
 			},
 		},
 		{
@@ -99,21 +99,24 @@ search-attributes: true
 			giveFile: file,
 			giveEnv: map[string]string{
 				"ROLLOUT_KUBE_QPS": "7", "ROLLOUT_TEMPORAL_ADDRESS": "env:7233",
-				"ROLLOUT_MIN_SIGNAL_INTERVAL": "3s", "ROLLOUT_SEARCH_ATTRIBUTES": "false",
+				"ROLLOUT_RESYNC": "3s", "ROLLOUT_SEARCH_ATTRIBUTES": "false", "ROLLOUT_LOG_LEVEL": "warn",
 			},
 			want: func(c *Config) {
 				c.KubeQPS, c.KubeBurst, c.WatchNamespace, c.TemporalAddress = 7, 50, "from-file", "env:7233"
-				c.LogLevel, c.Coalesce, c.SignalInterval = "debug", time.Second, 3*time.Second
+				c.LogLevel, c.Resync, c.SearchAttributes = "warn", 3*time.Second, false
 			},
 		},
 		{
 			name:     "flags beat env and file",
-			giveArgs: []string{"--kube-qps=9", "--temporal-address=flag:7233", "--coalesce=0s", "--log-format=text"},
+			giveArgs: []string{"--kube-qps=9", "--temporal-address=flag:7233", "--resync=0s", "--log-format=text", "--log-level=error"},
 			giveFile: file,
-			giveEnv:  map[string]string{"ROLLOUT_KUBE_QPS": "7", "ROLLOUT_TEMPORAL_ADDRESS": "env:7233", "ROLLOUT_LOG_FORMAT": "json"},
+			giveEnv: map[string]string{
+				"ROLLOUT_KUBE_QPS": "7", "ROLLOUT_TEMPORAL_ADDRESS": "env:7233", "ROLLOUT_LOG_FORMAT": "json",
+				"ROLLOUT_RESYNC": "3s", "ROLLOUT_LOG_LEVEL": "warn",
+			},
 			want: func(c *Config) {
 				c.KubeQPS, c.KubeBurst, c.WatchNamespace, c.TemporalAddress = 9, 50, "from-file", "flag:7233"
-				c.LogLevel, c.LogFormat, c.Coalesce, c.SearchAttributes = "debug", "text", 0, true
+				c.LogLevel, c.LogFormat, c.Resync, c.SearchAttributes = "error", "text", 0, true
 			},
 		},
 		{
@@ -224,7 +227,7 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name:    "undecodable env value",
-			giveEnv: map[string]string{"ROLLOUT_COALESCE": "soon"},
+			giveEnv: map[string]string{"ROLLOUT_RESYNC": "soon"},
 			want:    []string{"decode config"},
 		},
 		{
@@ -286,13 +289,9 @@ func TestValidate(t *testing.T) {
 		{name: "address without port", give: func(c *Config) { c.TemporalAddress = "localhost" }, want: []string{"temporal-address must be host:port"}},
 		{name: "empty namespace and queue", give: func(c *Config) { c.TemporalNamespace, c.TaskQueue = "", "" }, want: []string{"temporal-namespace", "task-queue"}},
 		{name: "log format", give: func(c *Config) { c.LogFormat = "xml" }, want: []string{"log-format"}},
-		{
-			name: "negative durations",
-			give: func(c *Config) {
-				c.Coalesce, c.SignalInterval, c.StatusSignalInterval = -time.Second, -time.Second, -time.Second
-			},
-			want: []string{"coalesce must be >= 0", "min-signal-interval must be >= 0", "status-signal-interval must be >= 0, got -1s"},
-		},
+		{name: "negative resync", give: func(c *Config) { c.Resync = -time.Second }, want: []string{"resync must be >= 0, got -1s"}},
+		{name: "zero resync reconciles at start only", give: func(c *Config) { c.Resync = 0 }},
+		{name: "no concurrent syncs", give: func(c *Config) { c.MaxSyncs = 0 }, want: []string{"max-concurrent-syncs must be > 0, got 0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -561,5 +560,38 @@ func TestKubeconfigList(t *testing.T) {
 	c.Kubeconfig = a + string(os.PathListSeparator) + filepath.Join(dir, "missing")
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("Validate() with a missing file in the list = %v, want an error naming it", err)
+	}
+}
+
+// TestWatcherFlags: the watcher's pacing flags are gone (the worker's AwaitChange paces
+// rollouts now); resync is the watcher's one knob, 10m by default.
+func TestWatcherFlags(t *testing.T) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	Flags(fs)
+	tests := []struct {
+		give        string
+		want        bool   // registered
+		wantDefault string // checked when registered
+	}{
+		{give: "resync", want: true, wantDefault: "10m0s"},
+		{give: "search-attributes", want: true, wantDefault: "false"},
+		{give: "coalesce"},
+		{give: "min-signal-interval"},
+		{give: "max-signal-interval"},
+		{give: "status-signal-interval"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			f := fs.Lookup(tt.give)
+			if got := f != nil; got != tt.want {
+				t.Fatalf("flag --%s registered = %t, want %t", tt.give, got, tt.want)
+			}
+			if f != nil && f.DefValue != tt.wantDefault {
+				t.Errorf("--%s default = %q, want %q", tt.give, f.DefValue, tt.wantDefault)
+			}
+		})
+	}
+	if err := fs.Parse([]string{"--coalesce=1s"}); err == nil {
+		t.Errorf("parse --coalesce=1s error = nil, want unknown flag")
 	}
 }

@@ -1,0 +1,478 @@
+package activities
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+// rolloutDeployment is Deployment default/web with replicas pods of image, RollingUpdate
+// maxSurge 1, maxUnavailable 0, at generation 1 with no status yet.
+func rolloutDeployment(replicas int32, image string) *appsv1.Deployment {
+	d := testDeployment()
+	d.Generation = 1
+	d.Annotations = map[string]string{}
+	d.Status = appsv1.DeploymentStatus{}
+	d.Spec.Replicas = ptr(replicas)
+	d.Spec.Template = podTemplate(image, "")
+	d.Spec.ProgressDeadlineSeconds = ptr(int32(600))
+	d.Spec.RevisionHistoryLimit = ptr(int32(10))
+	d.Spec.Strategy = appsv1.DeploymentStrategy{
+		Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{
+			MaxSurge: ptr(intstr.FromInt32(1)), MaxUnavailable: ptr(intstr.FromInt32(0)),
+		},
+	}
+	return d
+}
+
+// readyPods says how many of a ReplicaSet's pods are ready and available.
+type readyPods func(rs *appsv1.ReplicaSet) (ready, available int32)
+
+// allReady: every pod of every ReplicaSet is ready and available.
+func allReady(rs *appsv1.ReplicaSet) (int32, int32) { return *rs.Spec.Replicas, *rs.Spec.Replicas }
+
+// settle plays the controller: it applies k8s.Decide's plans to d and rss in memory, with the
+// pods that pods says, until a sync has nothing to write. The result is a state AwaitChange
+// finds at rest.
+func settle(t *testing.T, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods readyPods) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+	t.Helper()
+	withPods := func(rs *appsv1.ReplicaSet) *appsv1.ReplicaSet {
+		rs = rs.DeepCopy()
+		ready, available := pods(rs)
+		rs.Status = appsv1.ReplicaSetStatus{
+			Replicas: *rs.Spec.Replicas, ReadyReplicas: ready, AvailableReplicas: available,
+			FullyLabeledReplicas: *rs.Spec.Replicas, ObservedGeneration: rs.Generation,
+		}
+		return rs
+	}
+	for range 20 {
+		plan, err := k8s.Decide(k8s.NewSnapshot(d, rss, nil), k8s.Request{Chain: true}, time.Now())
+		if err != nil {
+			t.Fatalf("settle: Decide: %v", err)
+		}
+		if len(plan.Steps) == 0 {
+			return d, rss
+		}
+		for _, st := range plan.Steps {
+			switch st.Kind {
+			case k8s.StepCreate:
+				rs := st.ReplicaSet.DeepCopy()
+				rs.UID, rs.ResourceVersion, rs.Generation = types.UID(rs.Name+"-uid"), "5", 1
+				rss = append(rss, withPods(rs))
+			case k8s.StepScaleUp, k8s.StepScaleDown, k8s.StepUpdateRS:
+				for i := range rss {
+					if rss[i].Name == st.ReplicaSet.Name {
+						rss[i] = withPods(st.ReplicaSet)
+					}
+				}
+			case k8s.StepUpdateStatus:
+				d = st.Deployment.DeepCopy()
+			case k8s.StepEvent:
+			default:
+				t.Fatalf("settle: unexpected step %s", st.Kind)
+			}
+		}
+	}
+	t.Fatalf("settle: still writing after 20 syncs")
+	return nil, nil
+}
+
+// bumpResourceVersions makes the fake clientset number every write as the API server does, so
+// the cache's CaughtUp and the writes' resourceVersion checks behave as on a cluster.
+func bumpResourceVersions(client *fake.Clientset) {
+	var rv atomic.Int64
+	rv.Store(100)
+	bump := func(action k8stesting.Action) (bool, runtime.Object, error) {
+		// Create and update actions both carry the object written.
+		a, ok := action.(interface{ GetObject() runtime.Object })
+		if !ok {
+			return false, nil, nil
+		}
+		if m, ok := a.GetObject().(metav1.Object); ok {
+			m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+		}
+		return false, nil, nil
+	}
+	client.PrependReactor("create", "*", bump)
+	client.PrependReactor("update", "*", bump)
+}
+
+// awaitFixture serves d and rss from a fake clientset with a started cache, as the worker
+// runs AwaitChange.
+func awaitFixture(t *testing.T, d *appsv1.Deployment, rss []*appsv1.ReplicaSet) *fixture {
+	t.Helper()
+	objs := []runtime.Object{d}
+	for _, rs := range rss {
+		objs = append(objs, rs)
+	}
+	f := newFixture(t, objs...)
+	bumpResourceVersions(f.client)
+	f.a.Cache = startCache(t, f, testNS)
+	return f
+}
+
+// runAwait runs AwaitChange in the SDK's activity test environment.
+func runAwait(t *testing.T, a *Activities, in AwaitInput) (AwaitResult, error) {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(a)
+	val, err := env.ExecuteActivity(a.AwaitChange, in)
+	if err != nil {
+		return AwaitResult{}, err
+	}
+	var res AwaitResult
+	if err := val.Get(&res); err != nil {
+		t.Fatalf("decode result: %v", err)
+	}
+	return res, nil
+}
+
+// atRest is default/web settled at nginx:1 with 3 pods.
+func atRest(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+	t.Helper()
+	return settle(t, rolloutDeployment(3, "nginx:1"), nil, allReady)
+}
+
+// midRollout is default/web rolling from nginx:1 to nginx:2 with 3 pods, maxSurge 1 and
+// maxUnavailable 0: the new ReplicaSet has its surge pod, not ready yet, so nothing can move
+// until it is available.
+func midRollout(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet, *appsv1.ReplicaSet) {
+	t.Helper()
+	d, rss := atRest(t)
+	d = d.DeepCopy()
+	d.Spec.Template = podTemplate("nginx:2", "")
+	d.Generation = 2
+	d, rss = settle(t, d, rss, func(rs *appsv1.ReplicaSet) (int32, int32) {
+		if rs.Spec.Template.Spec.Containers[0].Image == "nginx:2" {
+			return 0, 0
+		}
+		return allReady(rs)
+	})
+	for _, rs := range rss {
+		if rs.Spec.Template.Spec.Containers[0].Image == "nginx:2" {
+			return d, rss, rs
+		}
+	}
+	t.Fatalf("midRollout: no new ReplicaSet in %d", len(rss))
+	return nil, nil, nil
+}
+
+// after runs change once delay has passed, from another goroutine, as another writer would.
+func after(t *testing.T, delay time.Duration, change func() error) {
+	t.Helper()
+	errs := make(chan error, 1)
+	go func() {
+		time.Sleep(delay)
+		errs <- change()
+	}()
+	t.Cleanup(func() {
+		if err := <-errs; err != nil {
+			t.Errorf("change: %v", err)
+		}
+	})
+}
+
+func TestAwaitChange(t *testing.T) {
+	ctx := context.Background()
+	const delay = 200 * time.Millisecond
+	tests := []struct {
+		name string
+		// give sets up the cluster and the input and schedules changes.
+		give func(t *testing.T) (*fixture, AwaitInput)
+
+		want       string         // Reason
+		wantSteps  []k8s.StepKind // contained in Steps
+		wantWrites int            // StatusWrites
+		wantAfter  time.Duration  // returns no sooner
+		wantBefore time.Duration  // returns sooner
+		check      func(t *testing.T, f *fixture)
+	}{
+		{
+			name: "a new image wakes it to decide on a create",
+			give: func(t *testing.T) (*fixture, AwaitInput) {
+				d, rss := atRest(t)
+				f := awaitFixture(t, d, rss)
+				after(t, delay, func() error {
+					d, err := f.client.AppsV1().Deployments(testNS).Get(ctx, "web", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					d.Spec.Template.Spec.Containers[0].Image = "nginx:2"
+					d.Generation++
+					_, err = f.client.AppsV1().Deployments(testNS).Update(ctx, d, metav1.UpdateOptions{})
+					return err
+				})
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+			},
+			want:       AwaitDecide,
+			wantSteps:  []k8s.StepKind{k8s.StepCreate},
+			wantAfter:  delay,
+			wantBefore: 10 * time.Second,
+		},
+		{
+			name: "a scale-up wakes it to decide",
+			give: func(t *testing.T) (*fixture, AwaitInput) {
+				d, rss := atRest(t)
+				f := awaitFixture(t, d, rss)
+				after(t, delay, func() error {
+					d, err := f.client.AppsV1().Deployments(testNS).Get(ctx, "web", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					d.Spec.Replicas = ptr(int32(5))
+					d.Generation++
+					_, err = f.client.AppsV1().Deployments(testNS).Update(ctx, d, metav1.UpdateOptions{})
+					return err
+				})
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+			},
+			want:       AwaitDecide,
+			wantSteps:  []k8s.StepKind{k8s.StepScaleUp},
+			wantAfter:  delay,
+			wantBefore: 10 * time.Second,
+		},
+		{
+			name: "the new pod becoming available lets the rollout move: decide",
+			give: func(t *testing.T) (*fixture, AwaitInput) {
+				d, rss, newRS := midRollout(t)
+				f := awaitFixture(t, d, rss)
+				after(t, delay, func() error {
+					rs, err := f.client.AppsV1().ReplicaSets(testNS).Get(ctx, newRS.Name, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = 1, 1
+					_, err = f.client.AppsV1().ReplicaSets(testNS).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+					return err
+				})
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+			},
+			want:       AwaitDecide,
+			wantSteps:  []k8s.StepKind{k8s.StepScaleDown},
+			wantAfter:  delay,
+			wantBefore: 10 * time.Second,
+		},
+		{
+			name: "a pod that is ready but not yet available only refreshes the status: written here",
+			give: func(t *testing.T) (*fixture, AwaitInput) {
+				d, rss, newRS := midRollout(t)
+				if d.Status.ReadyReplicas != 3 {
+					t.Fatalf("midRollout: status.readyReplicas = %d, want 3", d.Status.ReadyReplicas)
+				}
+				f := awaitFixture(t, d, rss)
+				after(t, delay, func() error {
+					rs, err := f.client.AppsV1().ReplicaSets(testNS).Get(ctx, newRS.Name, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					rs.Status.ReadyReplicas = 1 // minReadySeconds not passed yet
+					_, err = f.client.AppsV1().ReplicaSets(testNS).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+					return err
+				})
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 1500 * time.Millisecond}
+			},
+			want:       AwaitResync,
+			wantWrites: 1,
+			wantAfter:  1500 * time.Millisecond,
+			wantBefore: 10 * time.Second,
+			check: func(t *testing.T, f *fixture) {
+				d := f.deployment(t)
+				if d.Status.ReadyReplicas != 4 || d.Status.AvailableReplicas != 3 || d.Status.Replicas != 4 {
+					t.Errorf("status replicas/ready/available = %d/%d/%d, want 4/4/3",
+						d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas)
+				}
+				if got := len(f.actionsOf("update", "deployments/status")); got < 1 {
+					t.Errorf("status updates = %d, want at least 1", got)
+				}
+				if got := f.actionsOf("update", "replicasets"); len(got) != 0 {
+					t.Errorf("replicaset updates = %d, want none: the wait writes status only", len(got))
+				}
+			},
+		},
+		{
+			name: "deletion is gone",
+			give: func(t *testing.T) (*fixture, AwaitInput) {
+				d, rss := atRest(t)
+				f := awaitFixture(t, d, rss)
+				after(t, delay, func() error {
+					return f.client.AppsV1().Deployments(testNS).Delete(ctx, "web", metav1.DeleteOptions{})
+				})
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+			},
+			want:       AwaitGone,
+			wantAfter:  delay,
+			wantBefore: 10 * time.Second,
+		},
+		{
+			name: "another Deployment of the same name is gone",
+			give: func(t *testing.T) (*fixture, AwaitInput) {
+				d, rss := atRest(t)
+				f := awaitFixture(t, d, rss)
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: "earlier-uid", Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+			},
+			want:       AwaitGone,
+			wantBefore: 10 * time.Second,
+		},
+		{
+			name: "nothing happens: resync after MaxWait",
+			give: func(t *testing.T) (*fixture, AwaitInput) {
+				d, rss := atRest(t)
+				f := awaitFixture(t, d, rss)
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 100 * time.Millisecond}
+			},
+			want:       AwaitResync,
+			wantAfter:  100 * time.Millisecond,
+			wantBefore: 10 * time.Second,
+			check: func(t *testing.T, f *fixture) {
+				if got := f.actionsOf("update", "deployments/status"); len(got) != 0 {
+					t.Errorf("status updates = %d, want none at rest", len(got))
+				}
+			},
+		},
+		{
+			name: "a change already there when it starts is decided at once",
+			give: func(t *testing.T) (*fixture, AwaitInput) {
+				d, rss := atRest(t)
+				d = d.DeepCopy()
+				d.Spec.Template = podTemplate("nginx:2", "")
+				d.Generation = 2
+				f := awaitFixture(t, d, rss)
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+			},
+			want:       AwaitDecide,
+			wantSteps:  []k8s.StepKind{k8s.StepCreate},
+			wantBefore: time.Second,
+		},
+		{
+			name: "waits for the cache to hold the versions named, then weighs what it holds",
+			give: func(t *testing.T) (*fixture, AwaitInput) {
+				d, rss := atRest(t)
+				d = d.DeepCopy()
+				d.Spec.Template = podTemplate("nginx:2", "")
+				d.Generation = 2
+				f := awaitFixture(t, d, rss)
+				ahead := []k8s.ObjectVersion{{Kind: k8s.KindDeployment, Name: "web", ResourceVersion: "999999"}}
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, AtLeast: ahead, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+			},
+			want:       AwaitDecide,
+			wantSteps:  []k8s.StepKind{k8s.StepCreate},
+			wantAfter:  catchUpBound,
+			wantBefore: 10 * time.Second,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, in := tt.give(t)
+			start := time.Now()
+
+			got, err := runAwait(t, f.a, in)
+
+			elapsed := time.Since(start)
+			t.Logf("result %+v after %s", got, elapsed)
+			if err != nil {
+				t.Fatalf("AwaitChange error = %v, want nil", err)
+			}
+			if got.Reason != tt.want {
+				t.Fatalf("Reason = %q (result %+v), want %q", got.Reason, got, tt.want)
+			}
+			for _, k := range tt.wantSteps {
+				if !slices.Contains(got.Steps, k) {
+					t.Errorf("Steps = %v, want them to contain %s", got.Steps, k)
+				}
+			}
+			if len(tt.wantSteps) == 0 && len(got.Steps) > 0 {
+				t.Errorf("Steps = %v, want none", got.Steps)
+			}
+			// Exactly: the wait must not write the same refresh again before its cache shows
+			// its own write.
+			if got.StatusWrites != tt.wantWrites {
+				t.Errorf("StatusWrites = %d, want %d", got.StatusWrites, tt.wantWrites)
+			}
+			if s := got.Snapshot; (s != nil) != (tt.want == AwaitDecide) || (s != nil && (s.Deployment == nil || s.Deployment.UID != dUID)) {
+				t.Errorf("Snapshot = %+v, want default/web's exactly when the reason is %s", s, AwaitDecide)
+			}
+			if got.Error != "" {
+				t.Errorf("Error = %q, want none", got.Error)
+			}
+			if elapsed < tt.wantAfter || elapsed >= tt.wantBefore {
+				t.Errorf("returned after %s, want in [%s, %s)", elapsed, tt.wantAfter, tt.wantBefore)
+			}
+			if tt.check != nil {
+				tt.check(t, f)
+			}
+		})
+	}
+}
+
+func TestAwaitChangeInvalid(t *testing.T) {
+	tests := []struct {
+		name      string
+		give      AwaitInput
+		giveCache bool
+		want      string
+	}{
+		{name: "no name", give: AwaitInput{Namespace: testNS}, giveCache: true, want: ErrInvalid},
+		{name: "no namespace", give: AwaitInput{Name: "web"}, giveCache: true, want: ErrInvalid},
+		{name: "no cache", give: AwaitInput{Namespace: testNS, Name: "web"}, want: ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, testDeployment())
+			if tt.giveCache {
+				f.a.Cache = startCache(t, f, testNS)
+			}
+			_, err := runAwait(t, f.a, tt.give)
+			if !IsKind(err, tt.want) {
+				t.Errorf("error = %v, want kind %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestStatusRefresh(t *testing.T) {
+	d := testDeployment()
+	status := k8s.Step{Kind: k8s.StepUpdateStatus, Deployment: d}
+	tests := []struct {
+		name string
+		give k8s.Plan
+		want bool
+	}{
+		{name: "one status write while progressing", give: k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{status}}, want: true},
+		{
+			name: "a status write with an event",
+			give: k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{{Kind: k8s.StepUpdateStatus, Deployment: d, Events: []k8s.Event{{Reason: "X"}}}}},
+		},
+		{name: "a status write that completes the rollout", give: k8s.Plan{Phase: k8s.PhaseComplete, Steps: []k8s.Step{status}}},
+		{name: "a status write past the deadline", give: k8s.Plan{Phase: k8s.PhaseDeadlineExceeded, Steps: []k8s.Step{status}}},
+		{name: "a status write without a deployment", give: k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{{Kind: k8s.StepUpdateStatus}}}},
+		{name: "a scale", give: k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{{Kind: k8s.StepScaleUp}}}},
+		{name: "a scale and a status write", give: k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{{Kind: k8s.StepScaleDown}, status}}},
+		{name: "nothing", give: k8s.Plan{Phase: k8s.PhaseProgressing}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := statusRefresh(tt.give); got != tt.want {
+				t.Errorf("statusRefresh(%+v) = %t, want %t", tt.give, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,608 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/kube"
+	"github.com/temporal-rollout/rollout/workflows"
+)
+
+// waitFor bounds every wait on the informers.
+const waitFor = 5 * time.Second
+
+// webOf is Deployment prod/<name> (selector app=<name>) with replicas pods of image,
+// RollingUpdate maxSurge 1, maxUnavailable 0, generation 1, no status yet.
+func webOf(name string, replicas int32, image string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "prod", Name: name, UID: types.UID(name + "-uid"), Generation: 1, ResourceVersion: "10",
+			Annotations: map[string]string{},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptrTo(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}},
+			},
+			Strategy: appsv1.DeploymentStrategy{
+				Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxSurge: ptrTo(intstr.FromInt32(1)), MaxUnavailable: ptrTo(intstr.FromInt32(0)),
+				},
+			},
+			RevisionHistoryLimit:    ptrTo(int32(10)),
+			ProgressDeadlineSeconds: ptrTo(int32(600)),
+		},
+	}
+}
+
+// podsOf says how many of a ReplicaSet's pods are ready and available.
+type podsOf func(rs *appsv1.ReplicaSet) (ready, available int32)
+
+func allUp(rs *appsv1.ReplicaSet) (int32, int32) { return *rs.Spec.Replicas, *rs.Spec.Replicas }
+
+// settle plays the controller: it applies k8s.Decide's plans to d and rss in memory, with the
+// pods that pods says, until a sync has nothing to write.
+func settle(t *testing.T, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods podsOf) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+	t.Helper()
+	withPods := func(rs *appsv1.ReplicaSet) *appsv1.ReplicaSet {
+		rs = rs.DeepCopy()
+		ready, available := pods(rs)
+		rs.Status = appsv1.ReplicaSetStatus{
+			Replicas: *rs.Spec.Replicas, ReadyReplicas: ready, AvailableReplicas: available,
+			FullyLabeledReplicas: *rs.Spec.Replicas, ObservedGeneration: rs.Generation,
+		}
+		return rs
+	}
+	for range 20 {
+		plan, err := k8s.Decide(k8s.NewSnapshot(d, rss, nil), k8s.Request{Chain: true}, time.Now())
+		if err != nil {
+			t.Fatalf("settle: Decide: %v", err)
+		}
+		if len(plan.Steps) == 0 {
+			return d, rss
+		}
+		for _, st := range plan.Steps {
+			switch st.Kind {
+			case k8s.StepCreate:
+				rs := st.ReplicaSet.DeepCopy()
+				rs.UID, rs.ResourceVersion, rs.Generation = types.UID(rs.Name+"-uid"), "5", 1
+				rss = append(rss, withPods(rs))
+			case k8s.StepScaleUp, k8s.StepScaleDown, k8s.StepUpdateRS:
+				for i := range rss {
+					if rss[i].Name == st.ReplicaSet.Name {
+						rss[i] = withPods(st.ReplicaSet)
+					}
+				}
+			case k8s.StepUpdateStatus:
+				d = st.Deployment.DeepCopy()
+			case k8s.StepEvent:
+			default:
+				t.Fatalf("settle: unexpected step %s", st.Kind)
+			}
+		}
+	}
+	t.Fatalf("settle: still writing after 20 syncs")
+	return nil, nil
+}
+
+// atRest is prod/<name> settled at nginx:1 with 2 pods.
+func atRest(t *testing.T, name string) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+	t.Helper()
+	return settle(t, webOf(name, 2, "nginx:1"), nil, allUp)
+}
+
+// rolling is prod/<name> rolling to nginx:2, its new pod not ready yet; its new ReplicaSet is
+// returned last.
+func rolling(t *testing.T, name string) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+	t.Helper()
+	d, rss := atRest(t, name)
+	d = d.DeepCopy()
+	d.Spec.Template.Spec.Containers[0].Image = "nginx:2"
+	d.Generation = 2
+	d, rss = settle(t, d, rss, func(rs *appsv1.ReplicaSet) (int32, int32) {
+		if rs.Spec.Template.Spec.Containers[0].Image == "nginx:2" {
+			return 0, 0
+		}
+		return allUp(rs)
+	})
+	sort.Slice(rss, func(i, j int) bool {
+		return rss[j].Spec.Template.Spec.Containers[0].Image == "nginx:2"
+	})
+	return d, rss
+}
+
+func objects(d *appsv1.Deployment, rss []*appsv1.ReplicaSet) []runtime.Object {
+	out := []runtime.Object{d}
+	for _, rs := range rss {
+		out = append(out, rs)
+	}
+	return out
+}
+
+// startWatcher builds a watcher on a cache of a fake clientset serving objs, with tc as its
+// Temporal client, and starts the cache (not Run).
+func startWatcher(t *testing.T, tc client.Client, objs ...runtime.Object) (*Watcher, *fake.Clientset) {
+	t.Helper()
+	return startWatcherOn(t, tc, fake.NewClientset(objs...))
+}
+
+// startWatcherOn is startWatcher on a given clientset.
+func startWatcherOn(t *testing.T, tc client.Client, kc *fake.Clientset) (*Watcher, *fake.Clientset) {
+	t.Helper()
+	bumpResourceVersions(kc)
+	c, err := kube.NewCache(kc, "")
+	if err != nil {
+		t.Fatalf("NewCache: %v", err)
+	}
+	w, err := New(c, tc, Options{TaskQueue: "tq"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); w.queue.ShutDown(); c.Shutdown() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return w, kc
+}
+
+// bumpResourceVersions makes the fake clientset number every write as the API server does
+// (the watcher skips updates that keep the resourceVersion: informer resyncs).
+func bumpResourceVersions(kc *fake.Clientset) {
+	var rv atomic.Int64
+	rv.Store(100)
+	bump := func(action k8stesting.Action) (bool, runtime.Object, error) {
+		// Create and update actions both carry the object written.
+		a, ok := action.(interface{ GetObject() runtime.Object })
+		if !ok {
+			return false, nil, nil
+		}
+		if m, ok := a.GetObject().(metav1.Object); ok {
+			m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+		}
+		return false, nil, nil
+	}
+	kc.PrependReactor("create", "*", bump)
+	kc.PrependReactor("update", "*", bump)
+}
+
+// drain takes every key from the watcher's queue, sorted.
+func drain(w *Watcher) []string {
+	var keys []string
+	for w.queue.Len() > 0 {
+		k, _ := w.queue.Get()
+		keys = append(keys, k)
+		w.queue.Done(k)
+		w.queue.Forget(k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func executions(ids ...string) []*workflowpb.WorkflowExecutionInfo {
+	var out []*workflowpb.WorkflowExecutionInfo
+	for _, id := range ids {
+		out = append(out, &workflowpb.WorkflowExecutionInfo{Execution: &commonpb.WorkflowExecution{WorkflowId: id, RunId: "run"}})
+	}
+	return out
+}
+
+// listQuery matches a ListWorkflow request for the running workflows of task queue tq, at the
+// given page token.
+func listQuery(token string) any {
+	return mock.MatchedBy(func(r *workflowservice.ListWorkflowExecutionsRequest) bool {
+		return string(r.NextPageToken) == token &&
+			strings.Contains(r.Query, "WorkflowType = '"+workflows.WorkflowType+"'") &&
+			strings.Contains(r.Query, "ExecutionStatus = 'Running'") &&
+			strings.Contains(r.Query, "TaskQueue = 'tq'")
+	})
+}
+
+func TestReconcile(t *testing.T) {
+	rest, restRSs := atRest(t, "rest")
+	drifted, driftedRSs := atRest(t, "drifted")
+	// Someone scaled the ReplicaSet of a Deployment at rest: a sync would scale it back.
+	driftedRSs[0] = driftedRSs[0].DeepCopy()
+	driftedRSs[0].Spec.Replicas = ptrTo(int32(1))
+	driftedRSs[0].Status.Replicas, driftedRSs[0].Status.AvailableReplicas, driftedRSs[0].Status.ReadyReplicas = 1, 1, 1
+	roll, rollRSs := rolling(t, "roll")
+	// Its new pod became available: a sync would move on, but the worker's wait sees it.
+	newRS := rollRSs[len(rollRSs)-1].DeepCopy()
+	newRS.Status.ReadyReplicas, newRS.Status.AvailableReplicas = 1, 1
+	rollRSs[len(rollRSs)-1] = newRS
+	fresh, freshRSs := atRest(t, "fresh")
+
+	var objs []runtime.Object
+	objs = append(objs, objects(rest, restRSs)...)
+	objs = append(objs, objects(drifted, driftedRSs)...)
+	objs = append(objs, objects(roll, rollRSs)...)
+	objs = append(objs, objects(fresh, freshRSs)...)
+
+	tc := &mocks.Client{}
+	// Two pages: the watcher must follow the token.
+	tc.On("ListWorkflow", mock.Anything, listQuery("")).Return(&workflowservice.ListWorkflowExecutionsResponse{
+		Executions:    executions(workflows.WorkflowID("prod", "rest"), workflows.WorkflowID("prod", "drifted"), "not-a-deployment-workflow"),
+		NextPageToken: []byte("page-2"),
+	}, nil).Once()
+	tc.On("ListWorkflow", mock.Anything, listQuery("page-2")).Return(&workflowservice.ListWorkflowExecutionsResponse{
+		Executions: executions(workflows.WorkflowID("prod", "roll"), workflows.WorkflowID("prod", "gone")),
+	}, nil).Once()
+	w, _ := startWatcher(t, tc, objs...)
+
+	got, err := w.Reconcile(context.Background())
+
+	if err != nil {
+		t.Fatalf("Reconcile error = %v", err)
+	}
+	tc.AssertExpectations(t)
+	want := []string{
+		"prod/drifted", // at rest, a sync would write
+		"prod/fresh",   // no workflow yet
+		"prod/gone",    // a workflow whose Deployment is gone
+	}
+	if keys := drain(w); !reflect.DeepEqual(keys, want) {
+		t.Errorf("queued = %q, want %q (rest: nothing to do; roll: the worker's)", keys, want)
+	}
+	if got != len(want) {
+		t.Errorf("Reconcile() = %d, want %d", got, len(want))
+	}
+}
+
+func TestReconcileListFails(t *testing.T) {
+	d, rss := atRest(t, "web")
+	tc := &mocks.Client{}
+	tc.On("ListWorkflow", mock.Anything, mock.Anything).Return(nil, serviceerror.NewUnavailable("frontend down")).Once()
+	w, _ := startWatcher(t, tc, objects(d, rss)...)
+
+	got, err := w.Reconcile(context.Background())
+
+	if err == nil || !strings.Contains(err.Error(), "list open workflows") {
+		t.Errorf("Reconcile error = %v, want one saying list open workflows", err)
+	}
+	if keys := drain(w); got != 0 || len(keys) != 0 {
+		t.Errorf("Reconcile() = %d, queued %q, want 0 and nothing: a failed list signals no one", got, keys)
+	}
+}
+
+func TestSignal(t *testing.T) {
+	ctx := context.Background()
+	d, rss := atRest(t, "web")
+	d.ResourceVersion = "42"
+	rss[0].ResourceVersion = "41"
+	id := workflows.WorkflowID("prod", "web")
+	in := workflows.Input{Namespace: "prod", Name: "web"}
+	tests := []struct {
+		name     string
+		give     string // the queue key
+		giveObjs []runtime.Object
+		giveMock func(*mocks.Client)
+		wantErr  bool
+	}{
+		{
+			name:     "signal-with-start with the versions the watcher saw",
+			give:     "prod/web",
+			giveObjs: objects(d, rss),
+			giveMock: func(tc *mocks.Client) {
+				trigger := workflows.Trigger{Versions: []k8s.ObjectVersion{
+					{Kind: k8s.KindDeployment, Name: "web", ResourceVersion: "42"},
+					{Kind: k8s.KindReplicaSet, Name: rss[0].Name, ResourceVersion: "41"},
+				}}
+				tc.On("SignalWithStartWorkflow", mock.Anything, id, workflows.SignalTrigger, trigger,
+					StartOptions("tq", false, in), workflows.WorkflowType, in).Return(nil, nil).Once()
+			},
+		},
+		{
+			name:     "signal-with-start fails: retried",
+			give:     "prod/web",
+			giveObjs: objects(d, rss),
+			giveMock: func(tc *mocks.Client) {
+				tc.On("SignalWithStartWorkflow", mock.Anything, id, workflows.SignalTrigger, mock.Anything,
+					mock.Anything, workflows.WorkflowType, in).Return(nil, serviceerror.NewUnavailable("down")).Once()
+			},
+			wantErr: true,
+		},
+		{
+			name: "a Deployment gone gets a plain signal, so its workflow confirms and ends",
+			give: "prod/web",
+			giveMock: func(tc *mocks.Client) {
+				tc.On("SignalWorkflow", mock.Anything, id, "", workflows.SignalTrigger, nil).Return(nil).Once()
+			},
+		},
+		{
+			name: "a Deployment gone without a workflow is done",
+			give: "prod/web",
+			giveMock: func(tc *mocks.Client) {
+				tc.On("SignalWorkflow", mock.Anything, id, "", workflows.SignalTrigger, nil).
+					Return(serviceerror.NewNotFound("workflow not found")).Once()
+			},
+		},
+		{
+			name: "a Deployment gone, signal fails: retried",
+			give: "prod/web",
+			giveMock: func(tc *mocks.Client) {
+				tc.On("SignalWorkflow", mock.Anything, id, "", workflows.SignalTrigger, nil).
+					Return(errors.New("connection reset")).Once()
+			},
+			wantErr: true,
+		},
+		{
+			name:     "a malformed key is dropped",
+			give:     "a/b/c",
+			giveMock: func(*mocks.Client) {},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := &mocks.Client{}
+			tt.giveMock(tc)
+			w, _ := startWatcher(t, tc, tt.giveObjs...)
+
+			err := w.signal(ctx, tt.give)
+
+			if (err != nil) != tt.wantErr {
+				t.Errorf("signal(%q) error = %v, want error %t", tt.give, err, tt.wantErr)
+			}
+			tc.AssertExpectations(t)
+		})
+	}
+}
+
+// TestHandlers drives the informers with changes and checks what the watcher queues. For a
+// change that queues nothing, a witness change on the same informer, made after it and
+// queueing prod/witness, shows the handler got past it (a handler sees one informer's events
+// in order).
+func TestHandlers(t *testing.T) {
+	ctx := context.Background()
+	update := func(kc *fake.Clientset, name string, f func(*appsv1.Deployment)) error {
+		d, err := kc.AppsV1().Deployments("prod").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		f(d)
+		_, err = kc.AppsV1().Deployments("prod").Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	}
+	updateRS := func(kc *fake.Clientset, name string, f func(*appsv1.ReplicaSet)) error {
+		rs, err := kc.AppsV1().ReplicaSets("prod").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		f(rs)
+		_, err = kc.AppsV1().ReplicaSets("prod").UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+		return err
+	}
+	web, webRSs := atRest(t, "web")
+	roll, rollRSs := rolling(t, "web")
+	witness, witnessRSs := atRest(t, "witness")
+	// An orphan the witness would adopt: its creation queues prod/witness.
+	witnessOrphan := witnessRSs[0].DeepCopy()
+	witnessOrphan.Name, witnessOrphan.UID, witnessOrphan.OwnerReferences = "witness-orphan", "witness-orphan-uid", nil
+	witnessBy := map[string]func(kc *fake.Clientset) error{
+		"deployment": func(kc *fake.Clientset) error {
+			return update(kc, "witness", func(d *appsv1.Deployment) { d.Generation++ })
+		},
+		"replicaset": func(kc *fake.Clientset) error {
+			_, err := kc.AppsV1().ReplicaSets("prod").Create(ctx, witnessOrphan, metav1.CreateOptions{})
+			return err
+		},
+	}
+
+	tests := []struct {
+		name        string
+		giveObjs    []runtime.Object // besides the witness
+		give        func(kc *fake.Clientset) error
+		giveWitness string // the informer give's change goes through
+		want        bool   // prod/web queued
+	}{
+		{
+			name:     "a Deployment created",
+			giveObjs: nil,
+			give: func(kc *fake.Clientset) error {
+				_, err := kc.AppsV1().Deployments("prod").Create(ctx, web, metav1.CreateOptions{})
+				return err
+			},
+			giveWitness: "deployment",
+			want:        true,
+		},
+		{
+			name:     "a new generation",
+			giveObjs: objects(web, webRSs),
+			give: func(kc *fake.Clientset) error {
+				return update(kc, "web", func(d *appsv1.Deployment) { d.Generation++ })
+			},
+			giveWitness: "deployment",
+			want:        true,
+		},
+		{
+			name:     "a Deployment deleted",
+			giveObjs: objects(web, webRSs),
+			give: func(kc *fake.Clientset) error {
+				return kc.AppsV1().Deployments("prod").Delete(ctx, "web", metav1.DeleteOptions{})
+			},
+			giveWitness: "deployment",
+			want:        true,
+		},
+		{
+			name:     "a status write that changes nothing a sync would",
+			giveObjs: objects(web, webRSs),
+			give: func(kc *fake.Clientset) error {
+				return update(kc, "web", func(*appsv1.Deployment) {})
+			},
+			giveWitness: "deployment",
+		},
+		{
+			name:     "an annotation a sync copies to the ReplicaSet",
+			giveObjs: objects(web, webRSs),
+			give: func(kc *fake.Clientset) error {
+				return update(kc, "web", func(d *appsv1.Deployment) { d.Annotations["example.com/owner"] = "team-a" })
+			},
+			giveWitness: "deployment",
+			want:        true,
+		},
+		{
+			name:     "a label a sync does nothing with",
+			giveObjs: objects(web, webRSs),
+			give: func(kc *fake.Clientset) error {
+				return update(kc, "web", func(d *appsv1.Deployment) { d.Labels = map[string]string{"tier": "front"} })
+			},
+			giveWitness: "deployment",
+		},
+		{
+			name:     "a pod of a Deployment at rest dies",
+			giveObjs: objects(web, webRSs),
+			give: func(kc *fake.Clientset) error {
+				return updateRS(kc, webRSs[0].Name, func(rs *appsv1.ReplicaSet) { rs.Status.AvailableReplicas, rs.Status.ReadyReplicas = 1, 1 })
+			},
+			giveWitness: "replicaset",
+			want:        true,
+		},
+		{
+			name:     "a ReplicaSet of a rollout under way changes: the worker's wait sees it",
+			giveObjs: objects(roll, rollRSs),
+			give: func(kc *fake.Clientset) error {
+				return updateRS(kc, rollRSs[len(rollRSs)-1].Name, func(rs *appsv1.ReplicaSet) {
+					rs.Status.AvailableReplicas, rs.Status.ReadyReplicas = 1, 1
+				})
+			},
+			giveWitness: "replicaset",
+		},
+		{
+			name:     "an orphan a Deployment at rest would adopt",
+			giveObjs: objects(web, webRSs),
+			give: func(kc *fake.Clientset) error {
+				orphan := webRSs[0].DeepCopy()
+				orphan.Name, orphan.UID, orphan.OwnerReferences, orphan.ResourceVersion = "web-orphan", "web-orphan-uid", nil, ""
+				_, err := kc.AppsV1().ReplicaSets("prod").Create(ctx, orphan, metav1.CreateOptions{})
+				return err
+			},
+			giveWitness: "replicaset",
+			want:        true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := append(objects(witness, witnessRSs), tt.giveObjs...)
+			w, kc := startWatcher(t, &mocks.Client{}, objs...)
+
+			if err := tt.give(kc); err != nil {
+				t.Fatal(err)
+			}
+			if err := witnessBy[tt.giveWitness](kc); err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			deadline := time.Now().Add(waitFor)
+			for !contains(keys, "prod/witness") {
+				if time.Now().After(deadline) {
+					t.Fatalf("witness not queued after %s (queued %q)", waitFor, keys)
+				}
+				time.Sleep(5 * time.Millisecond)
+				keys = append(keys, drain(w)...)
+			}
+			if got := contains(keys, "prod/web"); got != tt.want {
+				t.Errorf("prod/web queued = %t (queued %q), want %t", got, keys, tt.want)
+			}
+		})
+	}
+}
+
+func contains(keys []string, key string) bool {
+	for _, k := range keys {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// TestOwnSpecWrites: a new generation is the watcher's to signal unless our worker alone wrote
+// it (SetImage, SetPaused, RollbackDeployment): the workflow that wrote it knows. The watcher
+// tells by the Deployment's managedFields, which the cache keeps.
+func TestOwnSpecWrites(t *testing.T) {
+	ctx := context.Background()
+	t0 := metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	entry := func(manager string, at metav1.Time) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", Time: &at}
+	}
+	tests := []struct {
+		name string
+		give []metav1.ManagedFieldsEntry // after the write; before it, kubectl and we at t0
+		want bool                        // prod/web queued
+	}{
+		{name: "our worker's write", give: []metav1.ManagedFieldsEntry{entry("kubectl", t0), entry(kube.FieldManager, t1)}, want: false},
+		{name: "kubectl's write", give: []metav1.ManagedFieldsEntry{entry("kubectl", t1), entry(kube.FieldManager, t0)}, want: true},
+		{name: "both wrote", give: []metav1.ManagedFieldsEntry{entry("kubectl", t1), entry(kube.FieldManager, t1)}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			web, webRSs := atRest(t, "web")
+			web.ManagedFields = []metav1.ManagedFieldsEntry{entry("kubectl", t0), entry(kube.FieldManager, t0)}
+			witness, witnessRSs := atRest(t, "witness")
+			// The object tracker of NewClientset rewrites managedFields; this one keeps them as
+			// written, as the API server reports them.
+			kc := fake.NewSimpleClientset(append(objects(web, webRSs), objects(witness, witnessRSs)...)...)
+			w, _ := startWatcherOn(t, &mocks.Client{}, kc)
+
+			d, err := kc.AppsV1().Deployments("prod").Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Generation++
+			d.Spec.Paused = true
+			d.ManagedFields = tt.give
+			if _, err := kc.AppsV1().Deployments("prod").Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			x, err := kc.AppsV1().Deployments("prod").Get(ctx, "witness", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x.Generation++
+			if _, err := kc.AppsV1().Deployments("prod").Update(ctx, x, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			deadline := time.Now().Add(waitFor)
+			for !contains(keys, "prod/witness") {
+				if time.Now().After(deadline) {
+					t.Fatalf("witness not queued after %s (queued %q)", waitFor, keys)
+				}
+				time.Sleep(5 * time.Millisecond)
+				keys = append(keys, drain(w)...)
+			}
+			if got := contains(keys, "prod/web"); got != tt.want {
+				t.Errorf("prod/web queued = %t (queued %q), want %t", got, keys, tt.want)
+			}
+		})
+	}
+}
