@@ -24,8 +24,7 @@ type DeploymentWriteInput struct {
 
 // DeploymentWriteResult reports the generation after the write.
 type DeploymentWriteResult struct {
-	Generation int64               `json:"generation"`
-	Wrote      []k8s.ObjectVersion `json:"wrote,omitempty"`
+	Wrote []k8s.ObjectVersion `json:"wrote,omitempty"`
 }
 
 // UpdateDeploymentStatus writes status and the revision annotation (a status update keeps
@@ -70,7 +69,7 @@ func (a *Activities) writeDeployment(ctx context.Context, in DeploymentWriteInpu
 		return DeploymentWriteResult{}, classify(what+" deployment "+want.Namespace+"/"+want.Name, err)
 	}
 	a.record(refOf(want), in.Events)
-	return DeploymentWriteResult{Generation: updated.Generation, Wrote: []k8s.ObjectVersion{k8s.DeploymentVersion(updated)}}, nil
+	return DeploymentWriteResult{Wrote: []k8s.ObjectVersion{k8s.DeploymentVersion(updated)}}, nil
 }
 
 // RecordEventInput is events to record on the Deployment.
@@ -94,9 +93,8 @@ type SetPausedInput struct {
 
 // SetPausedResult reports whether the spec changed.
 type SetPausedResult struct {
-	Changed    bool                `json:"changed"`
-	Generation int64               `json:"generation"`
-	Wrote      []k8s.ObjectVersion `json:"wrote,omitempty"`
+	Changed bool                `json:"changed"`
+	Wrote   []k8s.ObjectVersion `json:"wrote,omitempty"`
 }
 
 // SetPaused patches spec.paused, so kubectl and Temporal show the same truth. Patching an
@@ -108,7 +106,7 @@ func (a *Activities) SetPaused(ctx context.Context, in SetPausedInput) (SetPause
 		return SetPausedResult{}, classify("get deployment "+in.Namespace+"/"+in.Name, err)
 	}
 	if d.Spec.Paused == in.Paused {
-		return SetPausedResult{Generation: d.Generation}, nil
+		return SetPausedResult{}, nil
 	}
 	patch := fmt.Sprintf(`{"metadata":{"uid":%q},"spec":{"paused":%t}}`, d.UID, in.Paused)
 	updated, err := dc.Patch(ctx, in.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: fieldManager})
@@ -116,7 +114,7 @@ func (a *Activities) SetPaused(ctx context.Context, in SetPausedInput) (SetPause
 	if err != nil {
 		return SetPausedResult{}, classify(fmt.Sprintf("set paused=%t on deployment %s/%s", in.Paused, in.Namespace, in.Name), err)
 	}
-	return SetPausedResult{Changed: true, Generation: updated.Generation, Wrote: []k8s.ObjectVersion{k8s.DeploymentVersion(updated)}}, nil
+	return SetPausedResult{Changed: true, Wrote: []k8s.ObjectVersion{k8s.DeploymentVersion(updated)}}, nil
 }
 
 // SetImageInput sets container images, by container name.
@@ -130,7 +128,6 @@ type SetImageInput struct {
 // SetImageResult reports whether the template changed.
 type SetImageResult struct {
 	Changed     bool                `json:"changed"`
-	Generation  int64               `json:"generation"`
 	ChangeCause string              `json:"changeCause,omitempty"`
 	Wrote       []k8s.ObjectVersion `json:"wrote,omitempty"`
 }
@@ -178,7 +175,7 @@ func (a *Activities) SetImage(ctx context.Context, in SetImageInput) (SetImageRe
 			parts = append(parts, name+"="+image)
 		}
 		if !changed {
-			return SetImageResult{Generation: d.Generation}, nil
+			return SetImageResult{}, nil
 		}
 		cause := "temporal workflow " + in.WorkflowID + ": set image " + strings.Join(parts, ",")
 		if in.WorkflowID == "" {
@@ -191,7 +188,7 @@ func (a *Activities) SetImage(ctx context.Context, in SetImageInput) (SetImageRe
 		updated, err := dc.Update(ctx, d, metav1.UpdateOptions{FieldManager: fieldManager})
 		a.countWrite("update", "deployments", err)
 		if err == nil {
-			return SetImageResult{Changed: true, Generation: updated.Generation, ChangeCause: cause, Wrote: []k8s.ObjectVersion{k8s.DeploymentVersion(updated)}}, nil
+			return SetImageResult{Changed: true, ChangeCause: cause, Wrote: []k8s.ObjectVersion{k8s.DeploymentVersion(updated)}}, nil
 		}
 		if !apierrors.IsConflict(err) || i >= conflictRetries {
 			return SetImageResult{}, classify("set image on deployment "+in.Namespace+"/"+in.Name, err)

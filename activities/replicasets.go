@@ -100,11 +100,10 @@ type CreateInput struct {
 // CreateResult tells what happened: created, found already there (ours, same template), or a
 // hash collision that bumped status.collisionCount.
 type CreateResult struct {
-	Name       string `json:"name"`
-	Created    bool   `json:"created"`
-	Existed    bool   `json:"existed,omitempty"`
-	Collision  bool   `json:"collision,omitempty"`
-	Generation int64  `json:"generation"`
+	Name      string `json:"name"`
+	Created   bool   `json:"created"`
+	Existed   bool   `json:"existed,omitempty"`
+	Collision bool   `json:"collision,omitempty"`
 	// Wrote lists the objects written, at their new resourceVersions.
 	Wrote []k8s.ObjectVersion `json:"wrote,omitempty"`
 }
@@ -129,7 +128,7 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 	a.countWrite("create", "replicasets", err)
 	switch {
 	case err == nil:
-		res.Created, res.Generation = true, created.Generation
+		res.Created = true
 		res.Wrote = append(res.Wrote, k8s.ReplicaSetVersion(created))
 		a.record(in.Deployment, in.Events)
 		return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
@@ -139,7 +138,7 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 			return res, classify("get existing replicaset "+rs.Namespace+"/"+rs.Name, gerr)
 		}
 		if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == in.Deployment.UID && k8s.EqualIgnoreHash(&rs.Spec.Template, &existing.Spec.Template) {
-			res.Existed, res.Generation = true, existing.Generation
+			res.Existed = true
 			res.Wrote = append(res.Wrote, k8s.ReplicaSetVersion(existing))
 			return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
 		}
@@ -227,9 +226,8 @@ type WriteReplicaSetInput struct {
 
 // WriteReplicaSetResult reports the replicas written and the generation they produced.
 type WriteReplicaSetResult struct {
-	Name       string `json:"name"`
-	Replicas   int32  `json:"replicas"`
-	Generation int64  `json:"generation"`
+	Name     string `json:"name"`
+	Replicas int32  `json:"replicas"`
 	// Wrote lists the objects written, at their new resourceVersions.
 	Wrote []k8s.ObjectVersion `json:"wrote,omitempty"`
 }
@@ -276,7 +274,6 @@ func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInpu
 	if err != nil {
 		return res, classify(fmt.Sprintf("scale replicaset %s/%s to %d", want.Namespace, want.Name, *want.Spec.Replicas), err)
 	}
-	res.Generation = updated.Generation
 	res.Wrote = append(res.Wrote, k8s.ReplicaSetVersion(updated))
 	a.record(in.Deployment, in.Events)
 	return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
