@@ -228,11 +228,11 @@ func (f *fakeCluster) SetPaused(_ context.Context, in activities.SetPausedInput)
 		return activities.SetPausedResult{}, appErr(activities.ErrNotFound, "deployment %s/%s not found", in.Namespace, in.Name)
 	}
 	if f.d.Spec.Paused == in.Paused {
-		return activities.SetPausedResult{Generation: f.d.Generation}, nil
+		return activities.SetPausedResult{}, nil
 	}
 	f.d.Spec.Paused = in.Paused
 	f.d.Generation++
-	return activities.SetPausedResult{Changed: true, Generation: f.d.Generation}, nil
+	return activities.SetPausedResult{Changed: true}, nil
 }
 
 func (f *fakeCluster) SetImage(_ context.Context, in activities.SetImageInput) (_ activities.SetImageResult, err error) {
@@ -260,13 +260,13 @@ func (f *fakeCluster) SetImage(_ context.Context, in activities.SetImageInput) (
 		parts = append(parts, name+"="+image)
 	}
 	if !changed {
-		return activities.SetImageResult{Generation: f.d.Generation}, nil
+		return activities.SetImageResult{}, nil
 	}
 	sort.Strings(parts)
 	cause := "set image " + strings.Join(parts, ",")
 	f.d.Annotations[k8s.ChangeCauseAnnotation] = cause
 	f.d.Generation++
-	return activities.SetImageResult{Changed: true, Generation: f.d.Generation, ChangeCause: cause}, nil
+	return activities.SetImageResult{Changed: true, ChangeCause: cause}, nil
 }
 
 func (f *fakeCluster) RecordEvent(_ context.Context, in activities.RecordEventInput) (err error) {
@@ -315,7 +315,7 @@ func (f *fakeCluster) CreateReplicaSet(_ context.Context, in activities.CreateIn
 	if i := f.findRS(rs.Name); i >= 0 {
 		existing := f.rss[i]
 		if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == in.Deployment.UID && k8s.EqualIgnoreHash(&rs.Spec.Template, &existing.Spec.Template) {
-			res.Existed, res.Generation = true, existing.Generation
+			res.Existed = true
 			return res, nil
 		}
 		if f.d.Status.CollisionCount == nil {
@@ -335,7 +335,7 @@ func (f *fakeCluster) CreateReplicaSet(_ context.Context, in activities.CreateIn
 	f.rss = append(f.rss, rs)
 	f.created = append(f.created, rs.Name)
 	f.events = append(f.events, in.Events...)
-	res.Created, res.Generation = true, rs.Generation
+	res.Created = true
 	return res, nil
 }
 
@@ -367,7 +367,7 @@ func (f *fakeCluster) writeReplicaSet(in activities.WriteReplicaSetInput) (activ
 	}
 	settle(rs)
 	f.events = append(f.events, in.Events...)
-	return activities.WriteReplicaSetResult{Name: rs.Name, Replicas: *rs.Spec.Replicas, Generation: rs.Generation}, nil
+	return activities.WriteReplicaSetResult{Name: rs.Name, Replicas: *rs.Spec.Replicas}, nil
 }
 
 func (f *fakeCluster) ScaleUpReplicaSet(_ context.Context, in activities.WriteReplicaSetInput) (_ activities.WriteReplicaSetResult, err error) {
@@ -428,7 +428,7 @@ func (f *fakeCluster) UpdateDeploymentStatus(_ context.Context, in activities.De
 		f.d.Annotations[k] = v
 	}
 	f.events = append(f.events, in.Events...)
-	return activities.DeploymentWriteResult{Generation: f.d.Generation}, nil
+	return activities.DeploymentWriteResult{}, nil
 }
 
 func (f *fakeCluster) RollbackDeployment(_ context.Context, in activities.DeploymentWriteInput) (_ activities.DeploymentWriteResult, err error) {
@@ -447,7 +447,7 @@ func (f *fakeCluster) RollbackDeployment(_ context.Context, in activities.Deploy
 		f.d.Annotations[k] = v
 	}
 	f.events = append(f.events, in.Events...)
-	return activities.DeploymentWriteResult{Generation: f.d.Generation}, nil
+	return activities.DeploymentWriteResult{}, nil
 }
 
 // --- test-side access (what kubectl would do) ---
