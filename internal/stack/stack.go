@@ -380,7 +380,11 @@ func (s *Stack) StartTemporal(ctx context.Context) error {
 		s.UIAddress = fmt.Sprintf("http://127.0.0.1:%d", ui)
 		s.tempArgs = []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
 			"--ui-port", strconv.Itoa(ui), "--db-filename", filepath.Join(o.Dir, "temporal.db"),
-			"--log-level", "warn", "--namespace", "default"}
+			"--log-level", "warn", "--namespace", "default",
+			// AwaitChange, scheduled by a workflow task, comes back in that task's
+			// completion response and starts at once on the worker that asked for it,
+			// without a round trip through matching (off by default on the server).
+			"--dynamic-config-value", "system.enableActivityEagerExecution=true"}
 		for _, sa := range SearchAttributes {
 			s.tempArgs = append(s.tempArgs, "--search-attribute", sa)
 		}
