@@ -165,7 +165,15 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 // statusRefresh reports whether a plan only writes the Deployment's status, with no event and
 // no end to the rollout: what AwaitChange writes itself.
 func statusRefresh(plan k8s.Plan) bool {
-	if plan.Phase != k8s.PhaseProgressing || len(plan.Steps) != 1 {
+	return plan.Phase == k8s.PhaseProgressing && StatusOnly(plan)
+}
+
+// StatusOnly reports whether a plan's one write is the Deployment's status, with no event:
+// derived data that upstream rewrites on every ReplicaSet status change, which the watcher
+// (for a Deployment at rest) and AwaitChange (for a rollout under way) write at once rather
+// than through a recorded sync.
+func StatusOnly(plan k8s.Plan) bool {
+	if len(plan.Steps) != 1 {
 		return false
 	}
 	st := plan.Steps[0]

@@ -7,6 +7,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/obs"
 	"github.com/temporal-rollout/rollout/kube"
@@ -33,7 +34,11 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 	if err != nil {
 		return err
 	}
-	w, err := watcher.New(c, tc, watcher.Options{TaskQueue: cfg.TaskQueue, SearchAttributes: cfg.SearchAttributes, Resync: cfg.Resync}, logger)
+	w, err := watcher.New(c, tc, watcher.Options{
+		TaskQueue: cfg.TaskQueue, SearchAttributes: cfg.SearchAttributes, Resync: cfg.Resync,
+		// Status-count refreshes of Deployments at rest go through the worker's write path.
+		Status: &activities.Activities{Client: kc, Cache: c, Metrics: activities.NewMetrics(reg)},
+	}, logger)
 	if err != nil {
 		return err
 	}

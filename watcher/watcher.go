@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +42,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/kube"
 	"github.com/temporal-rollout/rollout/workflows"
@@ -56,7 +58,18 @@ type Options struct {
 	Resync time.Duration
 	// Workers send signals in parallel.
 	Workers int
+	// Status, when set, writes the status-count refreshes of Deployments at rest at once
+	// (activities.StatusOnly plans) instead of signalling a sync for them.
+	Status StatusWriter
 }
+
+// StatusWriter writes a Deployment's status; *activities.Activities is one.
+type StatusWriter interface {
+	UpdateDeploymentStatus(context.Context, activities.DeploymentWriteInput) (activities.DeploymentWriteResult, error)
+}
+
+// statusKey prefixes the queue keys of status refreshes.
+const statusKey = "status:"
 
 // Watcher signals Deployment workflows; see the package doc.
 type Watcher struct {
@@ -174,6 +187,10 @@ func (w *Watcher) enqueueObject(obj any) {
 // snapshot (the same rule the worker observes with).
 func (w *Watcher) enqueueIfDecided(d *appsv1.Deployment, why string) {
 	plan, err := k8s.Decide(w.cache.Snapshot(d), k8s.Request{Chain: true}, time.Now())
+	if err == nil && w.opts.Status != nil && activities.StatusOnly(plan) {
+		w.queue.Add(statusKey + d.Namespace + "/" + d.Name)
+		return
+	}
 	if err != nil || len(plan.Steps) > 0 {
 		w.log.Debug("Deployment needs a sync", "namespace", d.Namespace, "deployment", d.Name, "why", why, "steps", len(plan.Steps))
 		w.enqueue(d.Namespace, d.Name)
@@ -231,6 +248,11 @@ func (w *Watcher) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer w.queue.Done(key)
+	if k, ok := strings.CutPrefix(key, statusKey); ok {
+		w.refreshStatus(ctx, k)
+		w.queue.Forget(key)
+		return true
+	}
 	if err := w.signal(ctx, key); err != nil {
 		w.log.Warn("Signal failed, retrying", "key", key, "error", err)
 		w.queue.AddRateLimited(key)
@@ -238,6 +260,33 @@ func (w *Watcher) processNext(ctx context.Context) bool {
 	}
 	w.queue.Forget(key)
 	return true
+}
+
+// refreshStatus writes a Deployment at rest's status counts, weighed again on the cache as it is
+// now (as upstream rewrites them on every ReplicaSet status change, within milliseconds), with
+// the Deployment's resourceVersion as precondition. Anything more than that, or a failed write,
+// becomes a signal: the workflow syncs and records it.
+func (w *Watcher) refreshStatus(ctx context.Context, key string) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return
+	}
+	d, err := w.cache.Deployment(ns, name)
+	if err != nil {
+		w.queue.Add(key)
+		return
+	}
+	plan, err := k8s.Decide(w.cache.Snapshot(d), k8s.Request{Chain: true}, time.Now())
+	switch {
+	case err != nil || (len(plan.Steps) > 0 && !activities.StatusOnly(plan)):
+		w.queue.Add(key)
+	case len(plan.Steps) == 0:
+	default:
+		if _, err := w.opts.Status.UpdateDeploymentStatus(ctx, activities.DeploymentWriteInput{Deployment: plan.Steps[0].Deployment}); err != nil {
+			w.log.Debug("Status refresh failed, signalling a sync", "namespace", ns, "deployment", name, "error", err)
+			w.queue.Add(key)
+		}
+	}
 }
 
 // signal sends the trigger: signal-with-start while the Deployment exists, a plain signal (so

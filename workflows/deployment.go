@@ -26,6 +26,8 @@ const (
 	resyncInterval   = time.Minute
 	resyncIntervalV2 = 5 * time.Minute
 	maxBackoff       = 5 * time.Minute
+	// staleRetriesV3: stale decisions synced again at once, in a row (see failed).
+	staleRetriesV3 = 10
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
 )
@@ -614,19 +616,31 @@ func foldStatus(steps []k8s.Step) []k8s.Step {
 func (r *rollout) failed(ctx workflow.Context, err error) {
 	r.status.LastError = err.Error()
 	r.failures++
-	if (activities.IsKind(err, activities.ErrStale) || activities.IsKind(err, activities.ErrNotFound)) && r.failures <= 3 {
+	// From versionAwait on, a conflict is a stale decision by design (the write is not
+	// retried with the same target), and conflicts are routine while the ReplicaSet controller
+	// and other clients write the same objects: they sync again at once, from a live read, up
+	// to staleRetries in a row before backing off.
+	staleRetries := 3
+	if r.version >= versionAwait {
+		staleRetries = staleRetriesV3
+	}
+	if (activities.IsKind(err, activities.ErrStale) || activities.IsKind(err, activities.ErrNotFound)) && r.failures <= staleRetries {
 		r.log.Info("Decision was stale, syncing again from a live read", "error", err)
 		r.dirty, r.liveNext = true, true
 		return
 	}
-	backoff := backoffFor(r.failures)
+	n := r.failures
+	if stale := activities.IsKind(err, activities.ErrStale) || activities.IsKind(err, activities.ErrNotFound); stale && r.version >= versionAwait {
+		n -= staleRetries
+	}
+	backoff := backoffFor(n)
 	r.log.Warn("Sync failed, retrying after backoff", "error", err, "backoff", backoff)
 	r.setWake(ctx, workflow.Now(ctx).Add(backoff))
 }
 
 // backoffFor is 2s, 4s, 8s ... up to maxBackoff.
 func backoffFor(failures int) time.Duration {
-	return min(time.Second<<min(failures, 9), maxBackoff)
+	return min(time.Second<<min(max(failures, 1), 9), maxBackoff)
 }
 
 // scheduleWake keeps one timer: the progress deadline recheck or, while a rollout is under way,
