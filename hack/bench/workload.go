@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/temporal-rollout/rollout/internal/stack"
-	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/kube"
 )
 
 // Workload kinds.
@@ -231,7 +231,7 @@ type runner struct {
 
 func (r *runner) run(ctx context.Context) error {
 	cfg, w, res := r.cfg, r.w, r.res
-	kube, _, err := k8s.NewClientsetAs("rollout-bench", r.s.Kubeconfig, float32(cfg.HarnessQPS), cfg.HarnessBurst)
+	kube, _, err := kube.NewClientsetAs("rollout-bench", r.s.Kubeconfig, float32(cfg.HarnessQPS), cfg.HarnessBurst)
 	if err != nil {
 		return err
 	}

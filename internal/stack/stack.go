@@ -30,7 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/kube"
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
@@ -231,7 +231,7 @@ func (s *Stack) startKube(ctx context.Context) error {
 	if err := os.WriteFile(s.Kubeconfig, []byte(kubeconfig(s.APIServer, s.Token)), 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
-	cs, _, err := k8s.NewClientsetAs("rollout-stack", s.Kubeconfig, 100, 200)
+	cs, _, err := kube.NewClientsetAs("rollout-stack", s.Kubeconfig, 100, 200)
 	if err != nil {
 		return err
 	}
