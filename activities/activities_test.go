@@ -311,7 +311,6 @@ func TestScaleUpReplicaSet(t *testing.T) {
 		rs.Annotations["example.com/note"] = "kept"
 		rs.Labels["team"] = "x"
 	})
-	atTarget := withRS(target, func(rs *appsv1.ReplicaSet) { rs.ResourceVersion = "9"; rs.Generation = 2 })
 	scaled := k8s.Event{Type: corev1.EventTypeNormal, Reason: "ScalingReplicaSet", Message: "Scaled up replica set web-abc from 1 to 3"}
 	scaledEvent := "Normal ScalingReplicaSet Scaled up replica set web-abc from 1 to 3"
 	status := withDeployment(testDeployment(), func(d *appsv1.Deployment) {
@@ -341,55 +340,82 @@ func TestScaleUpReplicaSet(t *testing.T) {
 			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, FromReplicas: 1, Events: []k8s.Event{scaled}},
 			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
 			wantEvents:  []string{scaledEvent},
-			wantActions: []string{"update replicasets"},
+			wantActions: []string{"get replicasets", "update replicasets"},
 			wantStored:  &rsState{UID: rsUID, Replicas: 3, MinReadySeconds: 5, Annotations: target.Annotations, Labels: stale.Labels},
 		},
 		{
-			name:        "conflict is stale: no re-read, no second write, no event",
-			giveStored:  fresh,
+			name:        "a conflict from a change the decision did not read is retried on a fresh read",
+			giveStored:  stale,
 			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, FromReplicas: 1, Events: []k8s.Event{scaled}},
 			giveFail:    1,
 			giveErr:     conflict(rsGR, "web-abc"),
 			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
+			wantEvents:  []string{scaledEvent},
+			wantActions: []string{"get replicasets", "update replicasets", "get replicasets", "update replicasets"},
+			wantStored:  &rsState{UID: rsUID, Replicas: 3, MinReadySeconds: 5, Annotations: target.Annotations, Labels: stale.Labels},
+		},
+		{
+			name:        "a ReplicaSet whose spec changed since the decision is stale before any write",
+			giveStored:  fresh,
+			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, FromReplicas: 1, Events: []k8s.Event{scaled}},
+			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
 			wantErr:     ErrStale,
-			wantActions: []string{"update replicasets"},
+			wantActions: []string{"get replicasets"},
 			wantStored:  &rsState{UID: rsUID, Replicas: 2, Annotations: fresh.Annotations, Labels: fresh.Labels},
 		},
 		{
-			name:        "conflict on a ReplicaSet already at the target is stale too",
-			giveStored:  atTarget,
+			name: "a ReplicaSet whose availability dropped since the decision is stale",
+			giveStored: withRS(stale, func(rs *appsv1.ReplicaSet) {
+				rs.ResourceVersion = "9"
+				rs.Status.AvailableReplicas--
+			}),
 			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, FromReplicas: 1, Events: []k8s.Event{scaled}},
-			giveFail:    1,
+			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
+			wantErr:     ErrStale,
+			wantActions: []string{"get replicasets"},
+		},
+		{
+			name:        "a persistent conflict is stale",
+			giveStored:  stale,
+			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, FromReplicas: 1, Events: []k8s.Event{scaled}},
+			giveFail:    -1,
 			giveErr:     conflict(rsGR, "web-abc"),
 			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
 			wantErr:     ErrStale,
-			wantActions: []string{"update replicasets"},
-			wantStored:  &rsState{UID: rsUID, Replicas: 3, MinReadySeconds: 5, Annotations: target.Annotations, Labels: stale.Labels},
+			wantActions: repeat([]string{"get replicasets", "update replicasets"}, conflictRetries+1),
+			wantStored:  &rsState{UID: rsUID, Replicas: 1, Annotations: stale.Annotations, Labels: stale.Labels},
 		},
 		{
 			name:        "deleted ReplicaSet is not found",
 			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, Events: []k8s.Event{scaled}},
 			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
 			wantErr:     ErrNotFound,
-			wantActions: []string{"update replicasets"},
+			wantActions: []string{"get replicasets"},
 		},
 		{
-			name:         "the update carries the snapshot's resourceVersion",
-			giveStored:   fresh,
-			give:         WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target},
+			name: "the update carries the current resourceVersion and keeps others' labels and annotations",
+			giveStored: withRS(stale, func(rs *appsv1.ReplicaSet) {
+				rs.ResourceVersion = "9"
+				rs.Annotations["example.com/note"] = "kept"
+				rs.Labels["team"] = "x"
+			}),
+			give:         WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, FromReplicas: 1},
 			want:         WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
-			wantActions:  []string{"update replicasets"},
-			wantUpdateRV: "5",
+			wantActions:  []string{"get replicasets", "update replicasets"},
+			wantUpdateRV: "9",
+			wantStored: &rsState{UID: rsUID, Replicas: 3, MinReadySeconds: 5,
+				Annotations: withRS(target, func(rs *appsv1.ReplicaSet) { rs.Annotations["example.com/note"] = "kept" }).Annotations,
+				Labels:      withRS(stale, func(rs *appsv1.ReplicaSet) { rs.Labels["team"] = "x" }).Labels},
 		},
 		{
 			name:        "server unavailable stays retryable",
 			giveStored:  stale,
-			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, Events: []k8s.Event{scaled}},
+			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, FromReplicas: 1, Events: []k8s.Event{scaled}},
 			giveFail:    1,
 			giveErr:     apierrors.NewServiceUnavailable("etcd leader election"),
 			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
 			wantErr:     retryable,
-			wantActions: []string{"update replicasets"},
+			wantActions: []string{"get replicasets", "update replicasets"},
 		},
 		{
 			name:    "nil ReplicaSet is invalid",
@@ -415,32 +441,32 @@ func TestScaleUpReplicaSet(t *testing.T) {
 		{
 			name:        "ThenStatus writes the deployment status after the ReplicaSet",
 			giveStored:  stale,
-			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, Events: []k8s.Event{scaled}, ThenStatus: status},
+			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, FromReplicas: 1, Events: []k8s.Event{scaled}, ThenStatus: status},
 			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
 			wantEvents:  []string{scaledEvent},
-			wantActions: []string{"update replicasets", "get deployments", "update deployments/status"},
+			wantActions: []string{"get replicasets", "update replicasets", "get deployments", "update deployments/status"},
 			wantStatus:  &status.Status,
 		},
 		{
-			name:        "ThenStatus is not written after a conflict",
+			name:        "ThenStatus is not written after a stale ReplicaSet write",
 			giveStored:  stale,
-			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, ThenStatus: status},
-			giveFail:    1,
+			give:        WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, FromReplicas: 1, ThenStatus: status},
+			giveFail:    -1,
 			giveErr:     conflict(rsGR, "web-abc"),
 			want:        WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
 			wantErr:     ErrStale,
-			wantActions: []string{"update replicasets"},
+			wantActions: repeat([]string{"get replicasets", "update replicasets"}, conflictRetries+1),
 			wantStatus:  &testDeployment().Status,
 		},
 		{
 			name:               "a stale ThenStatus fails the activity after the ReplicaSet write",
 			giveStored:         stale,
-			give:               WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, Events: []k8s.Event{scaled}, ThenStatus: status},
+			give:               WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, FromReplicas: 1, Events: []k8s.Event{scaled}, ThenStatus: status},
 			giveStatusConflict: true,
 			want:               WriteReplicaSetResult{Name: "web-abc", Replicas: 3},
 			wantErr:            ErrStale,
 			wantEvents:         []string{scaledEvent},
-			wantActions:        []string{"update replicasets", "get deployments", "update deployments/status"},
+			wantActions:        append([]string{"get replicasets", "update replicasets"}, repeat([]string{"get deployments", "update deployments/status"}, conflictRetries+1)...),
 			wantStored:         &rsState{UID: rsUID, Replicas: 3, MinReadySeconds: 5, Annotations: target.Annotations, Labels: stale.Labels},
 			wantStatus:         &testDeployment().Status,
 		},
@@ -504,7 +530,7 @@ func TestReplicaSetWritesShareOneImplementation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, stale)
-			got, err := tt.give(f.a, context.Background(), WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target})
+			got, err := tt.give(f.a, context.Background(), WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, FromReplicas: 3})
 			checkErr(t, err, "")
 			got.Wrote = nil // versions are checked in TestWritesReportVersions
 			if !reflect.DeepEqual(got, tt.want) {
@@ -1012,19 +1038,21 @@ func TestUpdateDeploymentStatus(t *testing.T) {
 			wantActions:     []string{"get deployments", "update deployments/status"},
 		},
 		{
-			name:            "conflict is stale: no re-read, no second write, no event",
-			giveStored:      concurrent,
-			give:            want,
-			giveEvents:      []k8s.Event{{Type: corev1.EventTypeNormal, Reason: "DeploymentRollout", Message: "done"}},
-			giveConflicts:   1,
-			wantErr:         ErrStale,
-			wantStatus:      concurrent.Status,
-			wantAnnotations: concurrent.Annotations,
-			wantActions:     []string{"get deployments", "update deployments/status"},
+			name:          "a conflict from a metadata change is retried on a fresh read, keeping it",
+			giveStored:    concurrent,
+			give:          want,
+			giveEvents:    []k8s.Event{{Type: corev1.EventTypeNormal, Reason: "DeploymentRollout", Message: "done"}},
+			giveConflicts: 1,
+			wantStatus:    want.Status,
+			wantAnnotations: withDeployment(concurrent, func(d *appsv1.Deployment) {
+				d.Annotations[k8s.RevisionAnnotation] = "2"
+			}).Annotations,
+			wantEvents:  []string{"Normal DeploymentRollout done"},
+			wantActions: []string{"get deployments", "update deployments/status", "get deployments", "update deployments/status"},
 		},
 		{
-			name:            "a deployment changed since the decision is stale before any write",
-			giveStored:      fresh,
+			name:            "a deployment with a new generation since the decision is stale before any write",
+			giveStored:      withDeployment(fresh, func(d *appsv1.Deployment) { d.Generation = 3 }),
 			give:            want,
 			giveEvents:      []k8s.Event{{Type: corev1.EventTypeNormal, Reason: "DeploymentRollout", Message: "done"}},
 			wantErr:         ErrStale,
@@ -1839,10 +1867,8 @@ func TestActivityWritesAreCounted(t *testing.T) {
 	f := newFixture(t, testDeployment(), stale)
 	f.failFirst("update", "replicasets", 1, conflict(rsGR, "web-abc"))
 	status := withDeployment(testDeployment(), func(d *appsv1.Deployment) { d.Status.Replicas = 3 })
-	in := WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, ThenStatus: status}
-	// The first attempt conflicts and is stale; the workflow's next sync writes.
-	_, err := f.a.ScaleUpReplicaSet(context.Background(), in)
-	checkErr(t, err, ErrStale)
+	in := WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: target, FromReplicas: 1, ThenStatus: status}
+	// The first attempt conflicts (a change the decision did not read) and is retried.
 	if _, err := f.a.ScaleUpReplicaSet(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
@@ -1962,4 +1988,13 @@ func TestWritesReportVersions(t *testing.T) {
 	if len(cres.Wrote) != 1 || !cres.Wrote[0].Gone {
 		t.Errorf("cleanup wrote = %+v, want web-a gone", cres.Wrote)
 	}
+}
+
+// repeat is xs, n times over.
+func repeat(xs []string, n int) []string {
+	var out []string
+	for range n {
+		out = append(out, xs...)
+	}
+	return out
 }

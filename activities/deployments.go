@@ -28,19 +28,60 @@ type DeploymentWriteResult struct {
 }
 
 // UpdateDeploymentStatus writes status and the revision annotation (a status update keeps
-// metadata annotations), with the snapshot's resourceVersion as precondition. A conflict is
-// stale: the status was computed from a Deployment that has changed since.
+// metadata annotations) onto the Deployment as it is now, with its resourceVersion as
+// precondition, while its generation and UID are the decision's: the status is computed from
+// the ReplicaSets and the spec, so labels and annotations other clients change meanwhile do not
+// make it stale, and a conflict they cause is retried on a fresh read. A new generation is
+// stale.
 func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWriteInput) (DeploymentWriteResult, error) {
-	return a.writeDeployment(ctx, in, "update status of", "deployments/status",
-		func(dc appsclient.DeploymentInterface, obj *appsv1.Deployment) (*appsv1.Deployment, error) {
-			return dc.UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
-		})
+	want := in.Deployment
+	if want == nil || want.Name == "" {
+		return DeploymentWriteResult{}, nonRetryable(ErrInvalid, "update status of deployment: no deployment given")
+	}
+	dc := a.Client.AppsV1().Deployments(want.Namespace)
+	var have *appsv1.Deployment
+	if a.Cache != nil {
+		if d, err := a.Cache.Deployment(want.Namespace, want.Name); err == nil && d.UID == want.UID && d.ResourceVersion == want.ResourceVersion {
+			have = d
+		}
+	}
+	for i := 0; ; i++ {
+		if have == nil {
+			fresh, err := dc.Get(ctx, want.Name, metav1.GetOptions{})
+			if err != nil {
+				return DeploymentWriteResult{}, classify("get deployment "+want.Namespace+"/"+want.Name, err)
+			}
+			have = fresh
+		}
+		if have.UID != want.UID || have.Generation != want.Generation {
+			return DeploymentWriteResult{}, nonRetryable(ErrStale, "deployment %s/%s changed since the decision (generation %d, decided on %d)", want.Namespace, want.Name, have.Generation, want.Generation)
+		}
+		obj := have.DeepCopy()
+		obj.ManagedFields = nil
+		obj.Status = want.Status
+		if rev, ok := want.Annotations[k8s.RevisionAnnotation]; ok {
+			if obj.Annotations == nil {
+				obj.Annotations = map[string]string{}
+			}
+			obj.Annotations[k8s.RevisionAnnotation] = rev
+		}
+		updated, err := dc.UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+		a.countWrite("update", "deployments/status", err)
+		if err == nil {
+			a.record(refOf(want), in.Events)
+			return DeploymentWriteResult{Wrote: []k8s.ObjectVersion{k8s.DeploymentVersion(updated)}}, nil
+		}
+		if !apierrors.IsConflict(err) || i >= conflictRetries {
+			return DeploymentWriteResult{}, classify("update status of deployment "+want.Namespace+"/"+want.Name, err)
+		}
+		have = nil
+	}
 }
 
 // RollbackDeployment writes the rolled-back template and annotations and clears the
-// deprecated rollback annotation, then records the rollback event. A conflict is stale: the
-// annotations were decided from a Deployment that has changed since (a concurrent edit is not
-// overwritten).
+// deprecated rollback annotation, then records the rollback event, with the snapshot's
+// resourceVersion as precondition. A conflict is stale: the annotations were decided from a
+// Deployment that has changed since (a concurrent edit is not overwritten).
 func (a *Activities) RollbackDeployment(ctx context.Context, in DeploymentWriteInput) (DeploymentWriteResult, error) {
 	return a.writeDeployment(ctx, in, "roll back", "deployments",
 		func(dc appsclient.DeploymentInterface, obj *appsv1.Deployment) (*appsv1.Deployment, error) {

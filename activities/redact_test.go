@@ -125,7 +125,7 @@ func TestWritesRestoreRedactedTemplates(t *testing.T) {
 			giveObjs: []*appsv1.ReplicaSet{stored},
 			giveD:    d,
 			give: func(a *Activities) error {
-				_, err := a.ScaleUpReplicaSet(ctx, WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: redactedRS(stored, 3)})
+				_, err := a.ScaleUpReplicaSet(ctx, WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: redactedRS(stored, 3), FromReplicas: *stored.Spec.Replicas})
 				return err
 			},
 			giveName: "web-abc",
@@ -133,10 +133,10 @@ func TestWritesRestoreRedactedTemplates(t *testing.T) {
 		},
 		{
 			name:     "scale: a template changed since the decision is stale",
-			giveObjs: []*appsv1.ReplicaSet{withRS(stored, func(rs *appsv1.ReplicaSet) { rs.Spec.Template = withSecrets("nginx:9") })},
+			giveObjs: []*appsv1.ReplicaSet{withRS(stored, func(rs *appsv1.ReplicaSet) { rs.Spec.Template = withSecrets("nginx:9"); rs.Generation++ })},
 			giveD:    d,
 			give: func(a *Activities) error {
-				_, err := a.ScaleUpReplicaSet(ctx, WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: redactedRS(stored, 3)})
+				_, err := a.ScaleUpReplicaSet(ctx, WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: redactedRS(stored, 3), FromReplicas: *stored.Spec.Replicas})
 				return err
 			},
 			giveName: "web-abc",
@@ -148,7 +148,7 @@ func TestWritesRestoreRedactedTemplates(t *testing.T) {
 			giveObjs: []*appsv1.ReplicaSet{withRS(stored, func(rs *appsv1.ReplicaSet) { rs.UID = "rs-uid-2" })},
 			giveD:    d,
 			give: func(a *Activities) error {
-				_, err := a.ScaleUpReplicaSet(ctx, WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: redactedRS(stored, 3)})
+				_, err := a.ScaleUpReplicaSet(ctx, WriteReplicaSetInput{Deployment: testRef(), ReplicaSet: redactedRS(stored, 3), FromReplicas: *stored.Spec.Replicas})
 				return err
 			},
 			giveName: "web-abc",

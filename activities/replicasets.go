@@ -247,36 +247,92 @@ func (a *Activities) UpdateReplicaSet(ctx context.Context, in WriteReplicaSetInp
 	return a.writeReplicaSet(ctx, in)
 }
 
-// writeReplicaSet updates with the snapshot's resourceVersion. A conflict means the
-// ReplicaSet changed since the snapshot the target was decided on (its availability, say), so
-// it is not retried with the same target: the error is stale and the workflow decides again on
-// a live read, as upstream requeues on a conflict.
+// writeReplicaSet sets a ReplicaSet's size, minReadySeconds and our annotations to the decided
+// target. It writes onto the ReplicaSet as it is now (from the cache at the snapshot's version,
+// else live), with that object's resourceVersion as precondition, and only while what the
+// decision read of it is unchanged: its generation, spec.replicas and status counts. A change
+// to those (its availability dropped, say) makes the decision stale: the workflow decides again
+// on a live read, as upstream requeues on a conflict. Changes the decision did not read (other
+// clients' labels and annotations) are kept, and a conflict caused by them is retried on a
+// fresh read, so a busy ReplicaSet does not starve the rollout.
 func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInput) (WriteReplicaSetResult, error) {
 	want := in.ReplicaSet
 	if want == nil || want.Name == "" || want.Spec.Replicas == nil || *want.Spec.Replicas < 0 {
 		return WriteReplicaSetResult{}, nonRetryable(ErrInvalid, "write replicaset: invalid target for deployment %s", in.Deployment)
 	}
 	res := WriteReplicaSetResult{Name: want.Name, Replicas: *want.Spec.Replicas}
-	obj := want.DeepCopy()
-	obj.ManagedFields = nil
-	if _, redacted := redactedDigest(&obj.Spec.Template); redacted {
-		have, err := a.currentReplicaSet(ctx, want)
-		if err != nil {
+	rsc := a.Client.AppsV1().ReplicaSets(want.Namespace)
+	var have *appsv1.ReplicaSet
+	if a.Cache != nil {
+		if rs, err := a.Cache.ReplicaSet(want.Namespace, want.Name); err == nil && rs.UID == want.UID && rs.ResourceVersion == want.ResourceVersion {
+			have = rs
+		}
+	}
+	for i := 0; ; i++ {
+		if have == nil {
+			fresh, err := rsc.Get(ctx, want.Name, metav1.GetOptions{})
+			if err != nil {
+				return res, classify("get replicaset "+want.Namespace+"/"+want.Name, err)
+			}
+			have = fresh
+		}
+		if err := sameDecisionInputs(in, have); err != nil {
 			return res, err
 		}
-		restoreAnnotations(&obj.ObjectMeta, &have.ObjectMeta)
-		if !restoreTemplate(&obj.Spec.Template, &have.Spec.Template) {
-			return res, nonRetryable(ErrStale, "replicaset %s/%s: its template changed since the decision", want.Namespace, want.Name)
+		obj := have.DeepCopy()
+		obj.ManagedFields = nil
+		obj.Spec.Replicas = want.Spec.Replicas
+		obj.Spec.MinReadySeconds = want.Spec.MinReadySeconds
+		if obj.Annotations == nil {
+			obj.Annotations = map[string]string{}
 		}
+		for k, v := range want.Annotations {
+			obj.Annotations[k] = v
+		}
+		updated, err := rsc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+		a.countWrite("update", "replicasets", err)
+		if err == nil {
+			res.Wrote = append(res.Wrote, k8s.ReplicaSetVersion(updated))
+			a.record(in.Deployment, in.Events)
+			return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
+		}
+		if !apierrors.IsConflict(err) || i >= conflictRetries {
+			return res, classify(fmt.Sprintf("scale replicaset %s/%s to %d", want.Namespace, want.Name, *want.Spec.Replicas), err)
+		}
+		have = nil
 	}
-	updated, err := a.Client.AppsV1().ReplicaSets(want.Namespace).Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
-	a.countWrite("update", "replicasets", err)
-	if err != nil {
-		return res, classify(fmt.Sprintf("scale replicaset %s/%s to %d", want.Namespace, want.Name, *want.Spec.Replicas), err)
+}
+
+// sameDecisionInputs reports (as a stale error) whether the ReplicaSet changed in anything the
+// decision to write in read: its UID and controller, generation, spec.replicas (the write's
+// FromReplicas) and status counts.
+func sameDecisionInputs(in WriteReplicaSetInput, have *appsv1.ReplicaSet) error {
+	want := in.ReplicaSet
+	stale := func(what string) error {
+		return nonRetryable(ErrStale, "replicaset %s/%s changed since the decision: %s", want.Namespace, want.Name, what)
 	}
-	res.Wrote = append(res.Wrote, k8s.ReplicaSetVersion(updated))
-	a.record(in.Deployment, in.Events)
-	return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
+	if have.UID != want.UID {
+		return stale("replaced")
+	}
+	if ref := metav1.GetControllerOf(have); ref == nil || ref.UID != in.Deployment.UID {
+		return stale("no longer controlled by deployment " + in.Deployment.String())
+	}
+	if have.Generation != want.Generation || have.Spec.Replicas == nil || *have.Spec.Replicas != in.FromReplicas {
+		return stale("its spec")
+	}
+	hs, ws := have.Status, want.Status
+	if hs.Replicas != ws.Replicas || hs.ReadyReplicas != ws.ReadyReplicas || hs.AvailableReplicas != ws.AvailableReplicas ||
+		hs.ObservedGeneration != ws.ObservedGeneration || ptrValue(hs.TerminatingReplicas) != ptrValue(ws.TerminatingReplicas) {
+		return stale("its status counts")
+	}
+	return nil
+}
+
+func ptrValue(p *int32) int32 {
+	if p == nil {
+		return -1
+	}
+	return *p
 }
 
 // thenStatus makes a status write that rides along with a ReplicaSet write.
