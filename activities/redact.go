@@ -31,11 +31,11 @@ import (
 //     (k8s.Snapshot.TemplateHash), for Decide to name a new ReplicaSet by;
 //   - kubectl's last-applied-configuration annotation is dropped (Decide never copies it).
 //
-// The writes put the real content back from the object itself before writing (restore): the
-// Deployment's template for a new ReplicaSet, the rolled-back ReplicaSet's template for a
-// rollback, the ReplicaSet's own template for a scale, and the annotation for status writes.
-// They read the informer cache when it holds the object at the snapshot's resourceVersion,
-// and live otherwise; an object that has moved on makes the decision stale.
+// The writes put the real content back before writing: a new ReplicaSet gets the Deployment's
+// template, a rollback the rolled-back ReplicaSet's, and scale and status writes go onto the
+// object as it is now (see writeReplicaSet and UpdateDeploymentStatus), which keeps its own
+// template and annotations. They read the informer cache when it holds the object at the
+// snapshot's resourceVersion, and live otherwise.
 
 // redactedImagePrefix marks a placeholder pod spec.
 const redactedImagePrefix = "redacted.temporal-rollout.io/sha256:"
@@ -105,24 +105,6 @@ func (a *Activities) currentDeployment(ctx context.Context, want *appsv1.Deploym
 		return nil, nonRetryable(ErrStale, "deployment %s/%s changed since the decision (resourceVersion %s, decided on %s)", want.Namespace, want.Name, d.ResourceVersion, want.ResourceVersion)
 	}
 	return d, nil
-}
-
-// currentReplicaSet reads a ReplicaSet at want's resourceVersion (any, when want has none),
-// from the cache or live; another resourceVersion or UID is a stale decision.
-func (a *Activities) currentReplicaSet(ctx context.Context, want *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
-	if a.Cache != nil {
-		if rs, err := a.Cache.ReplicaSet(want.Namespace, want.Name); err == nil && rs.UID == want.UID && (want.ResourceVersion == "" || rs.ResourceVersion == want.ResourceVersion) {
-			return rs, nil
-		}
-	}
-	rs, err := a.Client.AppsV1().ReplicaSets(want.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
-	if err != nil {
-		return nil, classify("get replicaset "+want.Namespace+"/"+want.Name, err)
-	}
-	if rs.UID != want.UID || (want.ResourceVersion != "" && rs.ResourceVersion != want.ResourceVersion) {
-		return nil, nonRetryable(ErrStale, "replicaset %s/%s changed since the decision (resourceVersion %s, decided on %s)", want.Namespace, want.Name, rs.ResourceVersion, want.ResourceVersion)
-	}
-	return rs, nil
 }
 
 // restoreAnnotations puts the stripped annotations of have back on want.
