@@ -678,11 +678,15 @@ func TestConflictsDuringRollout(t *testing.T) {
 	}
 }
 
-// churnEvery spaces TestConflictsDuringRollout's rounds of ReplicaSet patches: 20 ms causes a
-// few 409s per rollout. E2E_CHURN overrides it (5ms makes most of our writes conflict).
+// churnEvery spaces TestConflictsDuringRollout's rounds of ReplicaSet patches. Every patch
+// also wakes kube-controller-manager's ReplicaSet controller (QPS 20 here): at 20 ms, late in the
+// full suite on 2 cores, that controller fell so far behind that pods took 37-86 s to come up
+// between two of our moves (seen in the workflow history) and the rollout passed the 3-minute
+// bound whatever the Deployment controller did. 100 ms still lands patches between our read and
+// our write. E2E_CHURN overrides it (5ms makes most of our writes conflict).
 var churnEvery = func() time.Duration {
 	if d, err := time.ParseDuration(os.Getenv("E2E_CHURN")); err == nil {
 		return d
 	}
-	return 20 * time.Millisecond
+	return 100 * time.Millisecond
 }()
