@@ -183,26 +183,28 @@ func (w *Watcher) enqueueObject(obj any) {
 	}
 }
 
-// enqueueIfDecided signals d when a sync would write something, by k8s.Decide on the cache's
-// snapshot (the same rule the worker observes with).
-func (w *Watcher) enqueueIfDecided(d *appsv1.Deployment, why string) {
+// enqueueIfDecided queues d when a sync would write something, by k8s.Decide on the cache's
+// snapshot (the same rule the worker observes with): a plan that only writes status as a
+// status refresh (when a StatusWriter is set), anything else as a signal. It reports whether it
+// queued.
+func (w *Watcher) enqueueIfDecided(d *appsv1.Deployment, why string) bool {
 	plan, err := k8s.Decide(w.cache.Snapshot(d), k8s.Request{Chain: true}, time.Now())
 	if err == nil && w.opts.Status != nil && activities.StatusOnly(plan) {
 		w.queue.Add(statusKey + d.Namespace + "/" + d.Name)
-		return
+		return true
 	}
 	if err != nil || len(plan.Steps) > 0 {
 		w.log.Debug("Deployment needs a sync", "namespace", d.Namespace, "deployment", d.Name, "why", why, "steps", len(plan.Steps))
 		w.enqueue(d.Namespace, d.Name)
+		return true
 	}
+	return false
 }
 
-// weigh leaves a Deployment whose rollout is under way to the worker's wait, and signals one
-// at rest when a sync would write.
-func (w *Watcher) weigh(d *appsv1.Deployment, why string) {
-	if !WorkerCovers(d) {
-		w.enqueueIfDecided(d, why)
-	}
+// weigh leaves a Deployment whose rollout is under way to the worker's wait, and queues one
+// at rest when a sync would write (see enqueueIfDecided). It reports whether it queued.
+func (w *Watcher) weigh(d *appsv1.Deployment, why string) bool {
+	return !WorkerCovers(d) && w.enqueueIfDecided(d, why)
 }
 
 // weighReplicaSet weighs a ReplicaSet change for the Deployment that controls it (and, when
@@ -381,12 +383,8 @@ func (w *Watcher) Reconcile(ctx context.Context) (int, error) {
 		case !open[key]:
 			w.queue.Add(key)
 			queued++
-		case !WorkerCovers(d):
-			plan, err := k8s.Decide(w.cache.Snapshot(d), k8s.Request{Chain: true}, time.Now())
-			if err != nil || len(plan.Steps) > 0 {
-				w.queue.Add(key)
-				queued++
-			}
+		case w.weigh(d, "resync"):
+			queued++
 		}
 	}
 	for key := range open {
