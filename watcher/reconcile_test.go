@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/kube"
 	"github.com/temporal-rollout/rollout/workflows"
@@ -602,6 +604,73 @@ func TestOwnSpecWrites(t *testing.T) {
 			}
 			if got := contains(keys, "prod/web"); got != tt.want {
 				t.Errorf("prod/web queued = %t (queued %q), want %t", got, keys, tt.want)
+			}
+		})
+	}
+}
+
+// statusRecorder is a StatusWriter that records what it is asked to write.
+type statusRecorder struct {
+	mu    sync.Mutex
+	wrote []*appsv1.Deployment
+}
+
+func (s *statusRecorder) UpdateDeploymentStatus(_ context.Context, in activities.DeploymentWriteInput) (activities.DeploymentWriteResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wrote = append(s.wrote, in.Deployment.DeepCopy())
+	return activities.DeploymentWriteResult{}, nil
+}
+
+// TestRefreshStatusLeavingRest: a status refresh of a Deployment at rest is written at once;
+// when the refreshed status takes it out of rest (a complete Deployment lost available pods),
+// the workflow is signalled too, so that its sync hands the next moves to the worker's wait.
+// A refresh that keeps it at rest (paused) signals nothing.
+func TestRefreshStatusLeavingRest(t *testing.T) {
+	tests := []struct {
+		name       string
+		paused     bool
+		wantSignal bool
+	}{
+		{name: "complete Deployment loses a pod", wantSignal: true},
+		{name: "paused Deployment loses a pod", paused: true, wantSignal: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, rss := atRest(t, "web")
+			d = d.DeepCopy()
+			d.Spec.Paused = tt.paused
+			if tt.paused {
+				d, rss = settle(t, d, rss, allUp)
+			}
+			rs := rss[0].DeepCopy()
+			rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = 1, 1
+			w, _ := startWatcher(t, nil, d, rs)
+			rec := &statusRecorder{}
+			w.opts.Status = rec
+			cached, err := w.cache.Deployment("prod", "web")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !w.enqueueIfDecided(cached, "test") {
+				t.Fatalf("a status change was not queued")
+			}
+			if got := drain(w); !reflect.DeepEqual(got, []string{statusKey + "prod/web"}) {
+				t.Fatalf("queued %v, want the status refresh only", got)
+			}
+			w.refreshStatus(context.Background(), "prod/web")
+			if len(rec.wrote) != 1 {
+				t.Fatalf("status writes: %d, want 1", len(rec.wrote))
+			}
+			if got := rec.wrote[0].Status.AvailableReplicas; got != 1 {
+				t.Errorf("written availableReplicas %d, want 1", got)
+			}
+			var want []string
+			if tt.wantSignal {
+				want = []string{"prod/web"}
+			}
+			if got := drain(w); !reflect.DeepEqual(got, want) {
+				t.Errorf("queued after the refresh %v, want %v", got, want)
 			}
 		})
 	}

@@ -284,8 +284,17 @@ func (w *Watcher) refreshStatus(ctx context.Context, key string) {
 		w.queue.Add(key)
 	case len(plan.Steps) == 0:
 	default:
-		if _, err := w.opts.Status.UpdateDeploymentStatus(ctx, activities.DeploymentWriteInput{Deployment: plan.Steps[0].Deployment}); err != nil {
+		next := plan.Steps[0].Deployment
+		if _, err := w.opts.Status.UpdateDeploymentStatus(ctx, activities.DeploymentWriteInput{Deployment: next}); err != nil {
 			w.log.Debug("Status refresh failed, signalling a sync", "namespace", ns, "deployment", name, "error", err)
+			w.queue.Add(key)
+			return
+		}
+		if WorkerCovers(next) {
+			// The refresh takes the Deployment out of rest (a complete Deployment lost
+			// available pods): from now on its changes are the worker's to weigh, so wake
+			// the workflow, whose sync then waits for the next move in the worker.
+			w.log.Debug("Deployment left rest, signalling a sync", "namespace", ns, "deployment", name)
 			w.queue.Add(key)
 		}
 	}
