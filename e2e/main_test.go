@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -29,6 +30,10 @@ var env struct {
 	bin    string
 	tools  string
 	logDir string
+	// builtin: E2E_CONTROLLER=built-in runs kube-controller-manager's own Deployment
+	// controller instead of ours. qps, burst: E2E_KUBE_BUDGET.
+	builtin    bool
+	qps, burst int
 }
 
 func TestMain(m *testing.M) {
@@ -58,10 +63,18 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
+	env.builtin = os.Getenv("E2E_CONTROLLER") == "built-in"
+	qps, burst, err := budget(os.Getenv("E2E_KUBE_BUDGET"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	env.qps, env.burst = qps, burst
 	s, err := stack.Start(ctx, stack.Options{
 		Dir: filepath.Join(dir, "stack"), Tools: env.tools, Nodes: 3, Headless: true,
 		PodReadyDelay: 300 * time.Millisecond, PodReadyJitter: 400 * time.Millisecond,
-		Progress: os.Stderr,
+		Progress: os.Stderr, BuiltinDeploymentController: env.builtin,
+		KubeAPIQPS: float32(qps), KubeAPIBurst: burst,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start stack:", err)
@@ -75,11 +88,14 @@ func run(m *testing.M) int {
 		}
 	}()
 	env.stack, env.kube = s, s.Client
-	if err := startWorker(); err != nil {
+	if env.builtin {
+		fmt.Fprintln(os.Stderr, "e2e: E2E_CONTROLLER=built-in: kube-controller-manager's own Deployment controller, no worker or watcher (for comparisons; tests of our worker fail)")
+	} else if err := startWorker(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	if err := startWatcher(); err != nil {
+	if env.builtin {
+	} else if err := startWatcher(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
@@ -103,7 +119,20 @@ func run(m *testing.M) int {
 
 func commonArgs() []string {
 	return []string{"--kubeconfig", env.stack.Kubeconfig, "--temporal-address", env.stack.TemporalAddress,
-		"--log-format", "text", "--metrics-address", ""}
+		"--log-format", "text", "--metrics-address", "",
+		"--kube-qps", strconv.Itoa(env.qps), "--kube-burst", strconv.Itoa(env.burst)}
+}
+
+// budget parses E2E_KUBE_BUDGET ("<qps>/<burst>"): the client budget of kube-controller-manager
+// and of our worker and watcher alike. Empty is kube-controller-manager's default, 20/30.
+func budget(s string) (qps, burst int, err error) {
+	if s == "" {
+		return 20, 30, nil
+	}
+	if _, err := fmt.Sscanf(s, "%d/%d", &qps, &burst); err != nil || qps <= 0 || burst <= 0 {
+		return 0, 0, fmt.Errorf("E2E_KUBE_BUDGET=%q: want <qps>/<burst>, like 200/300", s)
+	}
+	return qps, burst, nil
 }
 
 func startWorker(extra ...string) error {
@@ -111,8 +140,7 @@ func startWorker(extra ...string) error {
 	return err
 }
 
-// startWatcher runs the watcher with signals paced at most 2s apart (8s by default), so the
-// many short rollouts here do not wait on pacing meant for long ones.
+// startWatcher runs the watcher, with the search attributes the dev server registers.
 func startWatcher() error {
 	_, err := env.stack.StartProcess("watcher", filepath.Join(env.bin, "starter"), append([]string{"watch", "--search-attributes"}, commonArgs()...)...)
 	return err
@@ -124,3 +152,33 @@ func (quiet) Debug(string, ...any) {}
 func (quiet) Info(string, ...any)  {}
 func (quiet) Warn(string, ...any)  {}
 func (quiet) Error(string, ...any) {}
+
+// atBudget runs kube-controller-manager, and our worker and watcher, at another client budget
+// until the test ends, then at the suite's again.
+func atBudget(t *testing.T, qps, burst int) {
+	t.Helper()
+	restart := func(qps, burst int) error {
+		env.qps, env.burst = qps, burst
+		if err := env.stack.RestartControllerManager(float32(qps), burst); err != nil {
+			return err
+		}
+		if env.builtin {
+			return nil
+		}
+		env.stack.StopProcess("watcher")
+		env.stack.StopProcess("worker")
+		if err := startWorker(); err != nil {
+			return err
+		}
+		return startWatcher()
+	}
+	suiteQPS, suiteBurst := env.qps, env.burst
+	t.Cleanup(func() {
+		if err := restart(suiteQPS, suiteBurst); err != nil {
+			t.Errorf("restore the client budget %d/%d: %v", suiteQPS, suiteBurst, err)
+		}
+	})
+	if err := restart(qps, burst); err != nil {
+		t.Fatalf("client budget %d/%d: %v", qps, burst, err)
+	}
+}

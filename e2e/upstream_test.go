@@ -18,7 +18,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"os"
 	"reflect"
 	"sync"
 	"testing"
@@ -541,18 +540,19 @@ func (d *deploymentTester) removeRSPods(ctx context.Context, rs *appsv1.ReplicaS
 // kube-controller-manager, so it is not ported). 100 replicas, maxSurge 20, maxUnavailable 0,
 // pods with a 300 s grace period; 15 pods of the first ReplicaSet are deleted and sit
 // Terminating. The test then at once waits for the Deployment to be complete (marking new pods
-// Ready meanwhile): it trusts the status to show the deletions already, as the in-tree
-// controller's does ~10 ms after the first delete. A status that still shows the Deployment
-// complete ends that wait at once, nobody marks the 15 replacement pods Ready, and the next
-// check fails on readyReplicas 85.
+// Ready meanwhile): it trusts the status to show the deletions already. A status that still
+// shows the Deployment complete ends that wait at once, nobody marks the 15 replacement pods
+// Ready, and the next check fails on readyReplicas 85.
+//
+// Upstream runs it with every controller's client at QPS 1000 / burst 10000 (the integration
+// test server's client config), and so does this port: at kube-controller-manager's default of
+// QPS 20, its ReplicaSet controller, whose token bucket the 100-pod first rollout has drained,
+// writes the ReplicaSet's status 190-270 ms after the first delete, after the test has read the
+// Deployment; the built-in Deployment controller then fails it exactly as ours does (run with
+// E2E_CONTROLLER=built-in, 2026-11-23: "the status first showed the deletes 232ms after the
+// first delete", then "expect 100, got 85").
 func TestUpstreamRollingUpdateAndProportionalScalingForPodReplacement(t *testing.T) {
-	// Known failure, issue 13 item 8 (still open): right after the 15 deletes the test reads
-	// a status that still says complete; ours first shows the deletes 180-390 ms after the
-	// first delete, the built-in controller about 10 ms. It fails 3 of 3 runs on a quiet
-	// machine ("unexpected .readyReplicas: expect 100, got 85"), so it runs only when asked.
-	if os.Getenv("E2E_UPSTREAM_POD_REPLACEMENT") == "" {
-		t.Skip("known failure (issue 13 item 8: status latency after pod deletes); set E2E_UPSTREAM_POD_REPLACEMENT=1 to run it")
-	}
+	atBudget(t, 1000, 10000)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	node := noKubeletNode(t, ns)
@@ -593,6 +593,7 @@ func TestUpstreamRollingUpdateAndProportionalScalingForPodReplacement(t *testing
 
 	// Terminate some replicas, then read the status at once, as upstream does.
 	deleting := time.Now()
+	t.Logf("deleting pods at %s", deleting.Format(time.StampMicro))
 	defer func() {
 		at, st, ok := statusSeen(deleting, func(st appsv1.DeploymentStatus) bool {
 			return st.AvailableReplicas < 100 || ptr.Deref(st.TerminatingReplicas, 0) > 0
@@ -608,6 +609,7 @@ func TestUpstreamRollingUpdateAndProportionalScalingForPodReplacement(t *testing
 		t.Fatal(err)
 	}
 	deleted := time.Now()
+	t.Logf("deleted %d pods in %s", terminatingReplicasFirstRS, deleted.Sub(deleting).Round(time.Millisecond))
 	if err := tester.waitForDeploymentCompleteAndMarkPodsReady(); err != nil {
 		t.Fatal(err)
 	}

@@ -212,6 +212,8 @@ func (w *Watcher) weigh(d *appsv1.Deployment, why string) bool {
 // matches it. Which writer made the change does not matter: a change that calls for nothing
 // (our own scaling, say) costs no signal.
 func (w *Watcher) weighReplicaSet(rs, old *appsv1.ReplicaSet) {
+	w.log.Debug("ReplicaSet changed", "namespace", rs.Namespace, "replicaSet", rs.Name, "resourceVersion", rs.ResourceVersion,
+		"replicas", rs.Status.Replicas, "available", rs.Status.AvailableReplicas, "terminating", rs.Status.TerminatingReplicas)
 	owners := []*metav1.OwnerReference{metav1.GetControllerOf(rs)}
 	if old != nil {
 		if oc := metav1.GetControllerOf(old); !reflect.DeepEqual(oc, owners[0]) {
@@ -290,6 +292,8 @@ func (w *Watcher) refreshStatus(ctx context.Context, key string) {
 			w.queue.Add(key)
 			return
 		}
+		w.log.Debug("Status refreshed", "namespace", ns, "deployment", name, "replicas", next.Status.Replicas,
+			"available", next.Status.AvailableReplicas, "terminating", next.Status.TerminatingReplicas)
 		if WorkerCovers(next) {
 			// The refresh takes the Deployment out of rest (a complete Deployment lost
 			// available pods): from now on its changes are the worker's to weigh, so wake

@@ -237,17 +237,8 @@ func (s *Stack) startKube(ctx context.Context) error {
 	}
 	s.Client = cs
 
-	controllers := "*,-deployment"
-	if o.BuiltinDeploymentController {
-		controllers = "*"
-	}
-	s.progress("kube-controller-manager %s with --controllers=%s, kube-scheduler %s", KubeVersion, controllers, KubeVersion)
-	if _, err := s.start("kube-controller-manager", ToolPath(o.Tools, "kube-controller-manager"),
-		"--kubeconfig", s.Kubeconfig, "--controllers", controllers, "--leader-elect=false",
-		"--service-account-private-key-file", saKey, "--use-service-account-credentials=false",
-		"--root-ca-file", filepath.Join(dir, "certs", "apiserver.crt"),
-		"--kube-api-qps", strconv.FormatFloat(float64(o.KubeAPIQPS), 'f', -1, 32), "--kube-api-burst", strconv.Itoa(o.KubeAPIBurst),
-		"--secure-port=0", "--v", "1"); err != nil {
+	s.progress("kube-controller-manager %s with --controllers=%s, kube-scheduler %s", KubeVersion, s.controllers(), KubeVersion)
+	if _, err := s.start("kube-controller-manager", ToolPath(o.Tools, "kube-controller-manager"), s.kcmArgs(o.KubeAPIQPS, o.KubeAPIBurst)...); err != nil {
 		return err
 	}
 	if _, err := s.start("kube-scheduler", ToolPath(o.Tools, "kube-scheduler"),
@@ -319,6 +310,34 @@ func (s *Stack) createNodes(ctx context.Context) error {
 			return fmt.Errorf("create node %s: %w", node.Name, err)
 		}
 	}
+	return nil
+}
+
+func (s *Stack) controllers() string {
+	if s.Opts.BuiltinDeploymentController {
+		return "*"
+	}
+	return "*,-deployment"
+}
+
+// kcmArgs are kube-controller-manager's flags at the given client budget.
+func (s *Stack) kcmArgs(qps float32, burst int) []string {
+	dir := s.Opts.Dir
+	return []string{"--kubeconfig", s.Kubeconfig, "--controllers", s.controllers(), "--leader-elect=false",
+		"--service-account-private-key-file", filepath.Join(dir, "sa.key"), "--use-service-account-credentials=false",
+		"--root-ca-file", filepath.Join(dir, "certs", "apiserver.crt"),
+		"--kube-api-qps", strconv.FormatFloat(float64(qps), 'f', -1, 32), "--kube-api-burst", strconv.Itoa(burst),
+		"--secure-port=0", "--v", "1"}
+}
+
+// RestartControllerManager stops kube-controller-manager and starts it again at another client
+// budget (its controllers resync from fresh informers, as after any restart).
+func (s *Stack) RestartControllerManager(qps float32, burst int) error {
+	s.StopProcess("kube-controller-manager")
+	if _, err := s.start("kube-controller-manager", ToolPath(s.Opts.Tools, "kube-controller-manager"), s.kcmArgs(qps, burst)...); err != nil {
+		return err
+	}
+	s.progress("kube-controller-manager restarted at QPS %g / burst %d", qps, burst)
 	return nil
 }
 
