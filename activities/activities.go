@@ -44,6 +44,9 @@ type Activities struct {
 	Cache    *kube.Cache
 	Recorder record.EventRecorder
 	Metrics  *Metrics
+	// LocalWaits bounds the AwaitChange waits run as local activities, each of which holds a
+	// workflow task open (a buffered channel, one element per wait); nil is no bound.
+	LocalWaits chan struct{}
 }
 
 // DeploymentRef names a Deployment and pins its UID.

@@ -35,6 +35,9 @@ const (
 	AwaitResync = "Resync"
 	// AwaitFailed: a status refresh failed; the sync reports it.
 	AwaitFailed = "StatusWriteFailed"
+	// AwaitBusy: run as a local activity while every local wait slot of this worker is taken
+	// (Activities.LocalWaits); the workflow waits in the AwaitChange activity instead.
+	AwaitBusy = "Busy"
 )
 
 // AwaitResult says why the wait ended and how many status refreshes it wrote meanwhile.
@@ -70,12 +73,25 @@ const (
 //
 // It heartbeats, and returns on cancellation or after MaxWait (or at the progress deadline, as
 // a Decide).
+//
+// The workflow runs it first as a local activity, inside the workflow task that made the last
+// writes, for a short MaxWait: a move that comes within it is synced in the same task, with no
+// round trip through the Temporal server. Local waits take one of LocalWaits' slots, or return
+// AwaitBusy at once when none is free.
 func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResult, error) {
 	if in.Namespace == "" || in.Name == "" {
 		return AwaitResult{}, nonRetryable(ErrInvalid, "await change: namespace and name are required, got %q/%q", in.Namespace, in.Name)
 	}
 	if a.Cache == nil {
 		return AwaitResult{}, nonRetryable(ErrInvalid, "await change: the worker has no informer cache")
+	}
+	if a.LocalWaits != nil && activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity {
+		select {
+		case a.LocalWaits <- struct{}{}:
+			defer func() { <-a.LocalWaits }()
+		default:
+			return AwaitResult{Reason: AwaitBusy}, nil
+		}
 	}
 	wake, stop := a.Cache.Subscribe(in.Namespace, in.Name)
 	defer stop()

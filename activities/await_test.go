@@ -476,3 +476,47 @@ func TestStatusRefresh(t *testing.T) {
 		})
 	}
 }
+
+// Run as a local activity, AwaitChange takes one of LocalWaits' slots for as long as it waits,
+// and returns Busy at once when none is free; the workflow then waits in the activity.
+func TestAwaitChangeLocalSlots(t *testing.T) {
+	d, rss, _ := midRollout(t)
+	f := awaitFixture(t, d, rss)
+	f.a.LocalWaits = make(chan struct{}, 1)
+	in := AwaitInput{Namespace: testNS, Name: "web", UID: d.UID, Request: k8s.Request{Chain: true}, MaxWait: 300 * time.Millisecond}
+	runLocal := func() (AwaitResult, time.Duration) {
+		t.Helper()
+		var suite testsuite.WorkflowTestSuite
+		suite.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+		env := suite.NewTestActivityEnvironment()
+		env.RegisterActivity(f.a)
+		start := time.Now()
+		val, err := env.ExecuteLocalActivity(f.a.AwaitChange, in)
+		if err != nil {
+			t.Fatalf("AwaitChange as a local activity: %v", err)
+		}
+		var res AwaitResult
+		if err := val.Get(&res); err != nil {
+			t.Fatalf("decode result: %v", err)
+		}
+		return res, time.Since(start)
+	}
+
+	// A free slot: it waits its MaxWait (nothing moves mid-rollout) and gives the slot back.
+	if res, took := runLocal(); res.Reason != AwaitResync || took < in.MaxWait {
+		t.Fatalf("with a free slot: reason %q after %s, want %q after %s", res.Reason, took, AwaitResync, in.MaxWait)
+	}
+	if n := len(f.a.LocalWaits); n != 0 {
+		t.Fatalf("slots taken after the wait: %d, want 0", n)
+	}
+	// No free slot: Busy at once.
+	f.a.LocalWaits <- struct{}{}
+	if res, took := runLocal(); res.Reason != AwaitBusy || took >= in.MaxWait {
+		t.Fatalf("with no free slot: reason %q after %s, want %q at once", res.Reason, took, AwaitBusy)
+	}
+	// The activity (not local) takes no slot.
+	res, err := runAwait(t, f.a, in)
+	if err != nil || res.Reason != AwaitResync {
+		t.Fatalf("as an activity with no free local slot: %+v, %v; want %q", res, err, AwaitResync)
+	}
+}

@@ -21,6 +21,11 @@ import (
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
+// localWaitSlots bounds the rollouts that wait for their next move inside a workflow task at
+// once (each a goroutine asleep on the informer cache); past it, a rollout waits in the
+// AwaitChange activity, which costs a round trip through the Temporal server per move.
+const localWaitSlots = 1000
+
 func run(ctx context.Context, cfg config.Config) error {
 	logger := cfg.Logger()
 	logger.Info("Starting worker", "temporalAddress", cfg.TemporalAddress, "temporalNamespace", cfg.TemporalNamespace,
@@ -68,8 +73,10 @@ func run(ctx context.Context, cfg config.Config) error {
 		// Syncs write through one client rate limiter. Running only a bounded number at once
 		// keeps the rest waiting in the task queue, where waiting costs no history events,
 		// instead of inside workflow tasks, which would heartbeat and time out.
-		MaxConcurrentWorkflowTaskExecutionSize:  cfg.MaxSyncs,
-		MaxConcurrentLocalActivityExecutionSize: 2 * cfg.MaxSyncs,
+		// Local waits for a rollout's next move (AwaitChange as a local activity) hold their
+		// workflow task open, so they get slots of their own on top of the syncs'.
+		MaxConcurrentWorkflowTaskExecutionSize:  cfg.MaxSyncs + localWaitSlots,
+		MaxConcurrentLocalActivityExecutionSize: 2*cfg.MaxSyncs + localWaitSlots,
 		// Each rollout under way holds one AwaitChange (a goroutine asleep on the informer
 		// cache), so the slots are many; they cost no API calls.
 		MaxConcurrentActivityExecutionSize: 10000,
@@ -78,10 +85,11 @@ func run(ctx context.Context, cfg config.Config) error {
 	})
 	w.RegisterWorkflowWithOptions(workflows.DeploymentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowType})
 	w.RegisterActivity(&activities.Activities{
-		Client:   kc,
-		Cache:    cache,
-		Recorder: recorder,
-		Metrics:  metrics,
+		Client:     kc,
+		Cache:      cache,
+		Recorder:   recorder,
+		Metrics:    metrics,
+		LocalWaits: make(chan struct{}, localWaitSlots),
 	})
 
 	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: obs.TemporalReady(ctx, tc)}.Start(ctx)

@@ -42,6 +42,9 @@ var a *activities.Activities
 //   - versionAwait waits for the next move of a rollout under way in the worker (the
 //     AwaitChange activity on its informer cache) instead of for the watcher's signals, and
 //     leaves status-count refreshes to it.
+//   - versionLocalAwait first waits for that move inside the workflow task, as a local
+//     activity, for localAwaitWindow: a move that comes within it is synced in the same task,
+//     with no round trip through the Temporal server; otherwise the AwaitChange activity waits.
 //
 // A run continued from an older version asks upgradeChangeID(its version), so new code reaches
 // every Deployment while histories recorded before an upgrade replay unchanged.
@@ -49,7 +52,8 @@ const (
 	versionFoldStatus workflow.Version = 1
 	versionChain      workflow.Version = 2
 	versionAwait      workflow.Version = 3
-	versionMax                         = versionAwait
+	versionLocalAwait workflow.Version = 4
+	versionMax                         = versionLocalAwait
 	changeID                           = "fold-status-into-write"
 	// chainChangeID gates versionChain in runs continued from a version-1 run.
 	chainChangeID = "chain-rolling-moves"
@@ -69,6 +73,18 @@ var awaitOptions = workflow.ActivityOptions{
 	ScheduleToCloseTimeout: awaitMaxWait + time.Minute,
 	HeartbeatTimeout:       20 * time.Second,
 	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+}
+
+// localAwaitWindow bounds the wait for a rollout's next move inside the workflow task (from
+// versionLocalAwait on). Signals and queries that arrive meanwhile are delivered when the task
+// completes: when the window ends without a move, or when the SDK heartbeats a task whose local
+// activities have run for 80% of the workflow task timeout (8s of the default 10s).
+const localAwaitWindow = 2 * time.Second
+
+// localAwaitOptions: the local wait is not retried; on any error the AwaitChange activity waits.
+var localAwaitOptions = workflow.LocalActivityOptions{
+	StartToCloseTimeout: localAwaitWindow + 10*time.Second,
+	RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 }
 
 // localActivityOptions: every Kubernetes read and write is a local activity, recorded as one
@@ -109,6 +125,9 @@ type rollout struct {
 	rolling     bool
 	await       workflow.Future
 	cancelAwait workflow.CancelFunc
+	// awaitLocal: the pending wait is the local one (versionLocalAwait); awaitRemote: it ended
+	// without a move, so the next wait before a sync is the AwaitChange activity.
+	awaitLocal, awaitRemote bool
 	// observed: the snapshot AwaitChange decided on; the next sync uses it instead of an
 	// Observe of its own.
 	observed *k8s.Snapshot
@@ -216,6 +235,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		}
 		r.dirty = false
 		r.stopAwait()
+		r.awaitRemote = false
 		plan, found, err := r.sync(ctx)
 		if err != nil {
 			r.failed(ctx, err)
@@ -285,7 +305,14 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 		sel.AddFuture(r.await, func(f workflow.Future) {
 			var res activities.AwaitResult
 			err := f.Get(ctx, &res)
-			r.await, r.cancelAwait = nil, nil
+			local := r.awaitLocal
+			r.await, r.cancelAwait, r.awaitLocal = nil, nil, false
+			if local && (err != nil || res.Reason == activities.AwaitResync || res.Reason == activities.AwaitBusy) {
+				// No move within the window (or no local slot): wait in the activity, outside
+				// the workflow task, so signals and queries are not held up.
+				r.awaitRemote = true
+				return
+			}
 			if err != nil {
 				// The worker that waited died (heartbeat timeout) or the wait failed: sync
 				// after a backoff rather than at once.
@@ -308,12 +335,18 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 // startAwait starts AwaitChange for the rollout under way, with the versions the next sync
 // must see and the request it would sync with.
 func (r *rollout) startAwait(ctx workflow.Context) {
-	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitOptions))
-	r.await = workflow.ExecuteActivity(actx, a.AwaitChange, activities.AwaitInput{
+	in := activities.AwaitInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, AtLeast: r.atLeast,
 		Request: k8s.Request{RollbackTo: r.rollbackTo, Chain: true}, MaxWait: awaitMaxWait,
-	})
-	r.cancelAwait = cancel
+	}
+	if r.version >= versionLocalAwait && !r.awaitRemote {
+		in.MaxWait = localAwaitWindow
+		lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, localAwaitOptions))
+		r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteLocalActivity(lctx, a.AwaitChange, in), cancel, true
+		return
+	}
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitOptions))
+	r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteActivity(actx, a.AwaitChange, in), cancel, false
 }
 
 // stopAwait cancels a wait still running: a signal or timer came first, and the sync that
@@ -322,7 +355,7 @@ func (r *rollout) stopAwait() {
 	if r.cancelAwait != nil {
 		r.cancelAwait()
 	}
-	r.await, r.cancelAwait = nil, nil
+	r.await, r.cancelAwait, r.awaitLocal = nil, nil, false
 }
 
 // drainSignals handles every signal already delivered, without blocking.

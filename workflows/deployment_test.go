@@ -63,6 +63,9 @@ type fakeCluster struct {
 	// afterWrite, if set, runs (without the lock held) after every successful write, with the
 	// activity name.
 	afterWrite func(activity string)
+	// localMoves: how many local waits (versionLocalAwait) see a move within their window;
+	// the rest see none.
+	localMoves int
 }
 
 func newFakeCluster(d *appsv1.Deployment, rss ...*appsv1.ReplicaSet) *fakeCluster {
@@ -168,14 +171,26 @@ func (f *fakeCluster) register(env *testsuite.TestWorkflowEnvironment) {
 	env.OnActivity(a.CleanupReplicaSets, mock.Anything, mock.Anything).Return(f.CleanupReplicaSets)
 	env.OnActivity(a.UpdateDeploymentStatus, mock.Anything, mock.Anything).Return(f.UpdateDeploymentStatus)
 	env.OnActivity(a.RollbackDeployment, mock.Anything, mock.Anything).Return(f.RollbackDeployment)
-	// The fake cluster settles at once, so there is nothing to wait for: the wait for a
-	// rollout's next move lasts a minute of workflow time (the old resync), which lets tests
-	// land signals mid-rollout, and then asks for a sync.
-	env.OnActivity(a.AwaitChange, mock.Anything, mock.Anything).After(time.Minute).Return(f.AwaitChange)
+	// The fake cluster settles at once, so there is nothing to wait for. The local wait (inside
+	// the workflow task) sees no move within its window, unless localMoves says otherwise; the
+	// AwaitChange activity then lasts a minute of workflow time (the old resync), which lets
+	// tests land signals mid-rollout, and then asks for a sync.
+	isLocal := func(in activities.AwaitInput) bool { return in.MaxWait == localAwaitWindow }
+	env.OnActivity(a.AwaitChange, mock.Anything, mock.MatchedBy(isLocal)).Return(f.AwaitChange)
+	env.OnActivity(a.AwaitChange, mock.Anything, mock.MatchedBy(func(in activities.AwaitInput) bool { return !isLocal(in) })).
+		After(time.Minute).Return(f.AwaitChange)
 }
 
-func (f *fakeCluster) AwaitChange(_ context.Context, _ activities.AwaitInput) (activities.AwaitResult, error) {
+func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (activities.AwaitResult, error) {
 	f.mu.Lock()
+	if in.MaxWait == localAwaitWindow {
+		defer f.done("LocalAwaitChange", false, new(error))
+		if f.localMoves > 0 {
+			f.localMoves--
+			return activities.AwaitResult{Reason: activities.AwaitDecide}, nil
+		}
+		return activities.AwaitResult{Reason: activities.AwaitResync}, nil
+	}
 	defer f.done("AwaitChange", false, new(error))
 	return activities.AwaitResult{Reason: activities.AwaitDecide}, nil
 }
@@ -1142,11 +1157,12 @@ func TestVersionCarriedAcrossRuns(t *testing.T) {
 		give *Carry
 		want workflow.Version
 	}{
-		{name: "first run", give: nil, want: versionAwait},
+		{name: "first run", give: nil, want: versionLocalAwait},
 		// Chaining first; the run after upgrades again.
 		{name: "continued from a version-1 run", give: &Carry{Version: versionFoldStatus}, want: versionChain},
-		{name: "continued from a version-2 run", give: &Carry{Version: versionChain}, want: versionAwait},
-		{name: "continued from a version-3 run", give: &Carry{Version: versionAwait}, want: versionAwait},
+		{name: "continued from a version-2 run", give: &Carry{Version: versionChain}, want: versionLocalAwait},
+		{name: "continued from a version-3 run", give: &Carry{Version: versionAwait}, want: versionLocalAwait},
+		{name: "continued from a version-4 run", give: &Carry{Version: versionLocalAwait}, want: versionLocalAwait},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1227,5 +1243,34 @@ func TestRollbackSurvivesHashCollision(t *testing.T) {
 	}
 	if got := f.image(); got != "nginx:v1" {
 		t.Fatalf("image: got %q, want nginx:v1 (rolled back)", got)
+	}
+}
+
+// From versionLocalAwait on, a move that comes within the local wait's window is synced in the
+// same workflow task: a rollout whose every move comes quickly runs no AwaitChange activity at
+// all. One whose local waits see nothing waits in the activity after each of them.
+func TestLocalAwait(t *testing.T) {
+	for _, quick := range []bool{true, false} {
+		t.Run(fmt.Sprintf("every move within the window=%t", quick), func(t *testing.T) {
+			f := midRollout()
+			if quick {
+				f.localMoves = 100
+			}
+			env := newEnv(t, f)
+			env.ExecuteWorkflow(WorkflowType, input())
+			continuedAsNew(t, env)
+			assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
+			local, remote := f.callCount("LocalAwaitChange"), f.callCount("AwaitChange")
+			if local == 0 {
+				t.Fatalf("local waits: 0, want one after each sync of the rollout")
+			}
+			want := local
+			if quick {
+				want = 0
+			}
+			if remote != want {
+				t.Errorf("AwaitChange activities: %d after %d local waits, want %d", remote, local, want)
+			}
+		})
 	}
 }
