@@ -77,7 +77,8 @@ Ready. Logs are in %[1]s/*.log.
   Temporal address: %[4]s
   Metrics:          http://127.0.0.1:9090/metrics (worker), http://127.0.0.1:9091/metrics (watcher)
 
-Try it:
+Try it (kubectl and temporal are the pinned builds in %[6]s):
+  export PATH=%[5]s:$PATH
   kubectl create deployment web --image=nginx:1.25 --replicas=4
   kubectl set image deployment/web nginx=nginx:1.26
   kubectl rollout status deployment/web
@@ -88,7 +89,7 @@ Try it:
   kubectl rollout history deployment/web
 
 Ctrl-C stops everything.
-`, dir, s.Kubeconfig, s.UIAddress, s.TemporalAddress)
+`, dir, s.Kubeconfig, s.UIAddress, s.TemporalAddress, toolsPath(), stack.DefaultTools())
 	for {
 		select {
 		case <-ctx.Done():
@@ -102,4 +103,10 @@ Ctrl-C stops everything.
 			}
 		}
 	}
+}
+
+// toolsPath is a PATH fragment with the pinned kubectl and temporal builds.
+func toolsPath() string {
+	tools := stack.DefaultTools()
+	return filepath.Dir(stack.ToolPath(tools, "kubectl")) + ":" + filepath.Dir(stack.ToolPath(tools, "temporal"))
 }
