@@ -21,10 +21,12 @@ import (
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
-// localWaitSlots bounds the rollouts that wait for their next move inside a workflow task at
-// once (each a goroutine asleep on the informer cache); past it, a rollout waits in the
-// AwaitChange activity, which costs a round trip through the Temporal server per move.
-const localWaitSlots = 1000
+// localWaitsPerSync: a worker runs up to this many rollouts' waits for their next move inside
+// a workflow task (local AwaitChange, a goroutine asleep on the informer cache) per sync slot;
+// past that a rollout waits in the AwaitChange activity, which costs a round trip through the
+// Temporal server per move. A local wait that sees a move syncs in its own workflow task, so
+// at most (1 + localWaitsPerSync) × max-concurrent-syncs workflow tasks run at once.
+const localWaitsPerSync = 5
 
 func run(ctx context.Context, cfg config.Config) error {
 	logger := cfg.Logger()
@@ -68,6 +70,7 @@ func run(ctx context.Context, cfg config.Config) error {
 	defer tc.Close()
 
 	metrics := activities.NewMetrics(reg)
+	localWaitSlots := localWaitsPerSync * cfg.MaxSyncs
 	w := worker.New(tc, cfg.TaskQueue, worker.Options{
 		Interceptors: []interceptor.WorkerInterceptor{&activities.ErrorCounter{Metrics: metrics}},
 		// Syncs write through one client rate limiter. Running only a bounded number at once
