@@ -128,6 +128,12 @@ type rollout struct {
 	// awaitLocal: the pending wait is the local one (versionLocalAwait); awaitRemote: it ended
 	// without a move, so the next wait before a sync is the AwaitChange activity.
 	awaitLocal, awaitRemote bool
+	// recordRollback: a sync rolled back; the next wait is the activity, so the workflow task
+	// completes and records the rollback before any more local waits. A rollback to "the
+	// previous revision" is not idempotent: re-run after the task failed (a continue-as-new
+	// that a late signal rejects re-runs the task's local activities on the cluster as it then
+	// is), it would roll back once more.
+	recordRollback bool
 	// observed: the snapshot AwaitChange decided on; the next sync uses it instead of an
 	// Observe of its own.
 	observed *k8s.Snapshot
@@ -339,7 +345,7 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, AtLeast: r.atLeast,
 		Request: k8s.Request{RollbackTo: r.rollbackTo, Chain: true}, MaxWait: awaitMaxWait,
 	}
-	if r.version >= versionLocalAwait && !r.awaitRemote {
+	if r.version >= versionLocalAwait && !r.awaitRemote && !r.recordRollback {
 		in.MaxWait = localAwaitWindow
 		lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, localAwaitOptions))
 		r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteLocalActivity(lctx, a.AwaitChange, in), cancel, true
@@ -347,6 +353,7 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 	}
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitOptions))
 	r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteActivity(actx, a.AwaitChange, in), cancel, false
+	r.recordRollback = false
 }
 
 // stopAwait cancels a wait still running: a signal or timer came first, and the sync that
@@ -551,6 +558,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	// back: the request stays for the next sync.
 	if plan.RollbackHandled && !restarted {
 		r.rollbackTo = nil
+		r.recordRollback = true
 	}
 	if wrote && !r.progressed {
 		r.progressed = true

@@ -819,6 +819,9 @@ func TestRollback(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := steadyAtV2()
+			// Every local wait sees a move: only the rollback sends the wait after it to the
+			// activity (see recordRollback).
+			f.localMoves = 100
 			env := newEnv(t, f)
 			at(env, 5*time.Second, func() {
 				st := queryStatus(t, env)
@@ -850,6 +853,9 @@ func TestRollback(t *testing.T) {
 			}
 			if len(f.rollbacks) != 1 {
 				t.Fatalf("RollbackDeployment calls: got %d, want 1", len(f.rollbacks))
+			}
+			if n := f.callCount("AwaitChange"); n != 1 {
+				t.Fatalf("AwaitChange activities: %d, want 1 (the wait after the rollback, which completes the workflow task that recorded it)", n)
 			}
 			want := podTemplate(tt.wantImage)
 			if got := f.rollbacks[0].Spec.Template; !k8s.EqualIgnoreHash(&got, &want) {
