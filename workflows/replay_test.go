@@ -23,7 +23,13 @@ import (
 // the worker): a 10-replica RollingUpdate, a Recreate rollout and its deletion, pause with a
 // template change while paused, a binary (non-JSON) and a malformed rollback signal, resume,
 // rollback to revision 1 and to an unknown revision, and a run continued from version 2 that
-// records its upgrade (upgrade-from-v2); replaying them with AwaitChange off fails.
+// records its upgrade (upgrade-from-v2); replaying them with AwaitChange off fails. The
+// *-v4.json histories come from version 4 (versionLocalAwait: the wait runs first as a local
+// activity inside the workflow task), recorded with `make dev`'s stack on 2026-11-23: a
+// 10-replica RollingUpdate created and then rolled (its moves synced in the same workflow task),
+// pause, a template change while paused, a malformed rollback signal, resume, rollback to
+// revision 1 (the wait after it is the activity), rollback to an unknown revision, and a
+// Recreate Deployment created, rolled and deleted; replaying them with the local wait off fails.
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {
