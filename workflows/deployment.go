@@ -79,7 +79,7 @@ var awaitOptions = workflow.ActivityOptions{
 // versionLocalAwait on). Signals and queries that arrive meanwhile are delivered when the task
 // completes: when the window ends without a move, or when the SDK heartbeats a task whose local
 // activities have run for 80% of the workflow task timeout (8s of the default 10s).
-const localAwaitWindow = 2 * time.Second
+const localAwaitWindow = 3 * time.Second
 
 // localAwaitOptions: the local wait is not retried; on any error the AwaitChange activity waits.
 var localAwaitOptions = workflow.LocalActivityOptions{
