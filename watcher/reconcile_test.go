@@ -471,6 +471,23 @@ func TestHandlers(t *testing.T) {
 			want:        true,
 		},
 		{
+			// Two status writers may race (a sync decided on older ReplicaSet counts lands
+			// after a fresher refresh): the write is weighed again.
+			name:     "a status written at rest with counts the ReplicaSets no longer show",
+			giveObjs: objects(web, webRSs),
+			give: func(kc *fake.Clientset) error {
+				d, err := kc.AppsV1().Deployments("prod").Get(ctx, "web", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				d.Status.TerminatingReplicas = ptrTo(int32(2))
+				_, err = kc.AppsV1().Deployments("prod").UpdateStatus(ctx, d, metav1.UpdateOptions{})
+				return err
+			},
+			giveWitness: "deployment",
+			want:        true,
+		},
+		{
 			name:     "a label a sync does nothing with",
 			giveObjs: objects(web, webRSs),
 			give: func(kc *fake.Clientset) error {

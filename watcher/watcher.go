@@ -112,6 +112,12 @@ func New(c *kube.Cache, tc client.Client, opts Options, logger *slog.Logger) (*W
 			case metaChanged(o, n):
 				// Labels or annotations (a deprecated rollback request, annotations to copy).
 				w.weigh(n, "Deployment metadata changed")
+			case !equality.Semantic.DeepEqual(o.Status, n.Status):
+				// A status written at rest: two writers (a sync of the worker and a refresh
+				// here) may race, and the one decided on older ReplicaSet counts may land
+				// last. Weighing it again on the cache rewrites counts the ReplicaSets no
+				// longer show; a current status weighs to nothing.
+				w.weigh(n, "Deployment status written")
 			}
 		},
 		DeleteFunc: w.enqueueObject,
@@ -213,7 +219,7 @@ func (w *Watcher) weigh(d *appsv1.Deployment, why string) bool {
 // (our own scaling, say) costs no signal.
 func (w *Watcher) weighReplicaSet(rs, old *appsv1.ReplicaSet) {
 	w.log.Debug("ReplicaSet changed", "namespace", rs.Namespace, "replicaSet", rs.Name, "resourceVersion", rs.ResourceVersion,
-		"replicas", rs.Status.Replicas, "available", rs.Status.AvailableReplicas, "terminating", rs.Status.TerminatingReplicas)
+		"replicas", rs.Status.Replicas, "available", rs.Status.AvailableReplicas, "terminating", deref(rs.Status.TerminatingReplicas))
 	owners := []*metav1.OwnerReference{metav1.GetControllerOf(rs)}
 	if old != nil {
 		if oc := metav1.GetControllerOf(old); !reflect.DeepEqual(oc, owners[0]) {
@@ -293,7 +299,7 @@ func (w *Watcher) refreshStatus(ctx context.Context, key string) {
 			return
 		}
 		w.log.Debug("Status refreshed", "namespace", ns, "deployment", name, "replicas", next.Status.Replicas,
-			"available", next.Status.AvailableReplicas, "terminating", next.Status.TerminatingReplicas)
+			"available", next.Status.AvailableReplicas, "terminating", deref(next.Status.TerminatingReplicas))
 		if WorkerCovers(next) {
 			// The refresh takes the Deployment out of rest (a complete Deployment lost
 			// available pods): from now on its changes are the worker's to weigh, so wake
@@ -492,4 +498,12 @@ func specChanged(o, n *appsv1.Deployment) bool {
 // revision annotation; weighing with Decide tells those apart).
 func metaChanged(o, n *appsv1.Deployment) bool {
 	return !reflect.DeepEqual(o.Annotations, n.Annotations) || !reflect.DeepEqual(o.Labels, n.Labels)
+}
+
+// deref is *p, or -1 for nil (the field is unset), for logs.
+func deref(p *int32) int32 {
+	if p == nil {
+		return -1
+	}
+	return *p
 }
