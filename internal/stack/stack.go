@@ -400,6 +400,9 @@ func (s *Stack) StartTemporal(ctx context.Context) error {
 		s.tempArgs = []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
 			"--ui-port", strconv.Itoa(ui), "--db-filename", filepath.Join(o.Dir, "temporal.db"),
 			"--log-level", "warn", "--namespace", "default",
+			// WAL with synchronous=NORMAL: commits survive a crash of the server process
+			// (not a power loss) at a fraction of the fsyncs of the default.
+			"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
 			// AwaitChange, scheduled by a workflow task, comes back in that task's
 			// completion response and starts at once on the worker that asked for it,
 			// without a round trip through matching (off by default on the server).
