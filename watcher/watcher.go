@@ -218,8 +218,11 @@ func (w *Watcher) weigh(d *appsv1.Deployment, why string) bool {
 // matches it. Which writer made the change does not matter: a change that calls for nothing
 // (our own scaling, say) costs no signal.
 func (w *Watcher) weighReplicaSet(rs, old *appsv1.ReplicaSet) {
-	w.log.Debug("ReplicaSet changed", "namespace", rs.Namespace, "replicaSet", rs.Name, "resourceVersion", rs.ResourceVersion,
-		"replicas", rs.Status.Replicas, "available", rs.Status.AvailableReplicas, "terminating", deref(rs.Status.TerminatingReplicas))
+	if w.log.Enabled(context.Background(), slog.LevelDebug) {
+		// Every ReplicaSet update of the cluster passes here: build the record only when it is logged.
+		w.log.Debug("ReplicaSet changed", "namespace", rs.Namespace, "replicaSet", rs.Name, "resourceVersion", rs.ResourceVersion,
+			"replicas", rs.Status.Replicas, "available", rs.Status.AvailableReplicas, "terminating", deref(rs.Status.TerminatingReplicas))
+	}
 	owners := []*metav1.OwnerReference{metav1.GetControllerOf(rs)}
 	if old != nil {
 		if oc := metav1.GetControllerOf(old); !reflect.DeepEqual(oc, owners[0]) {

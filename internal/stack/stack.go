@@ -197,7 +197,7 @@ func (s *Stack) startKube(ctx context.Context) error {
 		return err
 	}
 
-	saKey := filepath.Join(dir, "sa.key")
+	saKey := s.saKey()
 	if err := writeRSAKey(saKey); err != nil {
 		return err
 	}
@@ -313,6 +313,9 @@ func (s *Stack) createNodes(ctx context.Context) error {
 	return nil
 }
 
+// saKey is the service-account signing key kube-apiserver and kube-controller-manager share.
+func (s *Stack) saKey() string { return filepath.Join(s.Opts.Dir, "sa.key") }
+
 func (s *Stack) controllers() string {
 	if s.Opts.BuiltinDeploymentController {
 		return "*"
@@ -324,7 +327,7 @@ func (s *Stack) controllers() string {
 func (s *Stack) kcmArgs(qps float32, burst int) []string {
 	dir := s.Opts.Dir
 	return []string{"--kubeconfig", s.Kubeconfig, "--controllers", s.controllers(), "--leader-elect=false",
-		"--service-account-private-key-file", filepath.Join(dir, "sa.key"), "--use-service-account-credentials=false",
+		"--service-account-private-key-file", s.saKey(), "--use-service-account-credentials=false",
 		"--root-ca-file", filepath.Join(dir, "certs", "apiserver.crt"),
 		"--kube-api-qps", strconv.FormatFloat(float64(qps), 'f', -1, 32), "--kube-api-burst", strconv.Itoa(burst),
 		"--secure-port=0", "--v", "1"}
