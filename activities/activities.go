@@ -47,6 +47,9 @@ type Activities struct {
 	// LocalWaits bounds the AwaitChange waits run as local activities, each of which holds a
 	// workflow task open (a buffered channel, one element per wait); nil is no bound.
 	LocalWaits chan struct{}
+	// Prometheus answers analysis steps' queries; nil when the worker has no
+	// --prometheus-address.
+	Prometheus Prometheus
 }
 
 // DeploymentRef names a Deployment and pins its UID.

@@ -132,7 +132,19 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				res.Reason, res.Error = AwaitDecide, err.Error()
 				return res, nil
 			}
+			canary := in.Request.Canary
+			stepReached := canary != nil && !canary.Hold && plan.CanaryReached
 			switch {
+			case plan.CanaryStale || stepReached:
+				// The template changed under a stepped rollout, or the rollout reached its
+				// step's weight: the workflow takes its next step.
+				res.Reason = AwaitDecide
+				for _, st := range plan.Steps {
+					res.Steps = append(res.Steps, st.Kind)
+				}
+				recorded := redactSnapshot(snap)
+				res.Snapshot = &recorded
+				return res, nil
 			case len(plan.Steps) == 0:
 			case statusRefresh(plan):
 				wr, err := a.UpdateDeploymentStatus(ctx, DeploymentWriteInput{Deployment: plan.Steps[0].Deployment})

@@ -29,6 +29,11 @@ type planner struct {
 	chain bool
 	// templateHash: see Snapshot.TemplateHash.
 	templateHash string
+	// canary: see Request.Canary. newCap is the new ReplicaSet's size at its step (-1: no
+	// step); reached: see Plan.CanaryReached.
+	canary  *Canary
+	newCap  int32
+	reached bool
 }
 
 // Decide runs one sync of the Deployment controller over a snapshot, in upstream order:
@@ -52,6 +57,8 @@ func Decide(s Snapshot, req Request, now time.Time) (Plan, error) {
 		chain: req.Chain,
 
 		templateHash: s.TemplateHash,
+		canary:       req.Canary,
+		newCap:       -1,
 	}
 	for _, rs := range s.ReplicaSets {
 		p.rss = append(p.rss, rs.DeepCopy())
@@ -83,6 +90,16 @@ func Decide(s Snapshot, req Request, now time.Time) (Plan, error) {
 		return p.finish(PhaseInvalid, msg), nil
 	}
 
+	if c := req.Canary; c != nil {
+		hash := s.TemplateHash
+		if hash == "" {
+			hash = PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
+		}
+		if c.Hash != hash {
+			return Plan{Phase: PhaseProgressing, Status: d.Status, CanaryStale: true}, nil
+		}
+	}
+
 	p.claim(selector)
 
 	if d.DeletionTimestamp != nil {
@@ -92,6 +109,9 @@ func Decide(s Snapshot, req Request, now time.Time) (Plan, error) {
 	}
 
 	p.checkPausedConditions()
+	if !d.Spec.Paused {
+		p.checkCanaryConditions()
+	}
 	_, p.rollbackPending = p.rollbackTo(req)
 	if d.Spec.Paused {
 		p.sync()
@@ -158,7 +178,7 @@ func (p *planner) finish(phase Phase, msg string) Plan {
 	if !equality.Semantic.DeepEqual(p.orig.Status, d.Status) || !reflect.DeepEqual(p.orig.Annotations, d.Annotations) && !p.hasRollbackStep() {
 		p.insertStatusStep()
 	}
-	plan := Plan{Steps: p.steps, Status: d.Status, RecheckAt: p.recheck, RollbackHandled: p.rollback, Message: msg}
+	plan := Plan{Steps: p.steps, Status: d.Status, RecheckAt: p.recheck, RollbackHandled: p.rollback, Message: msg, CanaryReached: p.reached}
 	plan.Revision, _ = Revision(d.Annotations)
 	if newRS := FindNewReplicaSet(d, p.rss); newRS != nil {
 		plan.NewReplicaSet = newRS.Name

@@ -20,7 +20,7 @@ func (p *planner) syncRolloutStatus(all []*appsv1.ReplicaSet, newRS *appsv1.Repl
 	}
 	cur := GetCondition(d.Status, appsv1.DeploymentProgressing)
 	complete := st.Replicas == st.UpdatedReplicas && cur != nil && cur.Reason == NewRSAvailableReason
-	if HasProgressDeadline(d) && !complete {
+	if HasProgressDeadline(d) && !complete && !p.holding() {
 		switch {
 		case DeploymentComplete(d, &st):
 			msg := fmt.Sprintf("Deployment %q has successfully progressed.", d.Name)
@@ -71,7 +71,7 @@ func timedOut(d *appsv1.Deployment, st *appsv1.DeploymentStatus, now time.Time) 
 		return false
 	}
 	c := GetCondition(*st, appsv1.DeploymentProgressing)
-	if c == nil || c.Reason == NewRSAvailableReason {
+	if c == nil || c.Reason == NewRSAvailableReason || c.Reason == CanaryPausedReason {
 		return false
 	}
 	if c.Reason == TimedOutReason {
@@ -84,7 +84,7 @@ func timedOut(d *appsv1.Deployment, st *appsv1.DeploymentStatus, now time.Time) 
 // second after the Progressing condition's last update plus progressDeadlineSeconds.
 func recheckAt(d *appsv1.Deployment, st *appsv1.DeploymentStatus) *metav1.Time {
 	c := GetCondition(*st, appsv1.DeploymentProgressing)
-	if !HasProgressDeadline(d) || c == nil || DeploymentComplete(d, st) || c.Reason == TimedOutReason {
+	if !HasProgressDeadline(d) || c == nil || DeploymentComplete(d, st) || c.Reason == TimedOutReason || c.Reason == CanaryPausedReason {
 		return nil
 	}
 	t := metav1.NewTime(c.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds)*time.Second + time.Second))

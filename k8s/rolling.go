@@ -1,6 +1,8 @@
 package k8s
 
 import (
+	"math"
+
 	appsv1 "k8s.io/api/apps/v1"
 )
 
@@ -15,12 +17,19 @@ import (
 // one sync and new to 10 in the next; chained, one sync does both.
 func (p *planner) rolloutRolling() {
 	d := p.d
+	if c := p.canary; c != nil && c.Freeze {
+		newRS, old := p.getNewReplicaSet(false)
+		p.syncRolloutStatus(withNew(old, newRS), newRS)
+		return
+	}
+	p.setNewCap()
 	newRS, old := p.getNewReplicaSet(true)
 	all := withNew(old, newRS)
 	if newRS == nil {
 		p.syncRolloutStatus(all, newRS)
 		return
 	}
+	defer p.checkCanaryReached(newRS, old)
 	moved := false
 	for range maxChainMoves {
 		if !p.reconcileNewReplicaSet(all, newRS) && !p.reconcileOldReplicaSets(all, filterActive(old), newRS) {
@@ -39,6 +48,35 @@ func (p *planner) rolloutRolling() {
 		p.cleanupDeployment(old)
 	}
 	p.syncRolloutStatus(all, newRS)
+}
+
+// setNewCap sets, for a stepped rollout, the new ReplicaSet's size at this step (see Canary):
+// its weight's share, or more where replicas already moved further, since a step never moves
+// them back. -1 without a step.
+func (p *planner) setNewCap() {
+	p.newCap = -1
+	c := p.canary
+	if c == nil {
+		return
+	}
+	d := p.d
+	n := replicas(d)
+	var cur int32
+	if rs := FindNewReplicaSet(d, p.rss); rs != nil {
+		cur = min(rsReplicas(rs), n)
+	}
+	oldActive := filterActive(FindOldReplicaSets(d, p.rss))
+	p.newCap = min(max(WeightReplicas(c.Weight, n), cur, n-sumSpec(oldActive)), n)
+}
+
+// checkCanaryReached sets CanaryReached when the new ReplicaSet is at its step's size, all of
+// it available, and the old ones are at the rest.
+func (p *planner) checkCanaryReached(newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet) {
+	if p.newCap < 0 {
+		return
+	}
+	p.reached = rsReplicas(newRS) == p.newCap && p.availableNow(newRS) >= p.newCap &&
+		sumSpec(filterActive(old)) <= replicas(p.d)-p.newCap
 }
 
 // maxChainMoves bounds the scaling moves of one chained sync. A RollingUpdate needs at most
@@ -77,6 +115,12 @@ func (p *planner) reconcileNewReplicaSet(all []*appsv1.ReplicaSet, newRS *appsv1
 	if err != nil {
 		return false
 	}
+	if p.newCap >= 0 {
+		n = min(n, p.newCap)
+	}
+	if n <= rsReplicas(newRS) {
+		return false
+	}
 	return p.scaleReplicaSet(newRS, n, false)
 }
 
@@ -106,11 +150,17 @@ func (p *planner) reconcileOldReplicaSets(all, oldActive []*appsv1.ReplicaSet, n
 		return false
 	}
 	maxDown := maxScaledDown(p.d, all, newRS, p.availableNow(newRS))
+	limit := int32(math.MaxInt32)
+	if p.newCap >= 0 {
+		// A stepped rollout keeps replicas − the new ReplicaSet's share on the old ones.
+		limit = sumSpec(oldActive) - (replicas(p.d) - p.newCap)
+		maxDown = min(maxDown, limit)
+	}
 	if maxDown <= 0 {
 		return false
 	}
 	cleaned := p.cleanupUnhealthyReplicas(oldActive, maxDown)
-	scaled := p.scaleDownOldForRollingUpdate(withNew(oldActive, newRS), oldActive)
+	scaled := p.scaleDownOldForRollingUpdate(withNew(oldActive, newRS), oldActive, limit-cleaned)
 	return cleaned+scaled > 0
 }
 
@@ -137,8 +187,8 @@ func (p *planner) cleanupUnhealthyReplicas(old []*appsv1.ReplicaSet, maxCleanup 
 }
 
 // scaleDownOldForRollingUpdate scales old ReplicaSets down, oldest first, by the available
-// replicas above replicas − maxUnavailable.
-func (p *planner) scaleDownOldForRollingUpdate(all, old []*appsv1.ReplicaSet) int32 {
+// replicas above replicas − maxUnavailable, and by limit at most.
+func (p *planner) scaleDownOldForRollingUpdate(all, old []*appsv1.ReplicaSet, limit int32) int32 {
 	d := p.d
 	minAvailable := replicas(d) - MaxUnavailable(d)
 	var available int32
@@ -150,7 +200,7 @@ func (p *planner) scaleDownOldForRollingUpdate(all, old []*appsv1.ReplicaSet) in
 	}
 	sortByCreation(old)
 	var total int32
-	budget := available - minAvailable
+	budget := min(available-minAvailable, limit)
 	for _, rs := range old {
 		if total >= budget {
 			break

@@ -31,6 +31,31 @@ func (p *planner) checkPausedConditions() {
 	}
 }
 
+// checkCanaryConditions is checkPausedConditions for a stepped rollout's holds: while the
+// rollout waits at a step, the Progressing condition is Unknown with reason CanaryPaused and
+// the step's message, so the progress deadline does not run; once it goes on, CanaryResumed,
+// so the deadline counts from then.
+func (p *planner) checkCanaryConditions() {
+	d := p.d
+	if !HasProgressDeadline(d) {
+		return
+	}
+	cond := GetCondition(d.Status, appsv1.DeploymentProgressing)
+	if cond != nil && cond.Reason == TimedOutReason {
+		return
+	}
+	held := cond != nil && cond.Reason == CanaryPausedReason
+	switch c := p.canary; {
+	case c != nil && c.Hold && (!held || cond.Message != c.Message):
+		SetCondition(&d.Status, NewCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, CanaryPausedReason, c.Message, p.now))
+	case (c == nil || !c.Hold) && held:
+		SetCondition(&d.Status, NewCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, CanaryResumedReason, "Rollout resumed from its step", p.now))
+	}
+}
+
+// holding reports whether the rollout waits at a step.
+func (p *planner) holding() bool { return p.canary != nil && p.canary.Hold }
+
 // sync scales (proportionally when needed), cleans up while paused (unless a rollback is
 // pending, as upstream), and syncs status.
 func (p *planner) sync() {
@@ -98,6 +123,9 @@ func (p *planner) getNewReplicaSet(create bool) (*appsv1.ReplicaSet, []*appsv1.R
 	n, err := NewRSNewReplicas(d, withNew(old, newRS), newRS)
 	if err != nil {
 		return nil, old
+	}
+	if p.newCap >= 0 {
+		n = min(n, p.newCap)
 	}
 	*newRS.Spec.Replicas = n
 	setNewReplicaSetAnnotations(d, newRS, newRevision, false)

@@ -37,6 +37,34 @@ type Request struct {
 	// syncs (woken by its own writes) would do on the same observation. Without it a sync
 	// makes one scaling move, as upstream's does. See rolloutRolling.
 	Chain bool `json:"chain,omitempty"`
+	// Canary caps the new ReplicaSet during a stepped rollout (see Canary). Nil: upstream's
+	// rollout to 100%.
+	Canary *Canary `json:"canary,omitempty"`
+}
+
+// Canary is the step a stepped rollout is at, as the workflow decided it.
+//
+// The new ReplicaSet goes up to ceil(Weight% × replicas) and the old ones down to the rest,
+// within maxSurge and maxUnavailable. A step never moves replicas back: a new ReplicaSet
+// already above the weight keeps its replicas, and old ones already below the rest are not
+// scaled up again. 10 replicas, maxSurge 25%, maxUnavailable 25%, Weight 30: the new
+// ReplicaSet goes to 3 and the old one to 7.
+type Canary struct {
+	// Hash is the pod-template-hash the step belongs to. A snapshot whose template hashes
+	// otherwise is not capped: Decide returns a plan with CanaryStale and no steps, and the
+	// workflow decides again on the new template.
+	Hash string `json:"hash"`
+	// Weight is the new ReplicaSet's share of replicas, 0–100.
+	Weight int32 `json:"weight"`
+	// Hold: the rollout waits at this step (a pause, an analysis, an invalid steps
+	// annotation). The progress deadline does not run, and the Progressing condition says
+	// why (reason CanaryPaused, Message), as upstream's does for a paused Deployment; when the
+	// hold ends it turns to CanaryResumed and the deadline counts from then.
+	Hold    bool   `json:"hold,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Freeze: make no rollout move at all (no new ReplicaSet, no scaling), as for an invalid
+	// steps annotation: the Deployment is left as it is.
+	Freeze bool `json:"freeze,omitempty"`
 }
 
 // StepKind names a write; each maps to one activity, and the names read well in the
@@ -129,6 +157,11 @@ type Plan struct {
 	RollbackHandled bool `json:"rollbackHandled,omitempty"`
 	// Message explains a Phase of Invalid.
 	Message string `json:"message,omitempty"`
+	// CanaryReached: with Request.Canary, the new ReplicaSet is at its step's share, all of it
+	// available, and the old ones are at the rest.
+	CanaryReached bool `json:"canaryReached,omitempty"`
+	// CanaryStale: Request.Canary was for another template; nothing was decided.
+	CanaryStale bool `json:"canaryStale,omitempty"`
 }
 
 // ObjectVersion names a Deployment or ReplicaSet at a resourceVersion: a sync must not decide

@@ -26,14 +26,18 @@ const (
 	RollbackTemplateUnchanged = "DeploymentRollbackTemplateUnchanged"
 	RollbackDone              = "DeploymentRollback"
 
-	ReplicaSetUpdatedReason    = "ReplicaSetUpdated"
-	FailedRSCreateReason       = "ReplicaSetCreateError"
-	NewReplicaSetReason        = "NewReplicaSetCreated"
-	FoundNewRSReason           = "FoundNewReplicaSet"
-	NewRSAvailableReason       = "NewReplicaSetAvailable"
-	TimedOutReason             = "ProgressDeadlineExceeded"
-	PausedDeployReason         = "DeploymentPaused"
-	ResumedDeployReason        = "DeploymentResumed"
+	ReplicaSetUpdatedReason = "ReplicaSetUpdated"
+	FailedRSCreateReason    = "ReplicaSetCreateError"
+	NewReplicaSetReason     = "NewReplicaSetCreated"
+	FoundNewRSReason        = "FoundNewReplicaSet"
+	NewRSAvailableReason    = "NewReplicaSetAvailable"
+	TimedOutReason          = "ProgressDeadlineExceeded"
+	PausedDeployReason      = "DeploymentPaused"
+	ResumedDeployReason     = "DeploymentResumed"
+	// CanaryPausedReason and CanaryResumedReason are ours: a stepped rollout waits at a step
+	// (a pause, an analysis), and goes on from it.
+	CanaryPausedReason         = "CanaryPaused"
+	CanaryResumedReason        = "CanaryResumed"
 	MinimumReplicasAvailable   = "MinimumReplicasAvailable"
 	MinimumReplicasUnavailable = "MinimumReplicasUnavailable"
 

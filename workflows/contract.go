@@ -33,12 +33,26 @@ const (
 	SignalRollback = "rollback"
 	// QueryStatus returns a Status.
 	QueryStatus = "status"
+	// UpdatePromote (a Workflow Update) moves a stepped rollout past the step it waits at:
+	// {} to the next step, {"full":true} past every remaining step. It is rejected when nothing
+	// waits (no stepped rollout, or a setWeight step still scaling). Returns the Status after
+	// the sync that follows.
+	UpdatePromote = "promote"
+	// UpdateAbort (a Workflow Update) aborts the rollout under way: {"reason":"..."}. The
+	// Deployment returns to the last revision that completed at full speed, skipping all
+	// steps; the run ends with RolloutOutcome "Aborted". Rejected when nothing is rolling out.
+	// Returns the Status after the sync that follows.
+	UpdateAbort = "abort"
 
 	// Search attributes the workflow upserts, registered by `make dev`.
 	SearchAttrNamespace  = "K8sNamespace"
 	SearchAttrDeployment = "K8sDeployment"
 	SearchAttrRevision   = "K8sRevision"
 	SearchAttrOutcome    = "RolloutOutcome"
+	// SearchAttrWaitingFor (Keyword) is what a stepped rollout waits for: Promote, Timer,
+	// Analysis, Weight, or empty. `temporal workflow list --query 'RolloutWaitingFor="Promote"'`
+	// lists every Deployment waiting for promotion.
+	SearchAttrWaitingFor = "RolloutWaitingFor"
 )
 
 // WorkflowID is "deployment/<namespace>/<name>": one open execution per Deployment.
@@ -86,6 +100,13 @@ type Carry struct {
 	// and whether it must read live (after a stale decision).
 	AtLeast  []k8s.ObjectVersion `json:"atLeast,omitempty"`
 	LiveNext bool                `json:"liveNext,omitempty"`
+	// A stepped rollout in progress (versionSteps): its state and steps, the stable template,
+	// an abort under way, and the invalid annotation already warned about.
+	Steps      *stepsState       `json:"steps,omitempty"`
+	StepList   []k8s.RolloutStep `json:"stepList,omitempty"`
+	StableHash string            `json:"stableHash,omitempty"`
+	Abort      *abortState       `json:"abort,omitempty"`
+	Warned     string            `json:"warned,omitempty"`
 }
 
 // Validate checks the namespace and name.
@@ -132,6 +153,9 @@ type Result struct {
 // Outcomes a Result can carry.
 const (
 	OutcomeDeleted = "Deleted"
+	// OutcomeAborted: the rollout was aborted (by abort, a failed analysis, or a progress
+	// deadline with auto-rollback) and the Deployment is back at its stable revision.
+	OutcomeAborted = "Aborted"
 )
 
 // Status is the answer to the status query.
@@ -152,11 +176,19 @@ type Status struct {
 	// IgnoredSignal explains the last signal that was dropped as malformed.
 	IgnoredSignal string `json:"ignoredSignal,omitempty"`
 	Message       string `json:"message,omitempty"`
+	// Steps is the stepped rollout in progress: the current step, what it waits for (timer
+	// end, promote, analysis and its last measurement).
+	Steps *StepsStatus `json:"steps,omitempty"`
+	// AbortReason says why the last rollout was aborted.
+	AbortReason string `json:"abortReason,omitempty"`
+	// AnnotationError names an invalid rollout annotation that holds the rollout.
+	AnnotationError string `json:"annotationError,omitempty"`
 }
 
 // ReplicaSetStatus is one ReplicaSet's counts.
 type ReplicaSetStatus struct {
 	Name      string `json:"name"`
+	Hash      string `json:"hash,omitempty"`
 	Revision  int64  `json:"revision"`
 	Replicas  int32  `json:"replicas"`
 	Ready     int32  `json:"ready"`

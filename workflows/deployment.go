@@ -45,6 +45,11 @@ var a *activities.Activities
 //   - versionLocalAwait first waits for that move inside the workflow task, as a local
 //     activity, for localAwaitWindow: a move that comes within it is synced in the same task,
 //     with no round trip through the Temporal server; otherwise the AwaitChange activity waits.
+//   - versionSteps runs stepped rollouts (the temporal-rollout.io/steps annotation: canary
+//     weights, pauses, analysis), takes the promote and abort updates, aborts on a progress
+//     deadline with temporal-rollout.io/auto-rollback, and records each step as an event, in
+//     the memo and in the RolloutWaitingFor search attribute. A Deployment without those
+//     annotations rolls out exactly as in versionLocalAwait.
 //
 // A run continued from an older version asks upgradeChangeID(its version), so new code reaches
 // every Deployment while histories recorded before an upgrade replay unchanged.
@@ -53,7 +58,8 @@ const (
 	versionChain      workflow.Version = 2
 	versionAwait      workflow.Version = 3
 	versionLocalAwait workflow.Version = 4
-	versionMax                         = versionLocalAwait
+	versionSteps      workflow.Version = 5
+	versionMax                         = versionSteps
 	changeID                           = "fold-status-into-write"
 	// chainChangeID gates versionChain in runs continued from a version-1 run.
 	chainChangeID = "chain-rolling-moves"
@@ -148,6 +154,29 @@ type rollout struct {
 	cancelWake workflow.CancelFunc
 
 	trigger, pause, resume, rollback workflow.ReceiveChannel
+
+	// Stepped rollouts (versionSteps): see steps.go.
+	steps           *stepsState
+	stepList        []k8s.RolloutStep
+	canaryReq       *k8s.Canary
+	stableHash      string
+	lastHash        string
+	abort, aborted  *abortState
+	warned          string
+	annotationError string
+	waitingSA       string
+	stepTimer       workflow.Future
+	cancelStepTimer workflow.CancelFunc
+	stepTimerFor    int
+	cancelAnalysis  workflow.CancelFunc
+	analysisGen     int
+	analysisDone    workflow.Channel
+	// Updates: queued by their handlers (kick wakes the main loop), applied by the main loop,
+	// done once the sync after them ran.
+	updates, applied []*update
+	updateSeq        int
+	kick             workflow.Channel
+	ended            bool
 }
 
 // DeploymentWorkflow drives one Deployment, the way kube-controller-manager's Deployment
@@ -169,6 +198,9 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		pause:    workflow.GetSignalChannel(ctx, SignalPause),
 		resume:   workflow.GetSignalChannel(ctx, SignalResume),
 		rollback: workflow.GetSignalChannel(ctx, SignalRollback),
+
+		kick:         workflow.NewBufferedChannel(ctx, 1),
+		analysisDone: workflow.NewBufferedChannel(ctx, 4),
 	}
 	if c := in.Carry; c != nil {
 		r.dirty = !c.Idle || c.Dirty
@@ -181,14 +213,18 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			r.dirty = true
 		}
 		r.atLeast, r.liveNext = c.AtLeast, c.LiveNext
+		r.steps, r.stepList, r.stableHash, r.abort, r.warned = c.Steps, c.StepList, c.StableHash, c.Abort, c.Warned
+		if c.Abort != nil {
+			r.dirty = true
+		}
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) {
-		st := r.status
-		st.PendingRollback = r.rollbackTo
-		st.Syncs = r.syncs
-		return st, nil
+		return r.queryStatus(), nil
 	}); err != nil {
 		return Result{}, fmt.Errorf("register status query: %w", err)
+	}
+	if err := r.registerUpdates(ctx); err != nil {
+		return Result{}, err
 	}
 	// Runs continued from a run at the current version carry it, which saves the marker
 	// GetVersion records; others ask GetVersion, so histories recorded before a change replay
@@ -213,6 +249,9 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		r.version = workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, versionMax)
 	}
 	ctx = workflow.WithLocalActivityOptions(ctx, localActivityOptions)
+	if r.version >= versionSteps {
+		r.resumeStepWaits(ctx)
+	}
 
 	if len(in.Image) > 0 {
 		if err := r.setImage(ctx); err != nil {
@@ -233,6 +272,9 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			return Result{}, err
 		}
 		r.drainSignals(ctx)
+		if r.version >= versionSteps {
+			r.applyUpdates(ctx)
+		}
 		if r.pendingPause != nil {
 			r.applyPause(ctx)
 		}
@@ -243,6 +285,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		r.stopAwait()
 		r.awaitRemote = false
 		plan, found, err := r.sync(ctx)
+		r.syncedUpdates()
 		if err != nil {
 			r.failed(ctx, err)
 			continue
@@ -253,12 +296,17 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			r.finishRollout(ctx, OutcomeDeleted)
 			msg := fmt.Sprintf("deployment %s/%s no longer exists", in.Namespace, in.Name)
 			r.log.Info("Deployment deleted, workflow ends")
+			r.endRun(ctx)
 			return Result{Outcome: OutcomeDeleted, Revision: r.status.CurrentRevision, Message: msg}, nil
 		}
 		r.scheduleWake(ctx, plan)
 
 		if plan.Phase.Converged() && r.progressed && !r.pendingWork(ctx) {
-			r.finishRollout(ctx, string(plan.Phase))
+			outcome := string(plan.Phase)
+			if r.aborted != nil && plan.Phase == k8s.PhaseComplete {
+				outcome = OutcomeAborted
+			}
+			r.finishRollout(ctx, outcome)
 			r.log.Info("Rollout converged, continuing as new", "phase", plan.Phase, "revision", plan.Revision, "syncs", r.syncs)
 			return Result{}, r.continueAsNew(ctx, true)
 		}
@@ -272,7 +320,29 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 // pendingWork drains signals that arrived during the sync and reports whether any work is owed.
 func (r *rollout) pendingWork(ctx workflow.Context) bool {
 	r.drainSignals(ctx)
-	return r.dirty || r.pendingPause != nil || r.rollbackTo != nil
+	return r.dirty || r.pendingPause != nil || r.rollbackTo != nil || len(r.updates) > 0
+}
+
+// endRun lets every update handler finish before the run ends: one queued but not applied is
+// told to try again (the next run takes it).
+func (r *rollout) endRun(ctx workflow.Context) {
+	for _, u := range r.updates {
+		u.err, u.done = errors.New("the run ended before this update was applied; send it again"), true
+	}
+	r.updates = nil
+	r.syncedUpdates()
+	r.ended = true
+	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+}
+
+// queryStatus is the status query's answer.
+func (r *rollout) queryStatus() Status {
+	st := r.status
+	st.PendingRollback = r.rollbackTo
+	st.Syncs = r.syncs
+	st.Steps = r.stepsStatus()
+	st.AnnotationError = r.annotationError
+	return st
 }
 
 func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
@@ -285,6 +355,11 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 		Status:     &st,
 		AtLeast:    r.atLeast,
 		LiveNext:   r.liveNext,
+		Steps:      r.steps,
+		StepList:   r.stepList,
+		StableHash: r.stableHash,
+		Abort:      r.abort,
+		Warned:     r.warned,
 	}}
 	if r.version >= versionFoldStatus {
 		next.Carry.Version = r.version
@@ -293,6 +368,7 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 	if r.in.Carry != nil {
 		next.Carry.Runs = r.in.Carry.Runs + 1
 	}
+	r.endRun(ctx)
 	return workflow.NewContinueAsNewError(ctx, WorkflowType, next)
 }
 
@@ -343,7 +419,7 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 func (r *rollout) startAwait(ctx workflow.Context) {
 	in := activities.AwaitInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, AtLeast: r.atLeast,
-		Request: k8s.Request{RollbackTo: r.rollbackTo, Chain: true}, MaxWait: awaitMaxWait,
+		Request: k8s.Request{RollbackTo: r.rollbackTo, Chain: true, Canary: r.canaryReq}, MaxWait: awaitMaxWait,
 	}
 	if r.version >= versionLocalAwait && !r.awaitRemote && !r.recordRollback {
 		in.MaxWait = localAwaitWindow
@@ -416,6 +492,9 @@ func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 		r.dirty = true
 		r.log.Info("Rollback requested", "revision", rev)
 	})
+	if r.version >= versionSteps {
+		r.addStepWaits(ctx, sel)
+	}
 }
 
 // receive takes the next value off a signal channel as raw JSON. It receives the payload
@@ -530,7 +609,12 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		r.log.Info("Deployment was recreated", "uid", d.UID)
 	}
 	r.uid = d.UID
-	plan, err := k8s.Decide(obs.Snapshot, k8s.Request{RollbackTo: r.rollbackTo, Chain: r.version >= versionChain}, workflow.Now(ctx))
+	req := k8s.Request{RollbackTo: r.rollbackTo, Chain: r.version >= versionChain}
+	if r.version >= versionSteps {
+		req.Canary = r.canaryRequest(ctx, obs.Snapshot)
+		r.canaryReq = req.Canary
+	}
+	plan, err := k8s.Decide(obs.Snapshot, req, workflow.Now(ctx))
 	if err != nil {
 		return k8s.Plan{}, true, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalid, nil)
 	}
@@ -567,6 +651,9 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	}
 	r.report(obs.Snapshot, plan)
 	r.status.LastError = ""
+	if r.version >= versionSteps {
+		r.afterSync(ctx, obs.Snapshot, plan)
+	}
 	workflow.SetCurrentDetails(ctx, r.details())
 	if plan.Phase == k8s.PhaseRollingBack {
 		// The template changed: roll it out now.
@@ -742,6 +829,9 @@ func (r *rollout) finishRollout(ctx workflow.Context, outcome string) {
 func (r *rollout) details() string {
 	st := r.status
 	line := fmt.Sprintf("**%s/%s** %s: revision %d → %d", st.Namespace, st.Name, st.Phase, r.fromRevision, st.TargetRevision)
+	if r.steps != nil || r.abort != nil {
+		line += "\n\n" + r.stepSummary()
+	}
 	for _, rs := range st.ReplicaSets {
 		line += fmt.Sprintf("\n- `%s` (revision %d): %d replicas, %d ready, %d available", rs.Name, rs.Revision, rs.Replicas, rs.Ready, rs.Available)
 	}
@@ -768,7 +858,7 @@ func (r *rollout) report(s k8s.Snapshot, plan k8s.Plan) {
 		if rs.Spec.Replicas != nil {
 			n = *rs.Spec.Replicas
 		}
-		st.ReplicaSets = append(st.ReplicaSets, ReplicaSetStatus{Name: rs.Name, Revision: rev, Replicas: n, Ready: rs.Status.ReadyReplicas, Available: rs.Status.AvailableReplicas})
+		st.ReplicaSets = append(st.ReplicaSets, ReplicaSetStatus{Name: rs.Name, Hash: rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey], Revision: rev, Replicas: n, Ready: rs.Status.ReadyReplicas, Available: rs.Status.AvailableReplicas})
 	}
 	sort.Slice(st.ReplicaSets, func(i, j int) bool { return st.ReplicaSets[i].Revision > st.ReplicaSets[j].Revision })
 	if plan.Phase == k8s.PhaseComplete {

@@ -1163,12 +1163,13 @@ func TestVersionCarriedAcrossRuns(t *testing.T) {
 		give *Carry
 		want workflow.Version
 	}{
-		{name: "first run", give: nil, want: versionLocalAwait},
+		{name: "first run", give: nil, want: versionMax},
 		// Chaining first; the run after upgrades again.
 		{name: "continued from a version-1 run", give: &Carry{Version: versionFoldStatus}, want: versionChain},
-		{name: "continued from a version-2 run", give: &Carry{Version: versionChain}, want: versionLocalAwait},
-		{name: "continued from a version-3 run", give: &Carry{Version: versionAwait}, want: versionLocalAwait},
-		{name: "continued from a version-4 run", give: &Carry{Version: versionLocalAwait}, want: versionLocalAwait},
+		{name: "continued from a version-2 run", give: &Carry{Version: versionChain}, want: versionMax},
+		{name: "continued from a version-3 run", give: &Carry{Version: versionAwait}, want: versionMax},
+		{name: "continued from a version-4 run", give: &Carry{Version: versionLocalAwait}, want: versionMax},
+		{name: "continued from a version-5 run", give: &Carry{Version: versionSteps}, want: versionMax},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ var (
 	saDeployment = temporal.NewSearchAttributeKeyKeyword(SearchAttrDeployment)
 	saRevision   = temporal.NewSearchAttributeKeyInt64(SearchAttrRevision)
 	saOutcome    = temporal.NewSearchAttributeKeyKeyword(SearchAttrOutcome)
+	saWaitingFor = temporal.NewSearchAttributeKeyKeyword(SearchAttrWaitingFor)
 )
 
 // upsertSearchAttributes, at the end of a run, records the revision and outcome for filtering

@@ -1,0 +1,716 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+// Stepped rollouts (from versionSteps on). A Deployment whose temporal-rollout.io/steps
+// annotation lists steps rolls a new template out step by step: setWeight caps the new
+// ReplicaSet (k8s.Canary), pause waits on a durable timer or for promote, analysis measures a
+// Prometheus query. The state is the workflow's, carried over Continue-As-New, so a worker that
+// dies mid-step changes nothing: a timed pause waits only what is left of it.
+//
+// Steps apply to a template other than the stable one (the last that completed). A rollout to
+// the stable template (abort, rollback, `kubectl rollout undo` to it) skips them, as does the
+// first rollout of a new Deployment.
+
+// What a stepped rollout waits for (the status query's waitingFor and the RolloutWaitingFor
+// search attribute).
+const (
+	WaitingForWeight   = "Weight"
+	WaitingForTimer    = "Timer"
+	WaitingForPromote  = "Promote"
+	WaitingForAnalysis = "Analysis"
+)
+
+// Outcomes of an analysis.
+const (
+	analysisSuccessful   = "Successful"
+	analysisFailed       = "Failed"
+	analysisInconclusive = "Inconclusive"
+)
+
+// stepsState is a stepped rollout in progress.
+type stepsState struct {
+	// Hash is the pod-template-hash the steps run for; Revision its revision.
+	Hash     string `json:"hash"`
+	Revision int64  `json:"revision,omitempty"`
+	// Step is the current step, 0-based; past the last, the rollout goes to 100%.
+	Step int `json:"step"`
+	// Full: promote {"full":true} skipped the remaining steps.
+	Full       bool       `json:"full,omitempty"`
+	WaitingFor string     `json:"waitingFor,omitempty"`
+	Message    string     `json:"message,omitempty"`
+	PauseUntil *time.Time `json:"pauseUntil,omitempty"`
+	// Analysis is the current analysis step's measurements.
+	Analysis *analysisState `json:"analysis,omitempty"`
+}
+
+// analysisState is one analysis step's progress.
+type analysisState struct {
+	Step         int                      `json:"step"`
+	Taken        int                      `json:"taken"`
+	Failures     int                      `json:"failures"`
+	Measurements []activities.Measurement `json:"measurements,omitempty"`
+	Verdict      string                   `json:"verdict,omitempty"`
+	Message      string                   `json:"message,omitempty"`
+}
+
+// maxKeptMeasurements bounds the measurements the state (and the status query) keeps; every
+// one is in the history as its activity's result.
+const maxKeptMeasurements = 10
+
+// abortState is an abort under way: the rollback to the stable revision, until it completes.
+type abortState struct {
+	Reason string `json:"reason"`
+	// Hash is the template that was aborted.
+	Hash string `json:"hash"`
+}
+
+// PromoteRequest is the promote update's payload: {} goes to the next step, {"full":true}
+// skips the remaining ones.
+type PromoteRequest struct {
+	Full bool `json:"full,omitempty"`
+}
+
+// AbortRequest is the abort update's payload.
+type AbortRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// StepsStatus is a stepped rollout's part of the status query.
+type StepsStatus struct {
+	// Step is 1-based, of Steps; Step > Steps once every step passed.
+	Step       int                     `json:"step"`
+	Steps      int                     `json:"steps"`
+	Current    string                  `json:"current,omitempty"`
+	Weight     int32                   `json:"weight"`
+	WaitingFor string                  `json:"waitingFor,omitempty"`
+	Message    string                  `json:"message,omitempty"`
+	PauseUntil *time.Time              `json:"pauseUntil,omitempty"`
+	Full       bool                    `json:"full,omitempty"`
+	Analysis   *analysisState          `json:"analysis,omitempty"`
+	LastValue  *activities.Measurement `json:"lastMeasurement,omitempty"`
+}
+
+// update is a promote or abort waiting for the main loop.
+type update struct {
+	seq     int
+	promote *PromoteRequest
+	abort   *AbortRequest
+	err     error
+	done    bool
+}
+
+// parseUpdate decodes an update's payload strictly: a JSON object with only the known fields.
+// No payload is {}.
+func parseUpdate(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytesReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("payload %s: %w", string(raw), err)
+	}
+	if dec.More() {
+		return fmt.Errorf("payload %s has data after the object", string(raw))
+	}
+	return nil
+}
+
+// registerUpdates sets the promote and abort update handlers. Each validator rejects what makes
+// no sense now (promote with nothing paused, abort with nothing to abort); an accepted update
+// is applied by the main loop, and returns the status after the sync that follows it.
+func (r *rollout) registerUpdates(ctx workflow.Context) error {
+	promote := func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
+		var req PromoteRequest
+		if err := parseUpdate(raw, &req); err != nil {
+			return Status{}, err
+		}
+		return r.awaitUpdate(ctx, &update{promote: &req})
+	}
+	validatePromote := func(ctx workflow.Context, raw json.RawMessage) error {
+		var req PromoteRequest
+		if err := parseUpdate(raw, &req); err != nil {
+			return err
+		}
+		return r.canPromote(req)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdatePromote, promote, workflow.UpdateHandlerOptions{Validator: validatePromote}); err != nil {
+		return fmt.Errorf("register promote: %w", err)
+	}
+	abort := func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
+		var req AbortRequest
+		if err := parseUpdate(raw, &req); err != nil {
+			return Status{}, err
+		}
+		return r.awaitUpdate(ctx, &update{abort: &req})
+	}
+	validateAbort := func(ctx workflow.Context, raw json.RawMessage) error {
+		var req AbortRequest
+		if err := parseUpdate(raw, &req); err != nil {
+			return err
+		}
+		return r.canAbort()
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAbort, abort, workflow.UpdateHandlerOptions{Validator: validateAbort}); err != nil {
+		return fmt.Errorf("register abort: %w", err)
+	}
+	return nil
+}
+
+// awaitUpdate queues an update for the main loop and waits until it was applied and synced.
+func (r *rollout) awaitUpdate(ctx workflow.Context, u *update) (Status, error) {
+	r.updateSeq++
+	u.seq = r.updateSeq
+	r.updates = append(r.updates, u)
+	r.kick.SendAsync(true)
+	if err := workflow.Await(ctx, func() bool { return u.done || r.ended }); err != nil {
+		return Status{}, err
+	}
+	if u.err != nil {
+		return Status{}, u.err
+	}
+	if !u.done {
+		return Status{}, errors.New("the workflow ended before the update was applied")
+	}
+	return r.queryStatus(), nil
+}
+
+func (r *rollout) canPromote(req PromoteRequest) error {
+	if r.version < versionSteps {
+		return errors.New("this run predates stepped rollouts; it takes promote from its next rollout on")
+	}
+	s := r.steps
+	if s == nil || s.Full {
+		return fmt.Errorf("no stepped rollout is in progress for %s/%s", r.in.Namespace, r.in.Name)
+	}
+	if req.Full {
+		return nil
+	}
+	switch s.WaitingFor {
+	case WaitingForPromote, WaitingForTimer, WaitingForAnalysis:
+		return nil
+	case WaitingForWeight:
+		return fmt.Errorf("step %d of %d (%s) is not paused: it goes on by itself once its weight is reached; promote {\"full\":true} skips the remaining steps", s.Step+1, len(r.stepList), r.currentStep())
+	}
+	return fmt.Errorf("nothing is paused for %s/%s: every step has passed and the rollout goes to 100%%", r.in.Namespace, r.in.Name)
+}
+
+func (r *rollout) canAbort() error {
+	if r.version < versionSteps {
+		return errors.New("this run predates abort; it takes abort from its next rollout on")
+	}
+	switch {
+	case r.abort != nil:
+		return fmt.Errorf("%s/%s is already aborting: %s", r.in.Namespace, r.in.Name, r.abort.Reason)
+	case r.stableHash == "":
+		return fmt.Errorf("%s/%s has no revision that completed to return to", r.in.Namespace, r.in.Name)
+	case r.lastHash == "" || r.lastHash == r.stableHash:
+		return fmt.Errorf("nothing to abort: %s/%s runs its last completed template (revision %d)", r.in.Namespace, r.in.Name, r.status.CurrentRevision)
+	}
+	return nil
+}
+
+// applyUpdates applies queued updates (main loop only). Each is validated again: the state may
+// have moved since its validator ran.
+func (r *rollout) applyUpdates(ctx workflow.Context) {
+	for len(r.updates) > 0 {
+		u := r.updates[0]
+		r.updates = r.updates[1:]
+		switch {
+		case u.promote != nil:
+			if u.err = r.canPromote(*u.promote); u.err == nil {
+				r.promote(ctx, *u.promote)
+			}
+		case u.abort != nil:
+			if u.err = r.canAbort(); u.err == nil {
+				reason := "aborted by user"
+				if strings.TrimSpace(u.abort.Reason) != "" {
+					reason += ": " + u.abort.Reason
+				}
+				r.startAbort(ctx, reason)
+			}
+		}
+		if u.err != nil {
+			u.done = true
+			continue
+		}
+		r.dirty = true
+		r.applied = append(r.applied, u)
+	}
+}
+
+// syncedUpdates marks the updates applied before a sync as done, once it ran.
+func (r *rollout) syncedUpdates() {
+	for _, u := range r.applied {
+		u.done = true
+	}
+	r.applied = nil
+}
+
+func (r *rollout) promote(ctx workflow.Context, req PromoteRequest) {
+	s := r.steps
+	r.stopStepWaits()
+	if req.Full {
+		s.Full = true
+		s.WaitingFor, s.Message, s.PauseUntil = "", "promoted in full: the remaining steps are skipped", nil
+		r.recordStep(ctx, "RolloutPromoted", fmt.Sprintf("Promoted in full at step %d of %d: rolling out to 100%%", s.Step+1, len(r.stepList)))
+		return
+	}
+	r.recordStep(ctx, "RolloutPromoted", fmt.Sprintf("Promoted past step %d of %d (%s)", s.Step+1, len(r.stepList), r.currentStep()))
+	r.enterStep(ctx, s.Step+1)
+}
+
+// currentStep describes the current step.
+func (r *rollout) currentStep() string {
+	if r.steps == nil || r.steps.Step >= len(r.stepList) {
+		return "done"
+	}
+	return r.stepList[r.steps.Step].String()
+}
+
+// weight is the weight in force at the current step: the last setWeight at or before it.
+func (r *rollout) weight() int32 {
+	var w int32
+	for i := 0; i <= r.steps.Step && i < len(r.stepList); i++ {
+		if sw := r.stepList[i].SetWeight; sw != nil {
+			w = *sw
+		}
+	}
+	return w
+}
+
+// canaryRequest weighs a snapshot's steps before a decision and returns the cap for
+// k8s.Decide (nil: roll out as upstream does). It starts a stepped rollout for a new template,
+// and reports an invalid annotation once per value, freezing the rollout until it is fixed.
+func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Canary {
+	d := snap.Deployment
+	hash := snap.TemplateHash
+	if hash == "" {
+		hash = k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
+	}
+	r.lastHash = hash
+	if r.stableHash == "" {
+		r.stableHash = stableHash(d, snap.ReplicaSets, hash)
+	}
+	if r.abort != nil || hash == r.stableHash || r.stableHash == "" {
+		r.endSteps()
+		return nil
+	}
+	steps, err := k8s.ParseSteps(d.Annotations)
+	if err == nil && len(steps) > 0 {
+		err = k8s.StepsApply(d)
+	}
+	if err == nil {
+		_, err = k8s.ParseAutoRollback(d.Annotations)
+	}
+	if err != nil {
+		r.endSteps()
+		key := d.Annotations[k8s.StepsAnnotation] + "\x00" + d.Annotations[k8s.AutoRollbackAnnotation]
+		msg := "Rollout held: invalid annotation: " + err.Error()
+		if r.warned != key {
+			r.warned = key
+			r.recordStepWarning(ctx, "InvalidRolloutAnnotation", msg)
+		}
+		r.annotationError = msg
+		return &k8s.Canary{Hash: hash, Hold: true, Freeze: true, Message: msg}
+	}
+	r.warned, r.annotationError = "", ""
+	if len(steps) == 0 {
+		r.endSteps()
+		return nil
+	}
+	if r.steps == nil || r.steps.Hash != hash {
+		r.endSteps()
+		r.stepList = steps
+		rev, _ := k8s.Revision(d.Annotations)
+		r.steps = &stepsState{Hash: hash, Revision: rev}
+		r.recordStep(ctx, "RolloutStepsStarted", fmt.Sprintf("Rolling out template %s in %d steps", hash, len(steps)))
+		r.enterStep(ctx, 0)
+	}
+	r.stepList = steps
+	s := r.steps
+	if s.Full || s.Step >= len(steps) {
+		return nil
+	}
+	c := &k8s.Canary{Hash: hash, Weight: r.weight()}
+	if s.WaitingFor != WaitingForWeight {
+		c.Hold, c.Message = true, s.Message
+	}
+	return c
+}
+
+// stableHash is the template of the revision a rollout would return to, when the workflow has
+// not seen one complete: the Deployment's own when it is complete, otherwise the newest other
+// ReplicaSet's ("" for a Deployment that never had another template).
+func stableHash(d *appsv1.Deployment, rss []*appsv1.ReplicaSet, hash string) string {
+	if k8s.DeploymentComplete(d, &d.Status) {
+		return hash
+	}
+	var best string
+	var bestRev int64 = -1
+	for _, rs := range rss {
+		h := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		if h == "" || h == hash {
+			continue
+		}
+		if rev, _ := k8s.Revision(rs.Annotations); rev > bestRev {
+			best, bestRev = h, rev
+		}
+	}
+	return best
+}
+
+// afterSync moves a stepped rollout on from a sync's plan: a setWeight step whose weight is
+// reached passes; a complete rollout makes its template the stable one; a deadline exceeded
+// with auto-rollback aborts.
+func (r *rollout) afterSync(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Plan) {
+	if plan.CanaryStale {
+		r.dirty = true
+		return
+	}
+	if plan.Phase == k8s.PhaseComplete {
+		if r.abort != nil && r.lastHash == r.stableHash {
+			r.aborted = r.abort
+			r.abort = nil
+		}
+		r.stableHash = r.lastHash
+		r.endSteps()
+		return
+	}
+	if s := r.steps; s != nil && !s.Full && s.WaitingFor == WaitingForWeight && plan.CanaryReached {
+		r.recordStep(ctx, "RolloutStepReached", fmt.Sprintf("Step %d of %d (%s) reached", s.Step+1, len(r.stepList), r.currentStep()))
+		r.enterStep(ctx, s.Step+1)
+		r.dirty = true
+	}
+	if plan.Phase == k8s.PhaseDeadlineExceeded && r.abort == nil && r.stableHash != "" && r.lastHash != r.stableHash {
+		if auto, err := k8s.ParseAutoRollback(snap.Deployment.Annotations); err == nil && auto {
+			r.startAbort(ctx, "progress deadline exceeded ("+plan.Message+conditionMessage(plan.Status)+")")
+		}
+	}
+}
+
+func conditionMessage(st appsv1.DeploymentStatus) string {
+	if c := k8s.GetCondition(st, appsv1.DeploymentProgressing); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+// enterStep makes step i current: a setWeight waits for its weight, a pause starts its timer
+// or waits for promote, an analysis starts measuring. Past the last step the rollout goes to
+// 100%.
+func (r *rollout) enterStep(ctx workflow.Context, i int) {
+	s := r.steps
+	r.stopStepWaits()
+	s.Step, s.PauseUntil, s.Analysis = i, nil, nil
+	n := len(r.stepList)
+	if i >= n {
+		s.WaitingFor, s.Message = "", fmt.Sprintf("All %d steps passed: rolling out to 100%%", n)
+		r.recordStep(ctx, "RolloutStepsPassed", s.Message)
+		return
+	}
+	step := r.stepList[i]
+	prefix := fmt.Sprintf("Step %d of %d (%s)", i+1, n, step)
+	switch {
+	case step.SetWeight != nil:
+		s.WaitingFor, s.Message = WaitingForWeight, prefix+": scaling"
+	case step.Pause != nil && step.Pause.Duration > 0:
+		until := workflow.Now(ctx).Add(time.Duration(step.Pause.Duration)).UTC()
+		s.PauseUntil = &until
+		s.WaitingFor, s.Message = WaitingForTimer, fmt.Sprintf("%s: paused until %s", prefix, until.Format(time.RFC3339))
+		r.startStepTimer(ctx)
+	case step.Pause != nil:
+		s.WaitingFor, s.Message = WaitingForPromote, prefix+": paused until promoted"
+	case step.Analysis != nil:
+		s.Analysis = &analysisState{Step: i}
+		s.WaitingFor, s.Message = WaitingForAnalysis, prefix+": measuring"
+		r.startAnalysis(ctx)
+	}
+	r.recordStep(ctx, "RolloutStep", s.Message)
+}
+
+// resumeStepWaits restarts, in a run continued from another, the timer or analysis the step
+// waits for: a timed pause waits only what is left of it.
+func (r *rollout) resumeStepWaits(ctx workflow.Context) {
+	s := r.steps
+	if s == nil || s.Full {
+		return
+	}
+	switch s.WaitingFor {
+	case WaitingForTimer:
+		r.startStepTimer(ctx)
+	case WaitingForAnalysis:
+		r.startAnalysis(ctx)
+	}
+}
+
+func (r *rollout) startStepTimer(ctx workflow.Context) {
+	s := r.steps
+	d := max(s.PauseUntil.Sub(workflow.Now(ctx)), time.Millisecond)
+	tctx, cancel := workflow.WithCancel(ctx)
+	r.stepTimer, r.cancelStepTimer = workflow.NewTimer(tctx, d), cancel
+	r.stepTimerFor = s.Step
+}
+
+// stopStepWaits cancels the step's timer and analysis.
+func (r *rollout) stopStepWaits() {
+	if r.cancelStepTimer != nil {
+		r.cancelStepTimer()
+	}
+	r.stepTimer, r.cancelStepTimer = nil, nil
+	if r.cancelAnalysis != nil {
+		r.cancelAnalysis()
+	}
+	r.cancelAnalysis = nil
+	r.analysisGen++
+}
+
+// endSteps forgets the stepped rollout.
+func (r *rollout) endSteps() {
+	if r.steps != nil {
+		r.stopStepWaits()
+	}
+	r.steps, r.stepList = nil, nil
+}
+
+// measureOptions: one measurement retries a failing query every few seconds for up to 5
+// minutes (a query error is not a failed measurement); after that the analysis is
+// inconclusive and the rollout waits for promote or abort.
+var measureOptions = workflow.ActivityOptions{
+	StartToCloseTimeout:    45 * time.Second,
+	ScheduleToCloseTimeout: 5 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        15 * time.Second,
+		NonRetryableErrorTypes: []string{activities.ErrNoPrometheus},
+	},
+}
+
+// analysisResult is what an analysis goroutine hands the main loop.
+type analysisResult struct {
+	gen     int
+	verdict string
+	message string
+}
+
+// startAnalysis measures the current analysis step in a goroutine: Count measurements,
+// Interval apart, each an activity whose result (value and verdict) is in the history.
+func (r *rollout) startAnalysis(ctx workflow.Context) {
+	s := r.steps
+	spec := r.stepList[s.Step].Analysis
+	st := s.Analysis
+	actx, cancel := workflow.WithCancel(ctx)
+	r.cancelAnalysis = cancel
+	gen := r.analysisGen
+	ref := activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid}
+	workflow.Go(actx, func(gctx workflow.Context) {
+		done := func(verdict, msg string) {
+			st.Verdict, st.Message = verdict, msg
+			r.analysisDone.Send(gctx, analysisResult{gen: gen, verdict: verdict, message: msg})
+		}
+		mctx := workflow.WithActivityOptions(gctx, measureOptions)
+		for st.Taken < spec.Count {
+			if st.Taken > 0 {
+				if err := workflow.Sleep(gctx, time.Duration(spec.Interval)); err != nil {
+					return
+				}
+			}
+			var m activities.Measurement
+			err := workflow.ExecuteActivity(mctx, a.MeasureAnalysis, activities.MeasureInput{
+				Deployment: ref, Step: st.Step + 1, Measurement: st.Taken + 1, Query: spec.Query, Min: spec.Min, Max: spec.Max,
+			}).Get(gctx, &m)
+			if gctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				done(analysisInconclusive, fmt.Sprintf("measurement %d could not be taken: %v", st.Taken+1, err))
+				return
+			}
+			st.Taken++
+			st.Measurements = append(st.Measurements, m)
+			if len(st.Measurements) > maxKeptMeasurements {
+				st.Measurements = st.Measurements[len(st.Measurements)-maxKeptMeasurements:]
+			}
+			switch m.Verdict {
+			case activities.VerdictFailed:
+				st.Failures++
+			case activities.VerdictNoData:
+				if spec.OnNoData != k8s.OnNoDataFail {
+					done(analysisInconclusive, m.Message+" (onNoData: pause)")
+					return
+				}
+				st.Failures++
+			}
+			if st.Failures > spec.FailureLimit {
+				done(analysisFailed, fmt.Sprintf("%d of %d measurements failed (failureLimit %d); last: %s", st.Failures, st.Taken, spec.FailureLimit, m.Message))
+				return
+			}
+		}
+		done(analysisSuccessful, fmt.Sprintf("%d measurements, %d failed (failureLimit %d)", st.Taken, st.Failures, spec.FailureLimit))
+	})
+}
+
+// addStepWaits adds the step's timer and analysis to a selector.
+func (r *rollout) addStepWaits(ctx workflow.Context, sel workflow.Selector) {
+	sel.AddReceive(r.kick, func(c workflow.ReceiveChannel, _ bool) {
+		var v bool
+		c.Receive(ctx, &v)
+	})
+	if r.stepTimer != nil {
+		sel.AddFuture(r.stepTimer, func(f workflow.Future) {
+			r.stepTimer, r.cancelStepTimer = nil, nil
+			if f.Get(ctx, nil) != nil || r.steps == nil || r.steps.Step != r.stepTimerFor || r.steps.WaitingFor != WaitingForTimer {
+				return
+			}
+			r.recordStep(ctx, "RolloutStepReached", fmt.Sprintf("Step %d of %d (%s) done", r.steps.Step+1, len(r.stepList), r.currentStep()))
+			r.enterStep(ctx, r.steps.Step+1)
+			r.dirty = true
+		})
+	}
+	sel.AddReceive(r.analysisDone, func(c workflow.ReceiveChannel, _ bool) {
+		var res analysisResult
+		c.Receive(ctx, &res)
+		s := r.steps
+		if res.gen != r.analysisGen || s == nil || s.WaitingFor != WaitingForAnalysis {
+			return
+		}
+		r.cancelAnalysis = nil
+		prefix := fmt.Sprintf("Step %d of %d (%s)", s.Step+1, len(r.stepList), r.currentStep())
+		switch res.verdict {
+		case analysisSuccessful:
+			r.recordStep(ctx, "AnalysisSuccessful", prefix+": analysis passed: "+res.message)
+			r.enterStep(ctx, s.Step+1)
+		case analysisFailed:
+			r.recordStepWarning(ctx, "AnalysisFailed", prefix+": analysis failed: "+res.message)
+			r.startAbort(ctx, "analysis failed at step "+fmt.Sprint(s.Step+1)+": "+res.message)
+		default:
+			s.WaitingFor, s.Message = WaitingForPromote, prefix+": analysis inconclusive, paused until promoted or aborted: "+res.message
+			r.recordStepWarning(ctx, "AnalysisInconclusive", s.Message)
+		}
+		r.dirty = true
+	})
+}
+
+// startAbort returns the Deployment to the stable revision at full speed, skipping all steps:
+// a rollback to it, which restores its template as `kubectl rollout undo` does.
+func (r *rollout) startAbort(ctx workflow.Context, reason string) {
+	rev := int64(0)
+	for _, rs := range r.status.ReplicaSets {
+		if rs.Hash == r.stableHash {
+			rev = rs.Revision
+		}
+	}
+	r.endSteps()
+	r.abort = &abortState{Reason: reason, Hash: r.lastHash}
+	r.aborted = nil
+	r.rollbackTo = &rev
+	r.dirty = true
+	r.status.AbortReason = reason
+	target := "the previous revision"
+	if rev > 0 {
+		target = fmt.Sprintf("revision %d", rev)
+	}
+	msg := fmt.Sprintf("Rollout of revision %d aborted: %s; returning to %s", r.status.TargetRevision, reason, target)
+	r.log.Warn("Rollout aborted", "reason", reason, "to", target)
+	r.recordStepWarning(ctx, "RolloutAborted", msg)
+}
+
+// recordStep records a Normal event on the Deployment, logs it, and refreshes the memo and the
+// search attributes: every step and verdict is in the history.
+func (r *rollout) recordStep(ctx workflow.Context, reason, msg string) {
+	r.recordEvent(ctx, k8s.Event{Type: "Normal", Reason: reason, Message: msg})
+}
+
+func (r *rollout) recordStepWarning(ctx workflow.Context, reason, msg string) {
+	r.recordEvent(ctx, k8s.Event{Type: "Warning", Reason: reason, Message: msg})
+}
+
+func (r *rollout) recordEvent(ctx workflow.Context, ev k8s.Event) {
+	r.log.Info("Rollout step", "reason", ev.Reason, "message", ev.Message)
+	if r.uid != "" {
+		ref := activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid}
+		if err := workflow.ExecuteLocalActivity(ctx, a.RecordEvent, activities.RecordEventInput{Deployment: ref, Events: []k8s.Event{ev}}).Get(ctx, nil); err != nil {
+			r.log.Warn("Recording a rollout event failed", "reason", ev.Reason, "error", err)
+		}
+	}
+	r.upsertStepState(ctx)
+}
+
+// upsertStepState writes the memo (always) and the RolloutWaitingFor search attribute (where
+// the attributes are registered) for the current step.
+func (r *rollout) upsertStepState(ctx workflow.Context) {
+	st := r.queryStatus()
+	memo := map[string]any{"summary": fmt.Sprintf("%s/%s: %s", r.in.Namespace, r.in.Name, r.stepSummary())}
+	if st.Steps != nil {
+		memo["steps"] = st.Steps
+	}
+	if st.AbortReason != "" {
+		memo["abortReason"] = st.AbortReason
+	}
+	if err := workflow.UpsertMemo(ctx, memo); err != nil {
+		r.log.Warn("Upsert memo failed", "error", err)
+	}
+	waiting := ""
+	if st.Steps != nil {
+		waiting = st.Steps.WaitingFor
+	}
+	if r.waitingSA == waiting {
+		return
+	}
+	if sa := workflow.GetTypedSearchAttributes(ctx); !sa.ContainsKey(saNamespace) {
+		return
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, saWaitingFor.ValueSet(waiting)); err != nil {
+		r.log.Warn("Upsert search attributes failed", "error", err)
+		return
+	}
+	r.waitingSA = waiting
+}
+
+// stepSummary is one line on the stepped rollout: "step 2 of 5 (pause 30s): paused until ...".
+func (r *rollout) stepSummary() string {
+	switch {
+	case r.abort != nil:
+		return "aborting: " + r.abort.Reason
+	case r.steps == nil:
+		return string(r.status.Phase)
+	case r.steps.Full:
+		return "promoted in full, rolling out to 100%"
+	}
+	return r.steps.Message
+}
+
+// stepsStatus is the status query's view of the stepped rollout.
+func (r *rollout) stepsStatus() *StepsStatus {
+	s := r.steps
+	if s == nil {
+		return nil
+	}
+	st := &StepsStatus{
+		Step: s.Step + 1, Steps: len(r.stepList), Current: r.currentStep(), Weight: r.weight(),
+		WaitingFor: s.WaitingFor, Message: s.Message, PauseUntil: s.PauseUntil, Full: s.Full, Analysis: s.Analysis,
+	}
+	if s.Full {
+		st.Weight = 100
+	}
+	if a := s.Analysis; a != nil && len(a.Measurements) > 0 {
+		m := a.Measurements[len(a.Measurements)-1]
+		st.LastValue = &m
+	}
+	return st
+}

@@ -1,0 +1,170 @@
+package workflows
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+// stepped is a 10-replica Deployment whose template moved from v1 to v2, with steps.
+func stepped(steps string) *fakeCluster {
+	d := newDeployment("nginx:v2", 10, "1")
+	d.Generation = 2
+	d.Annotations[k8s.StepsAnnotation] = steps
+	return newFakeCluster(d, newReplicaSet(d, "nginx:v1", 1, 10, time.Hour))
+}
+
+// updateAt sends a Workflow Update at d and reports its outcome to got.
+func updateAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, name string, payload any, got *updateOutcome) {
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(name, name+"-"+d.String(), &testsuite.TestUpdateCallback{
+			OnAccept: func() { got.accepted = true },
+			OnReject: func(err error) { got.rejected = err },
+			OnComplete: func(v any, err error) {
+				got.completed, got.err = true, err
+				if st, ok := v.(Status); ok {
+					got.status = st
+				}
+			},
+		}, payload)
+	}, d)
+}
+
+type updateOutcome struct {
+	accepted, completed bool
+	rejected, err       error
+	status              Status
+}
+
+// A stepped rollout: each setWeight caps the new ReplicaSet, the timed pause waits on a
+// durable timer, the untimed one for promote, which returns the resulting state; then 100%.
+func TestSteppedRollout(t *testing.T) {
+	f := stepped(`[{"setWeight":30},{"pause":{"duration":"1h"}},{"setWeight":60},{"pause":{}}]`)
+	env := newEnv(t, f)
+	var early, promoted updateOutcome
+	at(env, 30*time.Minute, func() {
+		assertReplicasNow(t, f, "in the timed pause", map[string]int32{"nginx:v1": 7, "nginx:v2": 3})
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == WaitingForTimer && st.Steps.PauseUntil != nil,
+			"in the timed pause: steps %+v, want step 2 waiting for the timer", st.Steps)
+		c := k8s.GetCondition(f.d.Status, appsv1.DeploymentProgressing)
+		check(t, c != nil && c.Reason == k8s.CanaryPausedReason && strings.Contains(c.Message, "Step 2 of 4 (pause 1h0m0s): paused until"),
+			"in the timed pause: Progressing %+v, want CanaryPaused naming the step", c)
+	})
+	// While the timed pause runs, promote {} is fine; but test the rejection at a setWeight
+	// step elsewhere. Here: wait for the untimed pause.
+	updateAt(env, 90*time.Minute, UpdatePromote, json.RawMessage(`{"fast":true}`), &early)
+	at(env, 2*time.Hour, func() {
+		assertReplicasNow(t, f, "in the untimed pause", map[string]int32{"nginx:v1": 4, "nginx:v2": 6})
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.Step == 4 && st.Steps.WaitingFor == WaitingForPromote,
+			"in the untimed pause: steps %+v, want step 4 waiting for promote", st.Steps)
+	})
+	updateAt(env, 3*time.Hour, UpdatePromote, nil, &promoted)
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	next := continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
+	if early.rejected == nil || !strings.Contains(early.rejected.Error(), `unknown field "fast"`) {
+		t.Errorf("promote with a malformed payload: rejected with %v, want an error naming the field", early.rejected)
+	}
+	if !promoted.accepted || !promoted.completed || promoted.err != nil {
+		t.Errorf("promote: %+v, want accepted and completed", promoted)
+	}
+	if s := promoted.status.Steps; s == nil || s.Step != 5 || s.WaitingFor != "" {
+		t.Errorf("promote returned steps %+v, want past the last step", s)
+	}
+	for _, reason := range []string{"RolloutStepsStarted", "RolloutStep", "RolloutStepReached", "RolloutPromoted", "RolloutStepsPassed"} {
+		if !f.hasEvent(reason) {
+			t.Errorf("no %s event", reason)
+		}
+	}
+	if next.Carry.Steps != nil || next.Carry.StableHash == "" {
+		t.Errorf("carry after completion: steps %+v, stable %q; want no steps and the new stable template", next.Carry.Steps, next.Carry.StableHash)
+	}
+}
+
+// Abort at a pause returns to the stable revision at full speed, and the outcome says so.
+func TestAbortSteppedRollout(t *testing.T) {
+	f := stepped(`[{"setWeight":30},{"pause":{}},{"setWeight":60}]`)
+	env := newEnv(t, f)
+	var early, aborted, again updateOutcome
+	updateAt(env, 0, UpdateAbort, json.RawMessage(`"now"`), &early)
+	updateAt(env, time.Hour, UpdateAbort, map[string]string{"reason": "error rate"}, &aborted)
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
+	if early.rejected == nil {
+		t.Errorf("abort with a string payload: accepted, want rejected")
+	}
+	if !aborted.completed || aborted.err != nil || !strings.Contains(aborted.status.AbortReason, "aborted by user: error rate") {
+		t.Errorf("abort: %+v, want completed with the reason", aborted)
+	}
+	if !f.hasEvent("RolloutAborted") || f.callCount("RollbackDeployment") != 1 {
+		t.Errorf("abort: RolloutAborted event %t, rollbacks %d; want the event and one rollback", f.hasEvent("RolloutAborted"), f.callCount("RollbackDeployment"))
+	}
+	if got := f.image(); got != "nginx:v1" {
+		t.Errorf("template image after abort = %s, want nginx:v1 (restored, as kubectl rollout undo)", got)
+	}
+	_ = again
+}
+
+// Promote and abort are rejected when there is nothing to promote or abort.
+func TestUpdatesRejected(t *testing.T) {
+	// A Deployment at rest on its stable template.
+	f := steady()
+	f.d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":30},{"pause":{}}]`
+	env := newEnv(t, f)
+	var promote, abort updateOutcome
+	updateAt(env, time.Second, UpdatePromote, nil, &promote)
+	updateAt(env, 2*time.Second, UpdateAbort, nil, &abort)
+	endByDeletion(env, f, time.Minute)
+	tmpl := podTemplate("nginx:v1")
+	env.ExecuteWorkflow(WorkflowType, Input{Namespace: testNS, Name: testName, Carry: &Carry{Version: versionSteps, Idle: true, StableHash: k8s.PodTemplateHash(&tmpl, nil)}})
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	if promote.rejected == nil || !strings.Contains(promote.rejected.Error(), "no stepped rollout is in progress") {
+		t.Errorf("promote at rest: rejected with %v, want 'no stepped rollout is in progress'", promote.rejected)
+	}
+	if abort.rejected == nil || !strings.Contains(abort.rejected.Error(), "nothing to abort") {
+		t.Errorf("abort at rest: rejected with %v, want 'nothing to abort'", abort.rejected)
+	}
+}
+
+// An invalid steps annotation gets a Warning event naming the problem, and the Deployment is
+// left as it is (no new ReplicaSet) until it is fixed.
+func TestInvalidStepsAnnotation(t *testing.T) {
+	f := stepped(`[{"setWeight":130}]`)
+	env := newEnv(t, f)
+	at(env, 10*time.Minute, func() {
+		check(t, f.numReplicaSets() == 1, "invalid steps: %d ReplicaSets, want 1 (left as it is)", f.numReplicaSets())
+		st := queryStatus(t, env)
+		check(t, strings.Contains(st.AnnotationError, "setWeight 130 is not between 0 and 100"), "status annotationError %q", st.AnnotationError)
+		f.mu.Lock()
+		f.d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":50}]`
+		f.mu.Unlock()
+		env.SignalWorkflow(SignalTrigger, nil)
+	})
+	env.ExecuteWorkflow(WorkflowType, input())
+	continuedAsNew(t, env)
+	if !f.hasEvent("InvalidRolloutAnnotation") {
+		t.Errorf("no InvalidRolloutAnnotation event")
+	}
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
+}
+
+func assertReplicasNow(t *testing.T, f *fakeCluster, when string, want map[string]int32) {
+	t.Helper()
+	got := f.replicasByImage()
+	for k, v := range want {
+		check(t, got[k] == v, "%s: replicas by image %v, want %v", when, got, want)
+	}
+}
