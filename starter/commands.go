@@ -15,15 +15,22 @@ import (
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
-func run(ctx context.Context, cfg config.Config, cmd string, args []string, toRevision int64) error {
+// cmdOpts are the command-specific flags.
+type cmdOpts struct {
+	toRevision int64
+	full       bool
+	reason     string
+}
+
+func run(ctx context.Context, cfg config.Config, cmd string, args []string, opts cmdOpts) error {
 	logger := cfg.Logger()
-	opts, err := cfg.ClientOptions()
+	copts, err := cfg.ClientOptions()
 	if err != nil {
 		return err
 	}
-	opts.Logger = sdklog.NewStructuredLogger(logger)
+	copts.Logger = sdklog.NewStructuredLogger(logger)
 	if cmd == "watch" {
-		return watch(ctx, cfg, opts, logger)
+		return watch(ctx, cfg, copts, logger)
 	}
 	if len(args) != 1 {
 		return fmt.Errorf("%s needs exactly one NAMESPACE/NAME argument, got %d", cmd, len(args))
@@ -36,7 +43,7 @@ func run(ctx context.Context, cfg config.Config, cmd string, args []string, toRe
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	tc, err := client.DialContext(ctx, opts)
+	tc, err := client.DialContext(ctx, copts)
 	if err != nil {
 		return fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
 	}
@@ -51,10 +58,14 @@ func run(ctx context.Context, cfg config.Config, cmd string, args []string, toRe
 	case "resume":
 		return signalWithStart(ctx, tc, cfg, in, workflows.SignalResume, nil)
 	case "rollback":
-		if toRevision < 0 {
-			return fmt.Errorf("--to-revision must be >= 0, got %d", toRevision)
+		if opts.toRevision < 0 {
+			return fmt.Errorf("--to-revision must be >= 0, got %d", opts.toRevision)
 		}
-		return signalWithStart(ctx, tc, cfg, in, workflows.SignalRollback, workflows.RollbackRequest{Revision: &toRevision})
+		return signalWithStart(ctx, tc, cfg, in, workflows.SignalRollback, workflows.RollbackRequest{Revision: &opts.toRevision})
+	case "promote":
+		return update(ctx, tc, id, workflows.UpdatePromote, workflows.PromoteRequest{Full: opts.full})
+	case "abort":
+		return update(ctx, tc, id, workflows.UpdateAbort, workflows.AbortRequest{Reason: opts.reason})
 	case "status":
 		v, err := tc.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
 		if err != nil {
@@ -69,6 +80,24 @@ func run(ctx context.Context, cfg config.Config, cmd string, args []string, toRe
 		return enc.Encode(st)
 	}
 	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// update runs a Workflow Update on the Deployment's workflow and prints the resulting status.
+// A rejected update (nothing to promote or abort) is an error that says why.
+func update(ctx context.Context, tc client.Client, id, name string, payload any) error {
+	h, err := tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: name, Args: []any{payload}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", name, id, err)
+	}
+	var st workflows.Status
+	if err := h.Get(ctx, &st); err != nil {
+		return fmt.Errorf("%s %s: %w", name, id, err)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(st)
 }
 
 // signalWithStart signals the Deployment's workflow, starting it first if none is open.

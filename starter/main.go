@@ -27,6 +27,8 @@ const usage = `usage:
   starter pause NAMESPACE/NAME [flags]           pause the rollout (sets spec.paused)
   starter resume NAMESPACE/NAME [flags]          resume the rollout
   starter rollback --to-revision N NAMESPACE/NAME  roll back (0: previous revision)
+  starter promote [--full] NAMESPACE/NAME         promote a stepped rollout past its pause (--full: past every step)
+  starter abort [--reason R] NAMESPACE/NAME      abort the rollout: back to the last revision that completed
   starter status NAMESPACE/NAME [flags]          print the status query as JSON
   starter probe URL                              exit 0 if GET URL answers 200 (container health checks)
 `
@@ -64,7 +66,10 @@ func main() {
 	}
 	fs := pflag.NewFlagSet("starter "+cmd, pflag.ContinueOnError)
 	config.Flags(fs)
-	toRevision := fs.Int64("to-revision", 0, "rollback: the revision to roll back to; 0 means the previous one")
+	var opts cmdOpts
+	fs.Int64Var(&opts.toRevision, "to-revision", 0, "rollback: the revision to roll back to; 0 means the previous one")
+	fs.BoolVar(&opts.full, "full", false, "promote: skip every remaining step")
+	fs.StringVar(&opts.reason, "reason", "", "abort: why (recorded in the event, the status and the memo)")
 	if err := fs.Parse(os.Args[2:]); err != nil {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
@@ -76,7 +81,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, cfg, cmd, fs.Args(), *toRevision); err != nil {
+	if err := run(ctx, cfg, cmd, fs.Args(), opts); err != nil {
 		fmt.Fprintln(os.Stderr, "starter:", err)
 		stop()
 		os.Exit(1)
