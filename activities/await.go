@@ -21,6 +21,10 @@ type AwaitInput struct {
 	Request   k8s.Request         `json:"request"`
 	// MaxWait is how long to wait at most; the workflow then syncs anyway (its resync).
 	MaxWait time.Duration `json:"maxWait"`
+	// RolloutAnnotations, when set, are the stepped-rollout annotations the request was
+	// weighed on (k8s.RolloutAnnotations): a Deployment whose annotations differ calls for a
+	// sync (steps added, fixed or removed mid-rollout).
+	RolloutAnnotations *string `json:"rolloutAnnotations,omitempty"`
 }
 
 // Await reasons: why AwaitChange returned.
@@ -134,8 +138,9 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 			}
 			canary := in.Request.Canary
 			stepReached := canary != nil && !canary.Hold && plan.CanaryReached
+			annotated := in.RolloutAnnotations != nil && *in.RolloutAnnotations != k8s.RolloutAnnotations(d.Annotations)
 			switch {
-			case plan.CanaryStale || stepReached:
+			case plan.CanaryStale || stepReached || annotated:
 				// The template changed under a stepped rollout, or the rollout reached its
 				// step's weight: the workflow takes its next step.
 				res.Reason = AwaitDecide

@@ -252,6 +252,12 @@ func ParseAutoRollback(annotations map[string]string) (bool, error) {
 	}
 }
 
+// RolloutAnnotations is the value of a Deployment's stepped-rollout annotations, as one string
+// to compare: a change to either calls for a new decision.
+func RolloutAnnotations(annotations map[string]string) string {
+	return annotations[StepsAnnotation] + "\x00" + annotations[AutoRollbackAnnotation]
+}
+
 // WeightReplicas is the new ReplicaSet's share of replicas at a weight: ceil(weight% ×
 // replicas). 10 replicas at 25%: 3.
 func WeightReplicas(weight, replicas int32) int32 {

@@ -156,21 +156,23 @@ type rollout struct {
 	trigger, pause, resume, rollback workflow.ReceiveChannel
 
 	// Stepped rollouts (versionSteps): see steps.go.
-	steps           *stepsState
-	stepList        []k8s.RolloutStep
-	canaryReq       *k8s.Canary
-	stableHash      string
-	lastHash        string
-	abort, aborted  *abortState
-	warned          string
-	annotationError string
-	waitingSA       string
-	stepTimer       workflow.Future
-	cancelStepTimer workflow.CancelFunc
-	stepTimerFor    int
-	cancelAnalysis  workflow.CancelFunc
-	analysisGen     int
-	analysisDone    workflow.Channel
+	steps     *stepsState
+	stepList  []k8s.RolloutStep
+	canaryReq *k8s.Canary
+	// rolloutAnnotations: k8s.RolloutAnnotations at the last sync.
+	rolloutAnnotations string
+	stableHash         string
+	lastHash           string
+	abort, aborted     *abortState
+	warned             string
+	annotationError    string
+	waitingSA          string
+	stepTimer          workflow.Future
+	cancelStepTimer    workflow.CancelFunc
+	stepTimerFor       int
+	cancelAnalysis     workflow.CancelFunc
+	analysisGen        int
+	analysisDone       workflow.Channel
 	// Updates: queued by their handlers (kick wakes the main loop), applied by the main loop,
 	// done once the sync after them ran.
 	updates, applied []*update
@@ -421,6 +423,10 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, AtLeast: r.atLeast,
 		Request: k8s.Request{RollbackTo: r.rollbackTo, Chain: true, Canary: r.canaryReq}, MaxWait: awaitMaxWait,
 	}
+	if r.version >= versionSteps {
+		ann := r.rolloutAnnotations
+		in.RolloutAnnotations = &ann
+	}
 	if r.version >= versionLocalAwait && !r.awaitRemote && !r.recordRollback {
 		in.MaxWait = localAwaitWindow
 		lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, localAwaitOptions))
@@ -613,6 +619,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	if r.version >= versionSteps {
 		req.Canary = r.canaryRequest(ctx, obs.Snapshot)
 		r.canaryReq = req.Canary
+		r.rolloutAnnotations = k8s.RolloutAnnotations(d.Annotations)
 	}
 	plan, err := k8s.Decide(obs.Snapshot, req, workflow.Now(ctx))
 	if err != nil {

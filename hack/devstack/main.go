@@ -88,6 +88,15 @@ Try it (kubectl and temporal are the pinned builds in %[6]s):
   temporal workflow query  --address %[4]s --workflow-id deployment/default/web --type status
   kubectl rollout history deployment/web
 
+A stepped rollout (canary at 25%%, a 30s pause, 50%%, then a pause until promoted):
+  kubectl annotate deployment/web temporal-rollout.io/steps='[{"setWeight":25},{"pause":{"duration":"30s"}},{"setWeight":50},{"pause":{}}]'
+  kubectl set image deployment/web nginx=nginx:1.27
+  temporal workflow query  --address %[4]s --workflow-id deployment/default/web --type status
+  temporal workflow list   --address %[4]s --query 'RolloutWaitingFor = "Promote"'
+  temporal workflow update execute --address %[4]s --workflow-id deployment/default/web --name promote
+  kubectl set image deployment/web nginx=nginx:1.28
+  temporal workflow update execute --address %[4]s --workflow-id deployment/default/web --name abort --input '{"reason":"trying abort"}'
+
 Ctrl-C stops everything.
 `, dir, s.Kubeconfig, s.UIAddress, s.TemporalAddress, toolsPath(), stack.DefaultTools())
 	for {

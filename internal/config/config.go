@@ -47,6 +47,8 @@ type Config struct {
 	Resync           time.Duration `mapstructure:"resync"`
 	SearchAttributes bool          `mapstructure:"search-attributes"`
 	MaxSyncs         int           `mapstructure:"max-concurrent-syncs"`
+	// PrometheusAddress is the Prometheus server analysis steps query (worker).
+	PrometheusAddress string `mapstructure:"prometheus-address"`
 }
 
 // Flags registers every setting on fs with its default.
@@ -69,6 +71,7 @@ func Flags(fs *pflag.FlagSet) {
 	fs.String("log-format", "json", "json or text")
 	fs.Duration("resync", 10*time.Minute, "watcher: how often to reconcile open workflows with the cluster (workflows of deleted Deployments end, Deployments without one get one, missed changes are signalled); 0 reconciles at start only")
 	fs.Int("max-concurrent-syncs", 20, "worker: workflow tasks (syncs) run at once; more wait in the task queue, not on the client rate limiter")
+	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
 	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
 }
 

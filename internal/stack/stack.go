@@ -453,12 +453,14 @@ func (s *Stack) StopTemporal() {
 	s.order = remove(s.order, "temporal")
 }
 
-// SearchAttributes are registered on the dev server: namespace, Deployment, revision, outcome.
+// SearchAttributes are registered on the dev server: namespace, Deployment, revision, outcome,
+// and what a stepped rollout waits for.
 var SearchAttributes = []string{
 	workflows.SearchAttrNamespace + "=Keyword",
 	workflows.SearchAttrDeployment + "=Keyword",
 	workflows.SearchAttrRevision + "=Int",
 	workflows.SearchAttrOutcome + "=Keyword",
+	workflows.SearchAttrWaitingFor + "=Keyword",
 }
 
 func remove(list []string, v string) []string {
