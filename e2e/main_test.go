@@ -34,6 +34,9 @@ var env struct {
 	// controller instead of ours. qps, burst: E2E_KUBE_BUDGET.
 	builtin    bool
 	qps, burst int
+	// prom is the suite's Prometheus, scraping a target the tests set series on; the worker
+	// queries it for analysis steps.
+	prom *suiteProm
 }
 
 func TestMain(m *testing.M) {
@@ -88,6 +91,11 @@ func run(m *testing.M) int {
 		}
 	}()
 	env.stack, env.kube = s, s.Client
+	if env.prom, err = startSuiteProm(ctx, s); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: prometheus:", err)
+		return 1
+	}
+	defer env.prom.close()
 	if env.builtin {
 		fmt.Fprintln(os.Stderr, "e2e: E2E_CONTROLLER=built-in: kube-controller-manager's own Deployment controller, no worker or watcher (for comparisons; tests of our worker fail)")
 	} else if err := startWorker(); err != nil {
@@ -136,7 +144,11 @@ func budget(s string) (qps, burst int, err error) {
 }
 
 func startWorker(extra ...string) error {
-	_, err := env.stack.StartProcess("worker", filepath.Join(env.bin, "worker"), append(commonArgs(), extra...)...)
+	args := append(commonArgs(), extra...)
+	if env.prom != nil {
+		args = append(args, "--prometheus-address", env.prom.address)
+	}
+	_, err := env.stack.StartProcess("worker", filepath.Join(env.bin, "worker"), args...)
 	return err
 }
 

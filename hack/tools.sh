@@ -10,6 +10,8 @@ TEMPORAL_CLI_VERSION=v1.5.1
 ETCD_VERSION=v3.6.8
 KUBE_VERSION=v1.36.3
 KWOK_VERSION=v0.8.0
+# Debian's package (bookworm): a real Prometheus server for the analysis-step tests.
+PROMETHEUS_VERSION=2.42.0+ds-5+b6
 
 log() { printf '[tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -56,6 +58,30 @@ kube="$cache/kube-$KUBE_VERSION"
 for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
 	build "$c" "$kube" bash -c "cd '$here/tools/kube' && { [ -f go.sum ] || go mod tidy; } && GOBIN='$kube' go install -ldflags='-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION' ./$c"
 done
+
+# Prometheus: Debian's package, unpacked into the cache (no service is installed or started).
+prom="$cache/prometheus-$PROMETHEUS_VERSION"
+if [ ! -x "$prom/prometheus" ]; then
+	log "prometheus: fetching Debian's prometheus=$PROMETHEUS_VERSION"
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	if ! (cd "$tmp" && apt-get download "prometheus=$PROMETHEUS_VERSION" >/dev/null 2>&1); then
+		log "prometheus: apt-get download failed; updating the package lists and trying again"
+		apt-get update >/dev/null 2>&1 || true
+		if ! (cd "$tmp" && apt-get download "prometheus=$PROMETHEUS_VERSION" >&2); then
+			log "prometheus: cannot download Debian's prometheus=$PROMETHEUS_VERSION (apt-get download failed)"
+			exit 1
+		fi
+	fi
+	dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/x"
+	mkdir -p "$prom"
+	cp "$tmp/x/usr/bin/prometheus" "$prom/prometheus.tmp"
+	mv "$prom/prometheus.tmp" "$prom/prometheus"
+	"$prom/prometheus" --version >/dev/null 2>&1 || { log "prometheus: the unpacked binary does not run"; exit 1; }
+	log "prometheus: ready at $prom/prometheus"
+else
+	log "prometheus: cached at $prom/prometheus"
+fi
 
 log "all tools ready in $cache"
 echo "$cache"

@@ -133,20 +133,33 @@ func ParseSteps(annotations map[string]string) ([]RolloutStep, error) {
 		return nil, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
-	dec.DisallowUnknownFields()
-	var steps []RolloutStep
-	if err := dec.Decode(&steps); err != nil {
+	var raws []json.RawMessage
+	if err := dec.Decode(&raws); err != nil {
 		return nil, fmt.Errorf("%s is not a JSON list of steps: %v", StepsAnnotation, err)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%s has data after the list of steps", StepsAnnotation)
 	}
-	if len(steps) > maxSteps {
-		return nil, fmt.Errorf("%s has %d steps; at most %d", StepsAnnotation, len(steps), maxSteps)
+	if len(raws) > maxSteps {
+		return nil, fmt.Errorf("%s has %d steps; at most %d", StepsAnnotation, len(raws), maxSteps)
 	}
+	// Each step is decoded on its own, so every bad step is named.
 	var errs []error
+	steps := make([]RolloutStep, len(raws))
+	undecoded := map[int]bool{}
+	for i, r := range raws {
+		sd := json.NewDecoder(bytes.NewReader(r))
+		sd.DisallowUnknownFields()
+		if err := sd.Decode(&steps[i]); err != nil {
+			errs = append(errs, fmt.Errorf("step %d: %v", i+1, err))
+			undecoded[i] = true
+		}
+	}
 	var weight int32
 	for i, s := range steps {
+		if undecoded[i] {
+			continue
+		}
 		if err := validateStep(s, weight); err != nil {
 			errs = append(errs, fmt.Errorf("step %d (%s): %w", i+1, s.Kind(), err))
 		}

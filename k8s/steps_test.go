@@ -25,6 +25,7 @@ func TestParseSteps(t *testing.T) {
 		},
 		{name: "not json", give: `{setWeight: 30}`, wantErr: []string{"is not a JSON list of steps"}},
 		{name: "an object, not a list", give: `{"setWeight":30}`, wantErr: []string{"is not a JSON list of steps"}},
+		{name: "every bad step named", give: `[{"setWeight":"x"},{"pause":{"duration":"soon"}}]`, wantErr: []string{"step 1: json: cannot unmarshal", `step 2: duration "soon"`}},
 		{name: "unknown field", give: `[{"setWeigth":30}]`, wantErr: []string{`unknown field "setWeigth"`}},
 		{name: "two kinds in a step", give: `[{"setWeight":30,"pause":{}}]`, wantErr: []string{"step 1 (setWeight): a step has exactly one of setWeight, pause or analysis, this one has 2"}},
 		{name: "empty step", give: `[{}]`, wantErr: []string{"step 1 (unknown)"}},

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/analysis"
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/obs"
 	"github.com/temporal-rollout/rollout/kube"
@@ -87,13 +88,22 @@ func run(ctx context.Context, cfg config.Config) error {
 		// after a worker dies with tasks queued on its sticky queue (tested by TestWorkerCrash).
 	})
 	w.RegisterWorkflowWithOptions(workflows.DeploymentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowType})
-	w.RegisterActivity(&activities.Activities{
+	acts := &activities.Activities{
 		Client:     kc,
 		Cache:      cache,
 		Recorder:   recorder,
 		Metrics:    metrics,
 		LocalWaits: make(chan struct{}, localWaitSlots),
-	})
+	}
+	if cfg.PrometheusAddress != "" {
+		prom, err := analysis.NewClient(cfg.PrometheusAddress, nil)
+		if err != nil {
+			return err
+		}
+		acts.Prometheus = prom
+		logger.Info("Analysis steps query Prometheus", "address", prom.String())
+	}
+	w.RegisterActivity(acts)
 
 	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: obs.TemporalReady(ctx, tc)}.Start(ctx)
 	if err != nil {

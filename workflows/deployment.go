@@ -140,6 +140,11 @@ type rollout struct {
 	// that a late signal rejects re-runs the task's local activities on the cluster as it then
 	// is), it would roll back once more.
 	recordRollback bool
+	// recordUpdate: an update was applied; the next wait is the activity too, so the workflow
+	// task that accepted it completes and records it at once. A task held open by local waits
+	// is discarded whole when the server rejects its completion (a signal that arrived while
+	// it continued as new: UnhandledCommand), and an update accepted in it is lost with it.
+	recordUpdate bool
 	// observed: the snapshot AwaitChange decided on; the next sync uses it instead of an
 	// Observe of its own.
 	observed *k8s.Snapshot
@@ -427,7 +432,7 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 		ann := r.rolloutAnnotations
 		in.RolloutAnnotations = &ann
 	}
-	if r.version >= versionLocalAwait && !r.awaitRemote && !r.recordRollback {
+	if r.version >= versionLocalAwait && !r.awaitRemote && !r.recordRollback && !r.recordUpdate {
 		in.MaxWait = localAwaitWindow
 		lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, localAwaitOptions))
 		r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteLocalActivity(lctx, a.AwaitChange, in), cancel, true
@@ -435,7 +440,7 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 	}
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitOptions))
 	r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteActivity(actx, a.AwaitChange, in), cancel, false
-	r.recordRollback = false
+	r.recordRollback, r.recordUpdate = false, false
 }
 
 // stopAwait cancels a wait still running: a signal or timer came first, and the sync that

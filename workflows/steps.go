@@ -257,6 +257,7 @@ func (r *rollout) applyUpdates(ctx workflow.Context) {
 func (r *rollout) syncedUpdates() {
 	for _, u := range r.applied {
 		u.done = true
+		r.recordUpdate = true
 	}
 	r.applied = nil
 }
@@ -305,6 +306,11 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 	r.lastHash = hash
 	if r.stableHash == "" {
 		r.stableHash = stableHash(d, snap.ReplicaSets, hash)
+	}
+	if r.abort != nil && hash != r.abort.Hash && hash != r.stableHash {
+		// A new template arrived after the abort: the user moved on; it rolls out as any other.
+		r.log.Info("New template during an abort; the abort is over", "reason", r.abort.Reason)
+		r.abort = nil
 	}
 	if r.abort != nil || hash == r.stableHash || r.stableHash == "" {
 		r.endSteps()
@@ -383,8 +389,10 @@ func (r *rollout) afterSync(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Pl
 		return
 	}
 	if plan.Phase == k8s.PhaseComplete {
-		if r.abort != nil && r.lastHash == r.stableHash {
-			r.aborted = r.abort
+		if r.abort != nil {
+			if r.lastHash == r.stableHash {
+				r.aborted = r.abort
+			}
 			r.abort = nil
 		}
 		r.stableHash = r.lastHash

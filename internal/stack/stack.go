@@ -40,6 +40,8 @@ const (
 	EtcdVersion     = "v3.6.8"
 	KubeVersion     = "v1.36.3"
 	KwokVersion     = "v0.8.0"
+	// PrometheusVersion is Debian's prometheus package, unpacked by hack/tools.sh.
+	PrometheusVersion = "2.42.0+ds-5+b6"
 )
 
 // Options shape the stack.
@@ -94,6 +96,8 @@ func ToolPath(tools, name string) string {
 		return filepath.Join(tools, "etcd-"+EtcdVersion, name)
 	case "kwok":
 		return filepath.Join(tools, "kwok-"+KwokVersion, name)
+	case "prometheus":
+		return filepath.Join(tools, "prometheus-"+PrometheusVersion, name)
 	}
 	return filepath.Join(tools, "kube-"+KubeVersion, name)
 }
@@ -537,6 +541,51 @@ func (s *Stack) waitHTTP(ctx context.Context, name, url, token string, timeout t
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// StartPrometheus runs a Prometheus server on a free loopback port, scraping targets
+// (host:port, /metrics) every scrapeInterval, and waits until it is ready. It returns its
+// address (http://127.0.0.1:PORT). Stop and StopProcess("prometheus") stop it.
+func (s *Stack) StartPrometheus(ctx context.Context, targets []string, scrapeInterval time.Duration) (string, error) {
+	bin := ToolPath(s.Opts.Tools, "prometheus")
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("tool prometheus missing in %s (run `make tools`): %w", s.Opts.Tools, err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(s.Opts.Dir, "prometheus")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	quoted := make([]string, len(targets))
+	for i, t := range targets {
+		quoted[i] = fmt.Sprintf("%q", t)
+	}
+	conf := fmt.Sprintf(`global:
+  scrape_interval: %[1]s
+  evaluation_interval: %[1]s
+scrape_configs:
+- job_name: test
+  static_configs:
+  - targets: [%[2]s]
+`, scrapeInterval, strings.Join(quoted, ", "))
+	confPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		return "", err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if _, err := s.start("prometheus", bin, "--config.file", confPath, "--storage.tsdb.path", filepath.Join(dir, "data"),
+		"--web.listen-address", addr, "--log.level", "warn"); err != nil {
+		return "", err
+	}
+	if err := s.waitHTTP(ctx, "prometheus", "http://"+addr+"/-/ready", "", 30*time.Second); err != nil {
+		s.StopProcess("prometheus")
+		return "", err
+	}
+	s.progress("prometheus ready at http://%s, scraping %s", addr, strings.Join(targets, ", "))
+	return "http://" + addr, nil
 }
 
 func writeRSAKey(path string) error {
