@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -95,6 +96,7 @@ func listed(t *testing.T, query, id string) string {
 // --full` skips the rest.
 func TestStepsWeights(t *testing.T) {
 	ns := newNamespace(t)
+	recordHistories(t, ns, "web")
 	steps := `[{"setWeight":20},{"pause":{}},{"setWeight":50},{"pause":{}},{"setWeight":80},{"pause":{}}]`
 	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(steps)))
 	waitComplete(t, ns, "web")
@@ -159,6 +161,7 @@ func TestStepsWeights(t *testing.T) {
 // and not from the start.
 func TestStepsTimedPauseSurvivesWorkerKill(t *testing.T) {
 	ns := newNamespace(t)
+	recordHistories(t, ns, "web")
 	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(`[{"setWeight":30},{"pause":{"duration":"20s"}}]`)))
 	waitComplete(t, ns, "web")
 	obs := observe(t, ns, 13, 8)
@@ -201,6 +204,7 @@ func TestStepsTimedPauseSurvivesWorkerKill(t *testing.T) {
 // and records why: a Warning event, the status query, and RolloutOutcome "Aborted".
 func TestStepsAbort(t *testing.T) {
 	ns := newNamespace(t)
+	recordHistories(t, ns, "web")
 	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(`[{"setWeight":40},{"pause":{}},{"setWeight":70},{"pause":{}}]`)))
 	waitComplete(t, ns, "web")
 	obs := observe(t, ns, 13, 8)
@@ -244,6 +248,7 @@ func TestStepsAbort(t *testing.T) {
 // temporal-rollout.io/auto-rollback "true" is aborted back to the stable revision.
 func TestStepsAutoRollback(t *testing.T) {
 	ns := newNamespace(t)
+	recordHistories(t, ns, "web")
 	create(t, newDeployment(ns, "web", 4, "nginx:1.25", rolling("1", "0"), progressDeadline(5), withAnnotation(k8s.AutoRollbackAnnotation, "true")))
 	waitComplete(t, ns, "web")
 	setImage(t, ns, "web", "nginx:404")
@@ -310,6 +315,7 @@ func TestStepsAnalysis(t *testing.T) {
 	}
 	run := func(t *testing.T, steps string) string {
 		ns := newNamespace(t)
+		recordHistories(t, ns, "web")
 		create(t, newDeployment(ns, "web", 4, "nginx:1.25", rolling("1", "0"), withSteps(steps)))
 		waitComplete(t, ns, "web")
 		setImage(t, ns, "web", "nginx:1.26")
@@ -372,6 +378,34 @@ func TestStepsAnalysis(t *testing.T) {
 	})
 }
 
+// recordHistories, with E2E_RECORD_HISTORIES=<dir>, writes every run of the Deployment's
+// workflow as `temporal workflow show -o json` would, for the replay test's testdata.
+func recordHistories(t *testing.T, ns, name string) {
+	dir := os.Getenv("E2E_RECORD_HISTORIES")
+	if dir == "" {
+		return
+	}
+	t.Cleanup(func() {
+		id := workflowID(ns, name)
+		resp, err := env.tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", id)})
+		if err != nil {
+			t.Errorf("list runs of %s: %v", id, err)
+			return
+		}
+		for _, e := range resp.Executions {
+			out, err := temporalCLIErr("workflow", "show", "--workflow-id", id, "--run-id", e.Execution.RunId, "-o", "json")
+			if err != nil {
+				t.Errorf("show %s: %v", id, err)
+				continue
+			}
+			file := filepath.Join(dir, fmt.Sprintf("%s-%s.json", strings.ReplaceAll(id, "/", "-"), e.Execution.RunId[:8]))
+			if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
+
 // countMeasurements counts the MeasureAnalysis activities scheduled in every run of the
 // workflow (each measurement is its own activity in the history, its result the value and
 // verdict).
@@ -396,4 +430,48 @@ func countMeasurements(t *testing.T, id string) int {
 		}
 	}
 	return n
+}
+
+// TestStepsKubectl: kubectl rollout pause and resume hold and release a stepped rollout (a
+// pause step waits on), and kubectl rollout undo mid-step goes back to the stable revision at
+// full speed, skipping the steps.
+func TestStepsKubectl(t *testing.T) {
+	ns := newNamespace(t)
+	recordHistories(t, ns, "web")
+	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(`[{"setWeight":30},{"pause":{}},{"setWeight":60},{"pause":{}}]`)))
+	waitComplete(t, ns, "web")
+	obs := observe(t, ns, 13, 8)
+	setImage(t, ns, "web", "nginx:1.26")
+	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=3/3 nginx:1.25=7/7")
+
+	kubectl(t, "rollout", "pause", "deployment/web", "-n", ns)
+	eventually(t, 30*time.Second, func() string {
+		if st := queryStatus(t, ns, "web"); !st.Paused {
+			return "status not paused yet"
+		}
+		return ""
+	})
+	// Paused: promote moves the step on, but nothing scales until resume.
+	if out, err := updateCLI(ns, "web", workflows.UpdatePromote); err != nil {
+		t.Fatalf("promote while paused: %v\n%s", err, out)
+	}
+	time.Sleep(2 * time.Second)
+	if got := sizes(t, ns); got != "nginx:1.26=3/3 nginx:1.25=7/7" {
+		t.Errorf("paused by kubectl: %s, want unchanged", got)
+	}
+	kubectl(t, "rollout", "resume", "deployment/web", "-n", ns)
+	waitSteps(t, ns, "web", 4, workflows.WaitingForPromote, "nginx:1.26=6/6 nginx:1.25=4/4")
+
+	kubectl(t, "rollout", "undo", "deployment/web", "-n", ns)
+	d := waitComplete(t, ns, "web")
+	obs.stop()
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != "nginx:1.25" {
+		t.Errorf("image after undo = %s, want nginx:1.25", got)
+	}
+	if got := sizes(t, ns); got != "nginx:1.25=10/10 nginx:1.26=0/0" {
+		t.Errorf("after undo: %s", got)
+	}
+	if st := queryStatus(t, ns, "web"); st.Steps != nil {
+		t.Errorf("after undo: steps %+v, want none (the stable template skips them)", st.Steps)
+	}
 }

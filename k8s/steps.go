@@ -227,9 +227,13 @@ func (a *AnalysisStep) validate() error {
 	if a.Min == nil && a.Max == nil {
 		errs = append(errs, errors.New("neither min nor max is set; a measurement needs a bound"))
 	}
-	for name, v := range map[string]*float64{"min": a.Min, "max": a.Max} {
-		if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
-			errs = append(errs, fmt.Errorf("%s is not a finite number", name))
+	// In a fixed order: this runs in workflow code, and its message is recorded.
+	for _, b := range []struct {
+		name string
+		v    *float64
+	}{{"min", a.Min}, {"max", a.Max}} {
+		if b.v != nil && (math.IsNaN(*b.v) || math.IsInf(*b.v, 0)) {
+			errs = append(errs, fmt.Errorf("%s is not a finite number", b.name))
 		}
 	}
 	if a.Min != nil && a.Max != nil && *a.Min > *a.Max {

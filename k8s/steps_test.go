@@ -277,3 +277,43 @@ func TestDecideCanaryFreeze(t *testing.T) {
 		t.Errorf("Progressing = %+v, want CanaryPaused naming the problem", c)
 	}
 }
+
+// ParseSteps runs in workflow code (its messages are recorded): the same annotation gives the
+// same steps and the same error, every time.
+func TestParseStepsIsDeterministic(t *testing.T) {
+	bad := map[string]string{StepsAnnotation: `[{"analysis":{"query":"","min":2,"max":1,"interval":"1ms","count":2,"failureLimit":5,"onNoData":"x"}},{"setWeight":-1},{"pause":{"duration":"x"}}]`}
+	_, first := ParseSteps(bad)
+	if first == nil {
+		t.Fatal("want an error")
+	}
+	for range 200 {
+		if _, err := ParseSteps(bad); err == nil || err.Error() != first.Error() {
+			t.Fatalf("error %q, then %q", first, err)
+		}
+	}
+}
+
+// A stepped rollout paused at its step (kubectl rollout pause) keeps its sizes; without a step
+// upstream's paused scale gives the surge room to the largest ReplicaSet.
+func TestDecideCanaryPaused(t *testing.T) {
+	d := webDeployment(10, "nginx:1.1")
+	d.Annotations[RevisionAnnotation] = "2"
+	d.Generation = 2
+	d.Spec.Paused = true
+	old := ownedRS(d, "nginx:1.0", 1, 7, 7, ago(time.Hour))
+	nw := ownedRS(d, "nginx:1.1", 2, 3, 3, ago(time.Minute))
+	d.Status = settledStatus(d, 10)
+	d.Status.UpdatedReplicas = 3
+	hash := PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
+	snap := Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old, nw}}
+	plan := decide(t, snap, Request{Chain: true, Canary: &Canary{Hash: hash, Weight: 30, Hold: true, Message: "held"}})
+	for _, s := range plan.Steps {
+		if s.Kind == StepScaleUp || s.Kind == StepScaleDown {
+			t.Errorf("paused stepped rollout: %s, want no scaling", describe(s))
+		}
+	}
+	plan = decide(t, snap, Request{Chain: true})
+	if got := describePlan(plan); len(got) == 0 || !strings.Contains(got[0], "7->10") {
+		t.Errorf("paused without a step: %q, want upstream's scale of the largest to 10", got)
+	}
+}

@@ -60,7 +60,12 @@ func (p *planner) holding() bool { return p.canary != nil && p.canary.Hold }
 // pending, as upstream), and syncs status.
 func (p *planner) sync() {
 	newRS, old := p.getNewReplicaSet(false)
-	p.scale(newRS, old)
+	// A stepped rollout at rest holds its step's sizes while paused: only a change of
+	// replicas rescales it. (Upstream's scale gives replicas + maxSurge − Σ spec to the
+	// largest ReplicaSet, which a step's rest, at exactly replicas, would always receive.)
+	if p.canary == nil || p.isScalingEvent() {
+		p.scale(newRS, old)
+	}
 	if p.d.Spec.Paused && !p.rollbackPending {
 		p.cleanupDeployment(old)
 	}

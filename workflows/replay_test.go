@@ -30,6 +30,13 @@ import (
 // pause, a template change while paused, a malformed rollback signal, resume, rollback to
 // revision 1 (the wait after it is the activity), rollback to an unknown revision, and a
 // Recreate Deployment created, rolled and deleted; replaying them with the local wait off fails.
+// The *-v5.json histories come from version 5 (versionSteps), recorded by the e2e suite's
+// TestSteps* with E2E_RECORD_HISTORIES on 2026-11-25: setWeight steps with promote from the
+// Temporal CLI and promote {"full":true} (updates accepted and completed), a timed pause across
+// a worker SIGKILL, abort with a reason, analysis steps that pass, fail (and abort) and retry a
+// failing query, auto-rollback on a progress deadline, and kubectl rollout pause, resume and
+// undo mid-step; replaying them with the steps off fails (all but the auto-rollback one, which
+// has no steps).
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {

@@ -118,6 +118,8 @@ type Config struct {
 	Quick        bool
 	// Render re-renders the outputs from a results.json instead of running.
 	Render string `json:"-"`
+	// Abort, when > 0, runs only the abort measurement (abort.go) with that many replicas.
+	Abort int `json:"-"`
 	// Log receives progress lines.
 	Log io.Writer `json:"-"`
 }
@@ -146,6 +148,19 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cfg.Abort > 0 {
+		if cfg.Tools == "" {
+			cfg.Tools = stack.DefaultTools()
+		}
+		res, err := runAbort(ctx, cfg, cfg.Abort)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			stop()
+			os.Exit(1)
+		}
+		fmt.Print(res.Text())
+		return
+	}
 	rep, err := Run(ctx, cfg)
 	if rep != nil {
 		fmt.Println()
@@ -183,6 +198,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.StringVar(&c.PlotWorkload, "plot", "rolling-100x10", "workload whose rollout progress is plotted")
 	fs.BoolVar(&c.Keep, "keep", false, "keep each stack's folder (logs) instead of deleting it")
 	fs.BoolVar(&c.Quick, "quick", false, "smoke test: one workload, 1 Deployment x 2 replicas, one budget ("+quickBudgets+")")
+	fs.IntVar(&c.Abort, "abort", 0, "run only the abort measurement: one Deployment of N replicas, abort and promote from setWeight 50 against a forward rollout, at the last --budgets budget")
 	fs.StringVar(&c.Render, "render", "", "write the outputs again from a results.json instead of running (with the current --out, --markdown, --docs-png)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
