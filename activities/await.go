@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -151,7 +152,7 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				res.Snapshot = &recorded
 				return res, nil
 			case len(plan.Steps) == 0:
-			case statusRefresh(plan):
+			case statusRefresh(plan, d):
 				wr, err := a.UpdateDeploymentStatus(ctx, DeploymentWriteInput{Deployment: plan.Steps[0].Deployment})
 				if err != nil {
 					if IsKind(err, ErrStale) || apierrors.IsConflict(err) {
@@ -196,9 +197,32 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 }
 
 // statusRefresh reports whether a plan only writes the Deployment's status, with no event and
-// no end to the rollout: what AwaitChange writes itself.
-func statusRefresh(plan k8s.Plan) bool {
-	return plan.Phase == k8s.PhaseProgressing && StatusOnly(plan)
+// no end to the rollout: what AwaitChange writes itself. A stepped rollout's hold starting or
+// ending (the Progressing condition turning to or from CanaryPaused) is the workflow's to
+// write: a wait whose workflow already moved on (a promote, an abort; its cancellation reaches
+// the activity only with its next heartbeat) would otherwise write its old hold back over the
+// sync's, and the two would make each other's writes stale until then.
+func statusRefresh(plan k8s.Plan, cur *appsv1.Deployment) bool {
+	if plan.Phase != k8s.PhaseProgressing || !StatusOnly(plan) {
+		return false
+	}
+	return !holdChanges(cur, plan.Steps[0].Deployment)
+}
+
+// holdChanges reports whether the Progressing condition enters or leaves a stepped rollout's
+// hold between two Deployments.
+func holdChanges(from, to *appsv1.Deployment) bool {
+	reason := func(d *appsv1.Deployment) string {
+		if d == nil {
+			return ""
+		}
+		if c := k8s.GetCondition(d.Status, appsv1.DeploymentProgressing); c != nil {
+			return c.Reason
+		}
+		return ""
+	}
+	a, b := reason(from), reason(to)
+	return a != b && (a == k8s.CanaryPausedReason || b == k8s.CanaryPausedReason)
 }
 
 // StatusOnly reports whether a plan's one write is the Deployment's status, with no event:

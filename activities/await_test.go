@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -451,6 +452,8 @@ func TestAwaitChangeInvalid(t *testing.T) {
 func TestStatusRefresh(t *testing.T) {
 	d := testDeployment()
 	status := k8s.Step{Kind: k8s.StepUpdateStatus, Deployment: d}
+	held := d.DeepCopy()
+	k8s.SetCondition(&held.Status, k8s.NewCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, k8s.CanaryPausedReason, "held", metav1.Now()))
 	tests := []struct {
 		name string
 		give k8s.Plan
@@ -467,10 +470,11 @@ func TestStatusRefresh(t *testing.T) {
 		{name: "a scale", give: k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{{Kind: k8s.StepScaleUp}}}},
 		{name: "a scale and a status write", give: k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{{Kind: k8s.StepScaleDown}, status}}},
 		{name: "nothing", give: k8s.Plan{Phase: k8s.PhaseProgressing}},
+		{name: "a stepped rollout's hold starts", give: k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{{Kind: k8s.StepUpdateStatus, Deployment: held}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := statusRefresh(tt.give); got != tt.want {
+			if got := statusRefresh(tt.give, d); got != tt.want {
 				t.Errorf("statusRefresh(%+v) = %t, want %t", tt.give, got, tt.want)
 			}
 		})

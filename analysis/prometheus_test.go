@@ -43,6 +43,7 @@ func TestQuery(t *testing.T) {
 		{name: "several series", status: 200, body: `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"1"},"value":[1,"1"]},{"metric":{"a":"2"},"value":[1,"2"]}]}}`, wantErr: `returned 2 series ({a="1"}, {a="2"}, ...)`},
 		{name: "NaN", status: 200, body: `{"status":"success","data":{"resultType":"scalar","result":[1,"NaN"]}}`, wantErr: "the value is NaN"},
 		{name: "Inf", status: 200, body: `{"status":"success","data":{"resultType":"scalar","result":[1,"+Inf"]}}`, wantErr: "the value is +Inf"},
+		{name: "string", status: 200, body: `{"status":"success","data":{"resultType":"string","result":[1,"x"]}}`, wantErr: "returned a string"},
 		{name: "matrix", status: 200, body: `{"status":"success","data":{"resultType":"matrix","result":[]}}`, wantErr: "returned a matrix"},
 		{name: "bad query", status: 400, body: `{"status":"error","errorType":"bad_data","error":"1:5: parse error: unexpected"}`, wantErr: "HTTP 400: bad_data: 1:5: parse error: unexpected"},
 		{name: "unavailable", status: 503, body: `Service Unavailable`, wantErr: "HTTP 503: Service Unavailable"},
@@ -91,8 +92,11 @@ func TestNewClient(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "ftp://x:1", "http://", "http://x:1/?q=1", "http://[::1"} {
-		if _, err := NewClient(bad, nil); err == nil {
+		_, err := NewClient(bad, nil)
+		if err == nil {
 			t.Errorf("NewClient(%q) accepted, want an error", bad)
+		} else if bad != "" && !strings.Contains(err.Error(), bad) {
+			t.Errorf("NewClient(%q): %v, want the error to name the address", bad, err)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -139,19 +140,33 @@ func TestAdoptOrphanReleaseAndCascade(t *testing.T) {
 		return ""
 	})
 	// The Deployment has no ReplicaSet left and makes a new one; the released one holds the
-	// old name, so the hash collides and collisionCount goes to 1.
-	d = waitComplete(t, ns, "web")
-	if d.Status.CollisionCount == nil || *d.Status.CollisionCount != 1 {
-		t.Errorf("collisionCount = %v, want 1", d.Status.CollisionCount)
-	}
-	var owned []string
-	for _, r := range replicaSets(t, ns) {
-		if ref := metav1.GetControllerOf(&r); ref != nil && ref.UID == d.UID {
-			owned = append(owned, fmt.Sprintf("%s:%d", r.Name, *r.Spec.Replicas))
+	// old name, so the hash collides and collisionCount goes to 1. The status written before
+	// the release still reads complete, so wait for the new ReplicaSet before the status.
+	owned := func(d *appsv1.Deployment) string {
+		var names []string
+		for _, r := range replicaSets(t, ns) {
+			if ref := metav1.GetControllerOf(&r); ref != nil && ref.UID == d.UID {
+				names = append(names, fmt.Sprintf("%s:%d", r.Name, *r.Spec.Replicas))
+			}
 		}
+		return strings.Join(names, " ")
 	}
-	if want := []string{expectedRSName(d) + ":3"}; strings.Join(owned, " ") != strings.Join(want, " ") {
-		t.Errorf("owned replicasets = %v, want %v", owned, want)
+	eventually(t, 30*time.Second, func() string {
+		cur, err := env.kube.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if got, want := owned(cur), expectedRSName(cur)+":3"; got != want {
+			return fmt.Sprintf("owned replicasets = %q, want %q", got, want)
+		}
+		if cur.Status.CollisionCount == nil || *cur.Status.CollisionCount != 1 {
+			return fmt.Sprintf("collisionCount = %v, want 1", cur.Status.CollisionCount)
+		}
+		return ""
+	})
+	d = waitComplete(t, ns, "web")
+	if got, want := owned(d), expectedRSName(d)+":3"; got != want {
+		t.Errorf("owned replicasets = %q, want %q", got, want)
 	}
 
 	// Cascade: delete the Deployment; its ReplicaSets go and the workflow ends with Deleted.

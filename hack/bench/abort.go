@@ -53,7 +53,13 @@ func runAbort(ctx context.Context, cfg Config, replicas int) (AbortResult, error
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if cfg.Keep {
+			logf(cfg.Log, "stack folder kept: %s", dir)
+		} else {
+			_ = os.RemoveAll(dir)
+		}
+	}()
 	s, err := stack.Start(ctx, stack.Options{
 		Dir: filepath.Join(dir, "stack"), Tools: cfg.Tools, Nodes: cfg.Nodes,
 		PodReadyDelay: cfg.PodReadyDelay, PodReadyJitter: cfg.PodReadyJitter,

@@ -545,8 +545,26 @@ func (s *Stack) waitHTTP(ctx context.Context, name, url, token string, timeout t
 
 // StartPrometheus runs a Prometheus server on a free loopback port, scraping targets
 // (host:port, /metrics) every scrapeInterval, and waits until it is ready. It returns its
-// address (http://127.0.0.1:PORT). Stop and StopProcess("prometheus") stop it.
+// address (http://127.0.0.1:PORT). Stop and StopProcess("prometheus") stop it. It needs
+// none of the other processes (a stack started with NoTemporal, or one without Kubernetes).
 func (s *Stack) StartPrometheus(ctx context.Context, targets []string, scrapeInterval time.Duration) (string, error) {
+	return s.StartPrometheusAs(ctx, "prometheus", targets, scrapeInterval)
+}
+
+// StartPrometheusAs is StartPrometheus under another process name, so that a test can run a
+// Prometheus of its own beside the stack's; StopProcess(name) stops it. Each start writes
+// its configuration to Opts.Dir/NAME and stores into a fresh folder there: no series of an
+// earlier start (under the same name) are seen.
+func (s *Stack) StartPrometheusAs(ctx context.Context, name string, targets []string, scrapeInterval time.Duration) (string, error) {
+	if p := s.procs[name]; p != nil {
+		if ok, _ := p.Exited(); !ok {
+			return "", fmt.Errorf("%s is already running (StopProcess(%q) first)", name, name)
+		}
+		s.StopProcess(name)
+	}
+	if scrapeInterval <= 0 {
+		return "", fmt.Errorf("%s: scrape interval %s, want > 0", name, scrapeInterval)
+	}
 	bin := ToolPath(s.Opts.Tools, "prometheus")
 	if _, err := os.Stat(bin); err != nil {
 		return "", fmt.Errorf("tool prometheus missing in %s (run `make tools`): %w", s.Opts.Tools, err)
@@ -555,13 +573,17 @@ func (s *Stack) StartPrometheus(ctx context.Context, targets []string, scrapeInt
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(s.Opts.Dir, "prometheus")
+	dir := filepath.Join(s.Opts.Dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	data, err := os.MkdirTemp(dir, "data-")
+	if err != nil {
 		return "", err
 	}
 	quoted := make([]string, len(targets))
 	for i, t := range targets {
-		quoted[i] = fmt.Sprintf("%q", t)
+		quoted[i] = strconv.Quote(t)
 	}
 	conf := fmt.Sprintf(`global:
   scrape_interval: %[1]s
@@ -570,22 +592,47 @@ scrape_configs:
 - job_name: test
   static_configs:
   - targets: [%[2]s]
-`, scrapeInterval, strings.Join(quoted, ", "))
+`, model(scrapeInterval), strings.Join(quoted, ", "))
 	confPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		return "", err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	if _, err := s.start("prometheus", bin, "--config.file", confPath, "--storage.tsdb.path", filepath.Join(dir, "data"),
+	s.progress("%s %s on %s, scraping %s every %s", name, PrometheusVersion, addr, strings.Join(targets, ", "), scrapeInterval)
+	if _, err := s.start(name, bin, "--config.file", confPath, "--storage.tsdb.path", data,
 		"--web.listen-address", addr, "--log.level", "warn"); err != nil {
 		return "", err
 	}
-	if err := s.waitHTTP(ctx, "prometheus", "http://"+addr+"/-/ready", "", 30*time.Second); err != nil {
-		s.StopProcess("prometheus")
+	if err := s.waitHTTP(ctx, name, "http://"+addr+"/-/ready", "", 30*time.Second); err != nil {
+		if exited, _ := s.procs[name].Exited(); !exited {
+			// waitHTTP names the log tail only when the process is gone.
+			err = fmt.Errorf("%w; log tail:\n%s", err, s.procs[name].Tail(2000))
+		}
+		s.StopProcess(name)
 		return "", err
 	}
-	s.progress("prometheus ready at http://%s, scraping %s", addr, strings.Join(targets, ", "))
+	s.progress("%s ready at http://%s", name, addr)
 	return "http://" + addr, nil
+}
+
+// model writes a duration as Prometheus's configuration reads it (1s, 500ms, 1m30s: no
+// fractions, no "h0m" filler).
+func model(d time.Duration) string {
+	if d%time.Second != 0 {
+		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+	}
+	sec := int64(d / time.Second)
+	out := ""
+	for _, u := range []struct {
+		n    int64
+		unit string
+	}{{3600, "h"}, {60, "m"}, {1, "s"}} {
+		if sec >= u.n {
+			out += strconv.FormatInt(sec/u.n, 10) + u.unit
+			sec %= u.n
+		}
+	}
+	return out
 }
 
 func writeRSAKey(path string) error {
