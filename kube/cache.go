@@ -3,7 +3,10 @@ package kube
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -103,10 +106,31 @@ func NewCache(client kubernetes.Interface, namespace string) (*Cache, error) {
 }
 
 // Start runs the informers until ctx ends and waits for their first lists.
-func (c *Cache) Start(ctx context.Context) error {
+func (c *Cache) Start(ctx context.Context) error { return c.StartWithin(ctx, 0) }
+
+// StartWithin is Start with the wait for the first lists bounded by timeout (0: unbounded);
+// past it, it fails naming the caches still unsynced. The informers run until ctx ends either
+// way.
+func (c *Cache) StartWithin(ctx context.Context, timeout time.Duration) error {
 	c.factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.dInf.HasSynced, c.rsInf.HasSynced, c.podInf.HasSynced) {
-		return fmt.Errorf("wait for deployment, replicaset and pod caches: %w", ctx.Err())
+	wctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	if !cache.WaitForCacheSync(wctx.Done(), c.dInf.HasSynced, c.rsInf.HasSynced, c.podInf.HasSynced) {
+		var unsynced []string
+		for name, inf := range map[string]cache.SharedIndexInformer{"deployments": c.dInf, "replicasets": c.rsInf, "pods": c.podInf} {
+			if !inf.HasSynced() {
+				unsynced = append(unsynced, name)
+			}
+		}
+		sort.Strings(unsynced)
+		if ctx.Err() != nil {
+			return fmt.Errorf("wait for the informer caches (%s unsynced): %w", strings.Join(unsynced, ", "), ctx.Err())
+		}
+		return fmt.Errorf("the informer caches' first lists (%s) did not complete within %s (--startup-timeout; can the credentials list and watch them?)", strings.Join(unsynced, ", "), timeout)
 	}
 	return nil
 }

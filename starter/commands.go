@@ -11,6 +11,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/temporal-rollout/rollout/internal/config"
+	"github.com/temporal-rollout/rollout/internal/lifecycle"
 	"github.com/temporal-rollout/rollout/watcher"
 	"github.com/temporal-rollout/rollout/workflows"
 )
@@ -22,6 +23,7 @@ type cmdOpts struct {
 	reason     string
 }
 
+// run runs a one-shot command (every command but watch).
 func run(ctx context.Context, cfg config.Config, cmd string, args []string, opts cmdOpts) error {
 	logger := cfg.Logger()
 	copts, err := cfg.ClientOptions()
@@ -29,9 +31,6 @@ func run(ctx context.Context, cfg config.Config, cmd string, args []string, opts
 		return err
 	}
 	copts.Logger = sdklog.NewStructuredLogger(logger)
-	if cmd == "watch" {
-		return watch(ctx, cfg, copts, logger)
-	}
 	if len(args) != 1 {
 		return fmt.Errorf("%s needs exactly one NAMESPACE/NAME argument, got %d", cmd, len(args))
 	}
@@ -43,9 +42,9 @@ func run(ctx context.Context, cfg config.Config, cmd string, args []string, opts
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	tc, err := client.DialContext(ctx, copts)
+	tc, err := lifecycle.DialTemporal(ctx, logger, copts, cfg.StartupTimeout)
 	if err != nil {
-		return fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
+		return err
 	}
 	defer tc.Close()
 	id := workflows.WorkflowID(ns, name)

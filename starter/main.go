@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/temporal-rollout/rollout/internal/config"
+	"github.com/temporal-rollout/rollout/internal/lifecycle"
 )
 
 const usage = `usage:
@@ -65,7 +66,7 @@ func main() {
 		return
 	}
 	fs := pflag.NewFlagSet("starter "+cmd, pflag.ContinueOnError)
-	config.Flags(fs)
+	config.WatcherFlags(fs)
 	var opts cmdOpts
 	fs.Int64Var(&opts.toRevision, "to-revision", 0, "rollback: the revision to roll back to; 0 means the previous one")
 	fs.BoolVar(&opts.full, "full", false, "promote: skip every remaining step")
@@ -80,6 +81,17 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if cmd == "watch" {
+		if len(fs.Args()) != 0 {
+			fmt.Fprintf(os.Stderr, "starter: watch takes no arguments, got %q\n", fs.Args())
+			os.Exit(2)
+		}
+		code := lifecycle.Main(ctx, "starter", cfg.ShutdownTimeout, os.Stderr, func(ctx context.Context, s *lifecycle.Stopper) error {
+			return watch(ctx, cfg, s)
+		})
+		stop()
+		os.Exit(code)
+	}
 	defer stop()
 	if err := run(ctx, cfg, cmd, fs.Args(), opts); err != nil {
 		fmt.Fprintln(os.Stderr, "starter:", err)

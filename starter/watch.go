@@ -2,33 +2,56 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 
-	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/internal/config"
+	"github.com/temporal-rollout/rollout/internal/lifecycle"
 	"github.com/temporal-rollout/rollout/internal/obs"
 	"github.com/temporal-rollout/rollout/kube"
 	"github.com/temporal-rollout/rollout/watcher"
 )
 
-// watch runs the watcher (package watcher) until ctx ends.
-func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *slog.Logger) error {
-	kc, _, err := kube.NewClientset(cfg.Kubeconfig, cfg.KubeQPS, cfg.KubeBurst)
+// watch runs the watcher (package watcher) until ctx ends. Every start-up wait is bounded by
+// --startup-timeout and every cleanup names itself to stopper (see lifecycle.Main).
+func watch(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) error {
+	logger := cfg.Logger()
+	logger.Info("Starting watcher", "temporalAddress", cfg.TemporalAddress, "temporalNamespace", cfg.TemporalNamespace,
+		"taskQueue", cfg.TaskQueue, "watchNamespace", cfg.WatchNamespace, "resync", cfg.Resync,
+		"startupTimeout", cfg.StartupTimeout, "shutdownTimeout", cfg.ShutdownTimeout)
+	opts, err := cfg.ClientOptions()
 	if err != nil {
 		return err
 	}
+	opts.Logger = sdklog.NewStructuredLogger(logger)
+	kc, restCfg, err := kube.NewClientset(cfg.Kubeconfig, cfg.KubeQPS, cfg.KubeBurst)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() { stopper.Step("cancel"); cancel() }()
+
+	// Listen first: a taken address fails at once, not after the waits below.
 	reg := obs.NewRegistry()
+	var ready obs.ReadyAfter
+	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: ready.Check}.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { stopper.Step("stop the metrics server"); stopServer() }()
+
+	if err := lifecycle.WaitAPIServer(ctx, logger, kc, restCfg.Host, cfg.StartupTimeout); err != nil {
+		return err
+	}
 	sdkMetrics, closeMetrics := obs.SDKMetrics(reg)
 	defer closeMetrics()
 	opts.MetricsHandler = sdkMetrics
-	tc, err := client.DialContext(ctx, opts)
+	tc, err := lifecycle.DialTemporal(ctx, logger, opts, cfg.StartupTimeout)
 	if err != nil {
-		return fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
+		return err
 	}
-	defer tc.Close()
+	defer func() { stopper.Step("close the Temporal client"); tc.Close() }()
 
 	c, err := kube.NewCache(kc, cfg.WatchNamespace)
 	if err != nil {
@@ -42,17 +65,12 @@ func watch(ctx context.Context, cfg config.Config, opts client.Options, logger *
 	if err != nil {
 		return err
 	}
-	// Stop the informers on every way out, or Shutdown would wait for them forever.
-	ctx, cancel := context.WithCancel(ctx)
-	defer func() { cancel(); c.Shutdown() }()
-	if err := c.Start(ctx); err != nil {
+	// Cancel before Shutdown, or Shutdown waits for the informers forever.
+	defer func() { stopper.Step("stop the informers"); cancel(); c.Shutdown() }()
+	if err := c.StartWithin(ctx, cfg.StartupTimeout); err != nil {
 		return err
 	}
-	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: obs.TemporalReady(ctx, tc)}.Start(ctx)
-	if err != nil {
-		return err
-	}
-	defer stopServer()
+	ready.Set(obs.TemporalReady(ctx, tc))
 	logger.Info("Watcher running", "watchNamespace", cfg.WatchNamespace, "resync", cfg.Resync)
 	w.Run(ctx)
 	logger.Info("Watcher stopped")

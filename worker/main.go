@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/temporal-rollout/rollout/internal/config"
+	"github.com/temporal-rollout/rollout/internal/lifecycle"
 )
 
 func main() {
@@ -26,10 +27,9 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
-		stop()
-		os.Exit(1)
-	}
+	code := lifecycle.Main(ctx, "worker", cfg.ShutdownTimeout, os.Stderr, func(ctx context.Context, s *lifecycle.Stopper) error {
+		return run(ctx, cfg, s)
+	})
+	stop()
+	os.Exit(code)
 }

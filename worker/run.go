@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -17,6 +16,7 @@ import (
 	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/analysis"
 	"github.com/temporal-rollout/rollout/internal/config"
+	"github.com/temporal-rollout/rollout/internal/lifecycle"
 	"github.com/temporal-rollout/rollout/internal/obs"
 	"github.com/temporal-rollout/rollout/kube"
 	"github.com/temporal-rollout/rollout/workflows"
@@ -29,46 +29,67 @@ import (
 // at most (1 + localWaitsPerSync) × max-concurrent-syncs workflow tasks run at once.
 const localWaitsPerSync = 5
 
-func run(ctx context.Context, cfg config.Config) error {
+func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) error {
 	logger := cfg.Logger()
 	logger.Info("Starting worker", "temporalAddress", cfg.TemporalAddress, "temporalNamespace", cfg.TemporalNamespace,
-		"taskQueue", cfg.TaskQueue, "watchNamespace", cfg.WatchNamespace, "kubeQPS", cfg.KubeQPS, "kubeBurst", cfg.KubeBurst)
+		"taskQueue", cfg.TaskQueue, "watchNamespace", cfg.WatchNamespace, "kubeQPS", cfg.KubeQPS, "kubeBurst", cfg.KubeBurst,
+		"startupTimeout", cfg.StartupTimeout, "shutdownTimeout", cfg.ShutdownTimeout)
 
-	kc, _, err := kube.NewClientset(cfg.Kubeconfig, cfg.KubeQPS, cfg.KubeBurst)
+	kc, restCfg, err := kube.NewClientset(cfg.Kubeconfig, cfg.KubeQPS, cfg.KubeBurst)
 	if err != nil {
 		return err
 	}
-	cache, err := kube.NewCache(kc, cfg.WatchNamespace)
-	if err != nil {
-		return err
+	var prom *analysis.Client
+	if cfg.PrometheusAddress != "" {
+		if prom, err = analysis.NewClient(cfg.PrometheusAddress, nil); err != nil {
+			return err
+		}
 	}
-	// Stop the informers on every way out, or Shutdown would wait for them forever.
+	// Stop everything started below on every way out; each cleanup names itself, so that a stop
+	// past --shutdown-timeout says where it is stuck.
 	ctx, cancel := context.WithCancel(ctx)
-	defer func() { cancel(); cache.Shutdown() }()
-	if err := cache.Start(ctx); err != nil {
+	defer func() { stopper.Step("cancel"); cancel() }()
+
+	// Listen first: a taken address fails at once, not after the waits below.
+	reg := obs.NewRegistry()
+	var ready obs.ReadyAfter
+	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: ready.Check}.Start(ctx)
+	if err != nil {
 		return err
 	}
+	defer func() { stopper.Step("stop the metrics server"); stopServer() }()
 
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "deployment-controller"})
-
-	reg := obs.NewRegistry()
+	if err := lifecycle.WaitAPIServer(ctx, logger, kc, restCfg.Host, cfg.StartupTimeout); err != nil {
+		return err
+	}
 	sdkMetrics, closeMetrics := obs.SDKMetrics(reg)
 	defer closeMetrics()
-
 	opts, err := cfg.ClientOptions()
 	if err != nil {
 		return err
 	}
 	opts.Logger = sdklog.NewStructuredLogger(logger)
 	opts.MetricsHandler = sdkMetrics
-	tc, err := client.DialContext(ctx, opts)
+	tc, err := lifecycle.DialTemporal(ctx, logger, opts, cfg.StartupTimeout)
 	if err != nil {
-		return fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
+		return err
 	}
-	defer tc.Close()
+	defer func() { stopper.Step("close the Temporal client"); tc.Close() }()
+
+	cache, err := kube.NewCache(kc, cfg.WatchNamespace)
+	if err != nil {
+		return err
+	}
+	// Cancel before Shutdown, or Shutdown waits for the informers forever.
+	defer func() { stopper.Step("stop the informers"); cancel(); cache.Shutdown() }()
+	if err := cache.StartWithin(ctx, cfg.StartupTimeout); err != nil {
+		return err
+	}
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
+	defer func() { stopper.Step("flush the event recorder"); broadcaster.Shutdown() }()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "deployment-controller"})
 
 	metrics := activities.NewMetrics(reg)
 	localWaitSlots := localWaitsPerSync * cfg.MaxSyncs
@@ -95,27 +116,20 @@ func run(ctx context.Context, cfg config.Config) error {
 		Metrics:    metrics,
 		LocalWaits: make(chan struct{}, localWaitSlots),
 	}
-	if cfg.PrometheusAddress != "" {
-		prom, err := analysis.NewClient(cfg.PrometheusAddress, nil)
-		if err != nil {
-			return err
-		}
+	if prom != nil {
 		acts.Prometheus = prom
 		logger.Info("Analysis steps query Prometheus", "address", prom.String())
 	}
 	w.RegisterActivity(acts)
 
-	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: obs.TemporalReady(ctx, tc)}.Start(ctx)
-	if err != nil {
-		return err
-	}
-	defer stopServer()
-
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker on task queue %s: %w", cfg.TaskQueue, err)
 	}
+	ready.Set(obs.TemporalReady(ctx, tc))
 	logger.Info("Worker running")
 	<-ctx.Done()
+	logger.Info("Stopping worker", "shutdownTimeout", cfg.ShutdownTimeout)
+	stopper.Step("stop the Temporal worker (running activities end with the stop)")
 	w.Stop()
 	logger.Info("Worker stopped")
 	return nil

@@ -24,6 +24,15 @@ import (
 // EnvPrefix prefixes every environment variable: --kube-qps is ROLLOUT_KUBE_QPS.
 const EnvPrefix = "ROLLOUT"
 
+// The default metrics addresses differ, so a worker and a watcher started on one host with
+// their defaults do not fight over a port.
+const (
+	// WorkerMetricsAddress is the worker's default --metrics-address.
+	WorkerMetricsAddress = ":9090"
+	// WatcherMetricsAddress is the default --metrics-address of `starter watch`.
+	WatcherMetricsAddress = ":9091"
+)
+
 // Config is every setting, typed.
 type Config struct {
 	Kubeconfig     string  `mapstructure:"kubeconfig"`
@@ -49,10 +58,22 @@ type Config struct {
 	MaxSyncs         int           `mapstructure:"max-concurrent-syncs"`
 	// PrometheusAddress is the Prometheus server analysis steps query (worker).
 	PrometheusAddress string `mapstructure:"prometheus-address"`
+	// StartupTimeout bounds each start-up wait: for the API server, for Temporal and for the
+	// informer caches' first lists (worker and watcher).
+	StartupTimeout time.Duration `mapstructure:"startup-timeout"`
+	// ShutdownTimeout bounds the stop after SIGTERM (or a failure); past it the process exits
+	// non-zero naming what did not stop (worker and watcher).
+	ShutdownTimeout time.Duration `mapstructure:"shutdown-timeout"`
 }
 
-// Flags registers every setting on fs with its default.
-func Flags(fs *pflag.FlagSet) {
+// Flags registers every setting on fs with the worker's defaults.
+func Flags(fs *pflag.FlagSet) { flags(fs, WorkerMetricsAddress) }
+
+// WatcherFlags registers every setting on fs with the defaults of the starter, whose `watch`
+// serves metrics on WatcherMetricsAddress.
+func WatcherFlags(fs *pflag.FlagSet) { flags(fs, WatcherMetricsAddress) }
+
+func flags(fs *pflag.FlagSet, metricsAddress string) {
 	fs.String("config", "", "config file (YAML, JSON or TOML) with the same keys as the flags")
 	fs.String("kubeconfig", "", "kubeconfig path; in-cluster config when empty (also $KUBECONFIG)")
 	fs.Float32("kube-qps", 20, "client-side QPS limit towards the Kubernetes API server")
@@ -66,7 +87,9 @@ func Flags(fs *pflag.FlagSet) {
 	fs.String("temporal-tls-ca", "", "CA bundle to verify the Temporal server")
 	fs.String("temporal-tls-server-name", "", "server name to verify on the Temporal TLS connection")
 	fs.String("temporal-api-key", "", "API key for Temporal Cloud (implies TLS)")
-	fs.String("metrics-address", ":9090", "listen address for /metrics, /healthz and /readyz; empty disables")
+	fs.String("metrics-address", metricsAddress, "listen address for /metrics, /healthz and /readyz; empty disables (defaults: worker "+WorkerMetricsAddress+", starter watch "+WatcherMetricsAddress+")")
+	fs.Duration("startup-timeout", 30*time.Second, "worker and watcher: how long each start-up wait (Kubernetes API server, Temporal, informer caches) retries, logging progress, before the process exits non-zero")
+	fs.Duration("shutdown-timeout", 15*time.Second, "worker and watcher: how long the stop after SIGTERM or a failure may take before the process exits non-zero naming what did not stop")
 	fs.String("log-level", "info", "debug, info, warn or error")
 	fs.String("log-format", "json", "json or text")
 	fs.Duration("resync", 10*time.Minute, "watcher: how often to reconcile open workflows with the cluster (workflows of deleted Deployments end, Deployments without one get one, missed changes are signalled); 0 reconciles at start only")
@@ -121,13 +144,18 @@ func (c Config) Validate() error {
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("temporal-tls-cert and temporal-tls-key go together"))
 	}
-	files := append(filepath.SplitList(c.Kubeconfig), c.TLSCert, c.TLSKey, c.TLSCA)
+	type file struct{ flag, path string }
+	var files []file
+	for _, f := range filepath.SplitList(c.Kubeconfig) {
+		files = append(files, file{"kubeconfig", f})
+	}
+	files = append(files, file{"temporal-tls-cert", c.TLSCert}, file{"temporal-tls-key", c.TLSKey}, file{"temporal-tls-ca", c.TLSCA})
 	for _, f := range files {
-		if f == "" {
+		if f.path == "" {
 			continue
 		}
-		if _, err := os.Stat(f); err != nil {
-			errs = append(errs, fmt.Errorf("file %s: %w", f, err))
+		if _, err := os.Stat(f.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s: file %s: %w", f.flag, f.path, err))
 		}
 	}
 	if _, err := ParseLevel(c.LogLevel); err != nil {
@@ -141,6 +169,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxSyncs <= 0 {
 		errs = append(errs, fmt.Errorf("max-concurrent-syncs must be > 0, got %d", c.MaxSyncs))
+	}
+	if c.StartupTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("startup-timeout must be > 0, got %s", c.StartupTimeout))
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("shutdown-timeout must be > 0, got %s", c.ShutdownTimeout))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))

@@ -62,6 +62,7 @@ func defaults() Config {
 		TemporalAddress: "localhost:7233", TemporalNamespace: "default", TaskQueue: workflows.DefaultTaskQueue,
 		MetricsAddress: ":9090", LogLevel: "info", LogFormat: "json",
 		Resync: 10 * time.Minute, MaxSyncs: 20,
+		StartupTimeout: 30 * time.Second, ShutdownTimeout: 15 * time.Second,
 	}
 }
 
@@ -286,6 +287,8 @@ func TestValidate(t *testing.T) {
 		{name: "key without cert", give: func(c *Config) { c.TLSKey = existing }, want: []string{"go together"}},
 		{name: "unreadable CA", give: func(c *Config) { c.TLSCA = missing }, want: []string{"file " + missing}},
 		{name: "burst", give: func(c *Config) { c.KubeBurst = 0 }, want: []string{"kube-burst must be > 0"}},
+		{name: "no start-up wait", give: func(c *Config) { c.StartupTimeout = 0 }, want: []string{"startup-timeout must be > 0, got 0s"}},
+		{name: "negative shutdown bound", give: func(c *Config) { c.ShutdownTimeout = -time.Second }, want: []string{"shutdown-timeout must be > 0, got -1s"}},
 		{name: "address without port", give: func(c *Config) { c.TemporalAddress = "localhost" }, want: []string{"temporal-address must be host:port"}},
 		{name: "empty namespace and queue", give: func(c *Config) { c.TemporalNamespace, c.TaskQueue = "", "" }, want: []string{"temporal-namespace", "task-queue"}},
 		{name: "log format", give: func(c *Config) { c.LogFormat = "xml" }, want: []string{"log-format"}},
@@ -553,7 +556,8 @@ func TestKubeconfigList(t *testing.T) {
 		}
 	}
 	c := Config{Kubeconfig: a + string(os.PathListSeparator) + b, KubeQPS: 1, KubeBurst: 1, TemporalAddress: "h:1",
-		TemporalNamespace: "default", TaskQueue: "q", LogLevel: "info", LogFormat: "json", MaxSyncs: 1}
+		TemporalNamespace: "default", TaskQueue: "q", LogLevel: "info", LogFormat: "json", MaxSyncs: 1,
+		StartupTimeout: time.Second, ShutdownTimeout: time.Second}
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate() with a kubeconfig list = %v, want nil", err)
 	}
@@ -593,5 +597,28 @@ func TestWatcherFlags(t *testing.T) {
 	}
 	if err := fs.Parse([]string{"--coalesce=1s"}); err == nil {
 		t.Errorf("parse --coalesce=1s error = nil, want unknown flag")
+	}
+}
+
+// The worker and the watcher started on one host with their defaults serve metrics on
+// different ports (issue 10: both took :9090 and the second one hung).
+func TestMetricsAddressDefaultsDiffer(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		flags func(*pflag.FlagSet)
+		want  string
+	}{
+		{"worker", Flags, ":9090"},
+		{"starter watch", WatcherFlags, ":9091"},
+	} {
+		fs := pflag.NewFlagSet(tt.name, pflag.ContinueOnError)
+		tt.flags(fs)
+		c, err := Load(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MetricsAddress != tt.want {
+			t.Errorf("%s: default metrics address %q, want %q", tt.name, c.MetricsAddress, tt.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +46,22 @@ func TemporalReady(ctx context.Context, tc client.Client) func() error {
 		_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
 		return err
 	}
+}
+
+// ReadyAfter is a /readyz check set once start-up is done: until Set, /readyz answers 503
+// "starting". The zero value is ready to use.
+type ReadyAfter struct{ check atomic.Pointer[func() error] }
+
+// Set installs the check /readyz runs from now on.
+func (r *ReadyAfter) Set(check func() error) { r.check.Store(&check) }
+
+// Check is the Server's Ready.
+func (r *ReadyAfter) Check() error {
+	c := r.check.Load()
+	if c == nil {
+		return errors.New("starting")
+	}
+	return (*c)()
 }
 
 // Server serves the endpoints until ctx ends. ready is called by /readyz.

@@ -1,0 +1,52 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The attempts of the start-up waits: each is cut off after attemptTimeout, the next comes
+// retryInterval later.
+const (
+	attemptTimeout = 5 * time.Second
+	retryInterval  = time.Second
+)
+
+// WaitAPIServer waits until the Kubernetes API server at host answers GET /version, for at most
+// timeout. Bad credentials (401) and a refusal (403) end the wait at once: retrying cannot fix
+// them.
+func WaitAPIServer(ctx context.Context, logger *slog.Logger, kc kubernetes.Interface, host string, timeout time.Duration) error {
+	return Wait(ctx, logger, "the Kubernetes API server at "+host, timeout, attemptTimeout, retryInterval, func(ctx context.Context) error {
+		err := kc.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
+		if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+			return Permanent(fmt.Errorf("GET /version: %w (check the kubeconfig's credentials)", err))
+		}
+		return err
+	})
+}
+
+// DialTemporal connects to the Temporal frontend at opts.HostPort (client.DialContext checks
+// its health), retrying for at most timeout. Refused credentials end the wait at once.
+func DialTemporal(ctx context.Context, logger *slog.Logger, opts client.Options, timeout time.Duration) (client.Client, error) {
+	var tc client.Client
+	err := Wait(ctx, logger, "Temporal at "+opts.HostPort, timeout, attemptTimeout, retryInterval, func(ctx context.Context) error {
+		c, err := client.DialContext(ctx, opts)
+		if err != nil {
+			if s, ok := status.FromError(err); ok && (s.Code() == codes.Unauthenticated || s.Code() == codes.PermissionDenied) {
+				return Permanent(err)
+			}
+			return err
+		}
+		tc = c
+		return nil
+	})
+	return tc, err
+}
