@@ -7,7 +7,7 @@ BIN   := $(CURDIR)/bin
 # Where hack/tools.sh keeps the pinned stack binaries (outside the clone, reused).
 export ROLLOUT_TOOLS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/temporal-rollout/tools
 
-.PHONY: all tools build dev test test-unit test-e2e lint bench clean
+.PHONY: all tools build dev test test-unit test-e2e lint bench chaos clean
 
 all: build
 
@@ -33,6 +33,13 @@ test-unit:
 
 test-e2e:
 	$(GO) test -tags e2e -count=1 -p 1 -timeout 40m -v ./e2e/ ./hack/bench/ 2>&1 | tee $(CURDIR)/e2e.out | grep -E '^(=== RUN|--- |\s+\S+_test\.go|ok|FAIL|PASS|panic)'; exit $${PIPESTATUS[0]}
+
+## chaos: the full chaos run (issue 10): 50 Deployments x 10 replicas on two workers and two
+## watchers with SIGKILLs, a kube-apiserver and a Temporal restart and a conflicting writer;
+## writes chaos-out/report.md. `make test` runs a short version (TestChaos at its defaults).
+chaos: tools
+	CHAOS_DEPLOYMENTS=$${CHAOS_DEPLOYMENTS:-50} CHAOS_REPLICAS=$${CHAOS_REPLICAS:-10} CHAOS_DURATION=$${CHAOS_DURATION:-60s} \
+		$(GO) test -tags e2e -count=1 -p 1 -timeout 30m -v -run '^TestChaos$$' ./e2e/ 2>&1 | tee $(CURDIR)/chaos.out | grep -E '^(=== RUN|--- |\s+\S+_test\.go|ok|FAIL|PASS|panic)'; exit $${PIPESTATUS[0]}
 
 ## lint: gofmt, go vet, staticcheck and workflowcheck.
 lint:

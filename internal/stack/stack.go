@@ -13,6 +13,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 
 	"fmt"
 	"io"
@@ -85,6 +86,8 @@ type Stack struct {
 	procs    map[string]*Proc
 	order    []string
 	tempArgs []string
+	// apiArgs are kube-apiserver's flags, for RestartAPIServer.
+	apiArgs []string
 }
 
 // ToolPath returns the path of a pinned tool binary.
@@ -218,14 +221,15 @@ func (s *Stack) startKube(ctx context.Context) error {
 	}
 	s.APIServer = fmt.Sprintf("https://127.0.0.1:%d", port)
 	s.progress("kube-apiserver %s on %s", KubeVersion, s.APIServer)
-	if _, err := s.start("kube-apiserver", ToolPath(o.Tools, "kube-apiserver"),
+	s.apiArgs = []string{
 		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(port), "--cert-dir", filepath.Join(dir, "certs"),
 		"--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--token-auth-file", tokens, "--authorization-mode", "Node,RBAC",
 		"--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged=true",
-		"--profiling=false", "--v", "1"); err != nil {
+		"--profiling=false", "--v", "1"}
+	if _, err := s.start("kube-apiserver", ToolPath(o.Tools, "kube-apiserver"), s.apiArgs...); err != nil {
 		return err
 	}
 	if err := s.waitHTTP(ctx, "kube-apiserver", s.APIServer+"/readyz", s.Token, 120*time.Second); err != nil {
@@ -448,6 +452,21 @@ func (s *Stack) StartTemporal(ctx context.Context) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// RestartAPIServer stops kube-apiserver (SIGTERM) and starts it again with the same flags, on
+// the same port and etcd, and waits until it is ready: every client sees its watches end and
+// its requests refused for the seconds in between.
+func (s *Stack) RestartAPIServer(ctx context.Context) error {
+	if s.apiArgs == nil {
+		return errors.New("kube-apiserver was not started by this stack")
+	}
+	s.StopProcess("kube-apiserver")
+	s.progress("kube-apiserver restarting on %s", s.APIServer)
+	if _, err := s.start("kube-apiserver", ToolPath(s.Opts.Tools, "kube-apiserver"), s.apiArgs...); err != nil {
+		return err
+	}
+	return s.waitHTTP(ctx, "kube-apiserver", s.APIServer+"/readyz", s.Token, 120*time.Second)
 }
 
 // StopTemporal stops the Temporal dev server; StartTemporal brings it back on the same db.
