@@ -129,12 +129,12 @@ func TestStartupFailures(t *testing.T) {
 		{name: "kubeconfig missing", override: []string{"--kubeconfig", "/nonexistent/kubeconfig"}, within: 5 * time.Second,
 			want: []string{"kubeconfig: file /nonexistent/kubeconfig", "no such file"}},
 		{name: "API server unreachable", override: []string{"--kubeconfig", deadAPI, "--startup-timeout", "3s"}, within: 10 * time.Second,
-			want: []string{fmt.Sprintf("the Kubernetes API server at https://127.0.0.1:%d: still failing after 3s", closedPort), "connection refused"},
+			want:     []string{fmt.Sprintf("the Kubernetes API server at https://127.0.0.1:%d: still failing after 3s", closedPort), "connection refused"},
 			progress: "Waiting for the Kubernetes API server"},
 		{name: "API server refuses the credentials", override: []string{"--kubeconfig", badToken}, within: 5 * time.Second,
 			want: []string{"the Kubernetes API server at " + env.stack.APIServer, "Unauthorized"}},
 		{name: "Temporal unreachable", override: []string{"--temporal-address", fmt.Sprintf("127.0.0.1:%d", closedPort), "--startup-timeout", "3s"}, within: 10 * time.Second,
-			want: []string{fmt.Sprintf("Temporal at 127.0.0.1:%d: still failing after 3s", closedPort)},
+			want:     []string{fmt.Sprintf("Temporal at 127.0.0.1:%d: still failing after 3s", closedPort)},
 			progress: "Waiting for Temporal"},
 	}
 	for _, b := range binaries {
