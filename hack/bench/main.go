@@ -98,6 +98,8 @@ type Config struct {
 	Idle time.Duration
 	// Rolled is how many of the scale workload's Deployments are rolled at once.
 	Rolled int
+	// Workers is how many of our workers share the task queue (our side).
+	Workers int
 	// Settle is how long to wait after a phase completes before the closing scrape, so
 	// trailing writes (status updates) count on both sides.
 	Settle time.Duration
@@ -188,6 +190,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.IntVar(&c.Nodes, "nodes", 3, "kwok nodes")
 	fs.DurationVar(&c.Idle, "idle", time.Minute, "scale workload: idle time before the rollout")
 	fs.IntVar(&c.Rolled, "rolled", 100, "scale workload: Deployments rolled at once")
+	fs.IntVar(&c.Workers, "workers", 1, "our side: workers sharing the task queue (worker, worker-2, ...)")
 	fs.DurationVar(&c.Settle, "settle", 5*time.Second, "wait after each phase before the closing scrape")
 	fs.DurationVar(&c.Timeout, "timeout", 20*time.Minute, "limit for each phase")
 	fs.StringVar(&c.Bin, "bin", "bin", "folder holding the built worker and starter")

@@ -307,14 +307,23 @@ func (r *Report) tables() []table {
 		if res.Kind != KindScale || res.Side != SideOurs {
 			continue
 		}
-		row := []string{res.Workload, res.Budget.Short()}
-		for _, name := range []string{"worker", "watcher"} {
-			p := res.Procs[name]
-			if p == nil {
+		label := res.Workload
+		if res.Workers > 1 {
+			label += fmt.Sprintf(" (%d workers)", res.Workers)
+		}
+		row := []string{label, res.Budget.Short()}
+		for _, names := range [][]string{workerNames(max(res.Workers, 1)), {"watcher"}} {
+			var idle, end []string
+			for _, name := range names {
+				if p := res.Procs[name]; p != nil {
+					idle, end = append(idle, fmtKB(p.RSSAfterIdleKB)), append(end, fmtKB(p.RSSEndKB))
+				}
+			}
+			if len(idle) == 0 {
 				row = append(row, "—", "—")
 				continue
 			}
-			row = append(row, fmtKB(p.RSSAfterIdleKB), fmtKB(p.RSSEndKB))
+			row = append(row, strings.Join(idle, " / "), strings.Join(end, " / "))
 		}
 		idle.rows = append(idle.rows, row)
 	}

@@ -120,6 +120,8 @@ type Result struct {
 	Deployments int    `json:"deployments"`
 	Replicas    int    `json:"replicas"`
 	Rolled      int    `json:"rolled"`
+	// Workers is how many of our workers ran (0 in results from before the option: 1).
+	Workers int `json:"workers,omitempty"`
 	// CreateSeconds is create→available for all Deployments; UpdateSeconds is
 	// update→complete for the rolled ones.
 	CreateSeconds float64 `json:"createSeconds"`
@@ -148,16 +150,25 @@ type Point struct {
 }
 
 // measured lists the processes whose CPU and memory are reported.
-func measured(side Side) []string {
+func measured(side Side, workers int) []string {
 	if side == SideOurs {
-		return []string{"kube-controller-manager", "worker", "watcher", "temporal", "kube-apiserver"}
+		return append(append([]string{"kube-controller-manager"}, workerNames(workers)...), "watcher", "temporal", "kube-apiserver")
 	}
 	return []string{"kube-controller-manager", "kube-apiserver"}
 }
 
+// workerNames are our worker processes: worker, worker-2, ... worker-N.
+func workerNames(n int) []string {
+	names := []string{"worker"}
+	for i := 2; i <= n; i++ {
+		names = append(names, fmt.Sprintf("worker-%d", i))
+	}
+	return names
+}
+
 // runOne starts a fresh stack, runs the workload, measures, and stops the stack.
 func runOne(ctx context.Context, cfg Config, w Workload, b Budget, side Side) (res Result) {
-	res = Result{Workload: w.Name, Kind: w.Kind, Side: side, Budget: b, Deployments: w.N, Replicas: w.R, Rolled: w.Rolled,
+	res = Result{Workload: w.Name, Kind: w.Kind, Side: side, Budget: b, Deployments: w.N, Replicas: w.R, Rolled: w.Rolled, Workers: cfg.Workers,
 		Target: w.Rolled * w.R, Procs: map[string]*ProcStats{}}
 	dir, err := os.MkdirTemp("", "rollout-bench-")
 	if err != nil {
@@ -201,7 +212,7 @@ func runOne(ctx context.Context, cfg Config, w Workload, b Budget, side Side) (r
 		logf(cfg.Log, "log tails (last 4 MiB) saved in %s", filepath.Join(cfg.OutDir, "logs"))
 	}
 	// Process figures, read before the stack stops.
-	for _, name := range measured(side) {
+	for _, name := range measured(side, cfg.Workers) {
 		p := s.Proc(name)
 		if p == nil {
 			continue
@@ -240,8 +251,10 @@ func (r *runner) run(ctx context.Context) error {
 
 	if r.side == SideOurs {
 		common := ourArgs(r.s.Kubeconfig, r.s.TemporalAddress, r.b)
-		if _, err := r.s.StartProcess("worker", filepath.Join(cfg.Bin, "worker"), common...); err != nil {
-			return err
+		for _, name := range workerNames(cfg.Workers) {
+			if _, err := r.s.StartProcess(name, filepath.Join(cfg.Bin, "worker"), common...); err != nil {
+				return err
+			}
 		}
 		watchArgs := append([]string{"watch", "--search-attributes"}, common...)
 		if _, err := r.s.StartProcess("watcher", filepath.Join(cfg.Bin, "starter"), watchArgs...); err != nil {
@@ -303,7 +316,7 @@ func (r *runner) run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		for _, name := range []string{"worker", "watcher"} {
+		for _, name := range append(workerNames(cfg.Workers), "watcher") {
 			if p := r.s.Proc(name); p != nil {
 				st := r.proc(name)
 				_, _, rss, err := readProc(p.Pid())
@@ -410,7 +423,7 @@ func (r *runner) proc(name string) *ProcStats {
 
 func (r *runner) cpu() map[string]float64 {
 	out := map[string]float64{}
-	for _, name := range measured(r.side) {
+	for _, name := range measured(r.side, r.cfg.Workers) {
 		if p := r.s.Proc(name); p != nil {
 			if c, _, _, err := readProc(p.Pid()); err == nil {
 				out[name] = c
