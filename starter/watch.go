@@ -35,7 +35,7 @@ func watch(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) e
 	// Listen first: a taken address fails at once, not after the waits below.
 	reg := obs.NewRegistry()
 	var ready obs.ReadyAfter
-	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: ready.Check}.Start(ctx)
+	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Pprof: cfg.Pprof, Reg: reg, Logger: logger, Ready: ready.Check}.Start(ctx)
 	if err != nil {
 		return err
 	}

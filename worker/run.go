@@ -53,7 +53,7 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	// Listen first: a taken address fails at once, not after the waits below.
 	reg := obs.NewRegistry()
 	var ready obs.ReadyAfter
-	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Reg: reg, Logger: logger, Ready: ready.Check}.Start(ctx)
+	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Pprof: cfg.Pprof, Reg: reg, Logger: logger, Ready: ready.Check}.Start(ctx)
 	if err != nil {
 		return err
 	}
@@ -91,6 +91,10 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	defer func() { stopper.Step("flush the event recorder"); broadcaster.Shutdown() }()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "deployment-controller"})
 
+	// Every workflow at rest waits for a signal; with thousands of Deployments, keeping all of
+	// them in memory costs tens of KiB each. Past the bound the least recently used is evicted
+	// and replays its (short, continued-as-new) history on its next task.
+	worker.SetStickyWorkflowCacheSize(cfg.WorkflowCacheSize)
 	metrics := activities.NewMetrics(reg)
 	localWaitSlots := localWaitsPerSync * cfg.MaxSyncs
 	w := worker.New(tc, cfg.TaskQueue, worker.Options{

@@ -56,6 +56,10 @@ type Config struct {
 	Resync           time.Duration `mapstructure:"resync"`
 	SearchAttributes bool          `mapstructure:"search-attributes"`
 	MaxSyncs         int           `mapstructure:"max-concurrent-syncs"`
+	// WorkflowCacheSize bounds the worker's sticky cache of workflow executions (worker).
+	WorkflowCacheSize int `mapstructure:"workflow-cache-size"`
+	// Pprof serves /debug/pprof/ beside /metrics (worker and watcher).
+	Pprof bool `mapstructure:"pprof"`
 	// PrometheusAddress is the Prometheus server analysis steps query (worker).
 	PrometheusAddress string `mapstructure:"prometheus-address"`
 	// StartupTimeout bounds each start-up wait: for the API server, for Temporal and for the
@@ -93,6 +97,8 @@ func flags(fs *pflag.FlagSet, metricsAddress string) {
 	fs.String("log-level", "info", "debug, info, warn or error")
 	fs.String("log-format", "json", "json or text")
 	fs.Duration("resync", 10*time.Minute, "watcher: how often to reconcile open workflows with the cluster (workflows of deleted Deployments end, Deployments without one get one, missed changes are signalled); 0 reconciles at start only")
+	fs.Int("workflow-cache-size", 2000, "worker: workflow executions kept in memory between their tasks (the SDK's sticky cache); one evicted replays its short history on its next task")
+	fs.Bool("pprof", false, "serve Go's /debug/pprof/ on the metrics address (worker and watcher)")
 	fs.Int("max-concurrent-syncs", 20, "worker: workflow tasks (syncs) run at once; more wait in the task queue, not on the client rate limiter")
 	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
 	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
@@ -166,6 +172,9 @@ func (c Config) Validate() error {
 	}
 	if c.Resync < 0 {
 		errs = append(errs, fmt.Errorf("resync must be >= 0, got %s", c.Resync))
+	}
+	if c.WorkflowCacheSize <= 0 {
+		errs = append(errs, fmt.Errorf("workflow-cache-size must be > 0, got %d", c.WorkflowCacheSize))
 	}
 	if c.MaxSyncs <= 0 {
 		errs = append(errs, fmt.Errorf("max-concurrent-syncs must be > 0, got %d", c.MaxSyncs))

@@ -62,7 +62,7 @@ func defaults() Config {
 		TemporalAddress: "localhost:7233", TemporalNamespace: "default", TaskQueue: workflows.DefaultTaskQueue,
 		MetricsAddress: ":9090", LogLevel: "info", LogFormat: "json",
 		Resync: 10 * time.Minute, MaxSyncs: 20,
-		StartupTimeout: 30 * time.Second, ShutdownTimeout: 15 * time.Second,
+		StartupTimeout: 30 * time.Second, ShutdownTimeout: 15 * time.Second, WorkflowCacheSize: 2000,
 	}
 }
 
@@ -287,6 +287,7 @@ func TestValidate(t *testing.T) {
 		{name: "key without cert", give: func(c *Config) { c.TLSKey = existing }, want: []string{"go together"}},
 		{name: "unreadable CA", give: func(c *Config) { c.TLSCA = missing }, want: []string{"file " + missing}},
 		{name: "burst", give: func(c *Config) { c.KubeBurst = 0 }, want: []string{"kube-burst must be > 0"}},
+		{name: "no workflow cache", give: func(c *Config) { c.WorkflowCacheSize = 0 }, want: []string{"workflow-cache-size must be > 0, got 0"}},
 		{name: "no start-up wait", give: func(c *Config) { c.StartupTimeout = 0 }, want: []string{"startup-timeout must be > 0, got 0s"}},
 		{name: "negative shutdown bound", give: func(c *Config) { c.ShutdownTimeout = -time.Second }, want: []string{"shutdown-timeout must be > 0, got -1s"}},
 		{name: "address without port", give: func(c *Config) { c.TemporalAddress = "localhost" }, want: []string{"temporal-address must be host:port"}},
@@ -557,7 +558,7 @@ func TestKubeconfigList(t *testing.T) {
 	}
 	c := Config{Kubeconfig: a + string(os.PathListSeparator) + b, KubeQPS: 1, KubeBurst: 1, TemporalAddress: "h:1",
 		TemporalNamespace: "default", TaskQueue: "q", LogLevel: "info", LogFormat: "json", MaxSyncs: 1,
-		StartupTimeout: time.Second, ShutdownTimeout: time.Second}
+		StartupTimeout: time.Second, ShutdownTimeout: time.Second, WorkflowCacheSize: 1}
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate() with a kubeconfig list = %v, want nil", err)
 	}

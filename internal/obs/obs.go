@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,8 @@ func (r *ReadyAfter) Check() error {
 
 // Server serves the endpoints until ctx ends. ready is called by /readyz.
 type Server struct {
+	// Pprof adds Go's /debug/pprof/ handlers.
+	Pprof  bool
 	Addr   string
 	Reg    *prometheus.Registry
 	Ready  func() error
@@ -79,6 +82,13 @@ func (s Server) Start(ctx context.Context) (func(), error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(s.Reg, promhttp.HandlerOpts{}))
+	if s.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if s.Ready != nil {
