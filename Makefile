@@ -7,7 +7,7 @@ BIN   := $(CURDIR)/bin
 # Where hack/tools.sh keeps the pinned stack binaries (outside the clone, reused).
 export ROLLOUT_TOOLS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/temporal-rollout/tools
 
-.PHONY: all tools build dev test test-unit test-e2e lint bench chaos clean
+.PHONY: all tools build dev test test-unit test-e2e lint bench chaos upstream-e2e clean
 
 all: build
 
@@ -40,6 +40,11 @@ test-e2e:
 chaos: tools
 	CHAOS_DEPLOYMENTS=$${CHAOS_DEPLOYMENTS:-50} CHAOS_REPLICAS=$${CHAOS_REPLICAS:-10} CHAOS_DURATION=$${CHAOS_DURATION:-60s} \
 		$(GO) test -tags e2e -count=1 -p 1 -timeout 30m -v -run '^TestChaos$$' ./e2e/ 2>&1 | tee $(CURDIR)/chaos.out | grep -E '^(=== RUN|--- |\s+\S+_test\.go|ok|FAIL|PASS|panic)'; exit $${PIPESTATUS[0]}
+
+## upstream-e2e: Kubernetes' own [sig-apps] Deployment e2e specs, built-in controller vs ours,
+## each spec's time side by side (hack/upstream-e2e.sh; UPSTREAM_FLAGS="--budget 200/300").
+upstream-e2e:
+	hack/upstream-e2e.sh $(UPSTREAM_FLAGS)
 
 ## lint: gofmt, go vet, staticcheck and workflowcheck.
 lint:
