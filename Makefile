@@ -7,7 +7,7 @@ BIN   := $(CURDIR)/bin
 # Where hack/tools.sh keeps the pinned stack binaries (outside the clone, reused).
 export ROLLOUT_TOOLS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/temporal-rollout/tools
 
-.PHONY: all tools build dev test test-unit test-e2e lint bench chaos upstream-e2e clean
+.PHONY: all tools build dev test test-unit test-e2e test-e2e-cluster-part test-cluster lint bench chaos upstream-e2e clean
 
 all: build
 
@@ -26,13 +26,24 @@ dev: tools build
 	$(BIN)/devstack --dir $(CURDIR)/.dev --bin $(BIN)
 
 ## test: unit and workflow tests, then end-to-end tests on the real stack.
-test: tools test-unit test-e2e
+test: tools test-unit test-e2e test-e2e-cluster-part
 
 test-unit:
 	$(GO) test -count=1 ./...
 
 test-e2e:
 	$(GO) test -tags e2e -count=1 -p 1 -timeout 40m -v ./e2e/ ./hack/bench/ 2>&1 | tee $(CURDIR)/e2e.out | grep -E '^(=== RUN|--- |\s+\S+_test\.go|ok|FAIL|PASS|panic)'; exit $${PIPESTATUS[0]}
+
+# The part of the suite that `make test` also runs on the Temporal server on PostgreSQL.
+CLUSTER_PART := ^(TestRollingUpdate|TestRollback|TestWorkerCrash|TestTemporalRestart|TestStepsAbort|TestStepsTimedPauseSurvivesWorkerKill|TestChaos)$$
+test-e2e-cluster-part:
+	E2E_TEMPORAL=cluster $(GO) test -tags e2e -count=1 -p 1 -timeout 20m -v -run '$(CLUSTER_PART)' ./e2e/ 2>&1 | tee $(CURDIR)/e2e-cluster.out | grep -E '^(=== RUN|--- |\s+\S+_test\.go|ok|FAIL|PASS|panic)'; exit $${PIPESTATUS[0]}
+
+## test-cluster: the whole end-to-end suite on a production-like Temporal: the Temporal server
+## (v1.29.1, built from Go modules) on Debian's PostgreSQL 15 with 4 history shards.
+## `E2E_TEMPORAL=cluster make chaos` runs the full chaos run there.
+test-cluster: tools
+	E2E_TEMPORAL=cluster $(GO) test -tags e2e -count=1 -p 1 -timeout 40m -v ./e2e/ 2>&1 | tee $(CURDIR)/e2e-cluster.out | grep -E '^(=== RUN|--- |\s+\S+_test\.go|ok|FAIL|PASS|panic)'; exit $${PIPESTATUS[0]}
 
 ## chaos: the full chaos run (issue 10): 50 Deployments x 10 replicas on two workers and two
 ## watchers with SIGKILLs, a kube-apiserver and a Temporal restart and a conflicting writer;
@@ -63,4 +74,4 @@ bench: tools build
 	$(BIN)/bench --bin $(BIN) $(BENCH_FLAGS)
 
 clean:
-	rm -rf $(BIN) .dev e2e.out
+	rm -rf $(BIN) .dev e2e.out e2e-cluster.out

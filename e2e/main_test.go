@@ -73,7 +73,15 @@ func run(m *testing.M) int {
 		return 1
 	}
 	env.qps, env.burst = qps, burst
+	// E2E_TEMPORAL=cluster runs the suite on the Temporal server on PostgreSQL with several
+	// history shards (make test-cluster) instead of the dev server.
+	mode, err := stack.ParseTemporalMode(os.Getenv("E2E_TEMPORAL"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: E2E_TEMPORAL:", err)
+		return 1
+	}
 	s, err := stack.Start(ctx, stack.Options{
+		Temporal: mode,
 		Dir: filepath.Join(dir, "stack"), Tools: env.tools, Nodes: 3, Headless: true,
 		PodReadyDelay: 300 * time.Millisecond, PodReadyJitter: 400 * time.Millisecond,
 		Progress: os.Stderr, BuiltinDeploymentController: env.builtin,

@@ -12,7 +12,14 @@ KUBE_VERSION=v1.36.3
 KWOK_VERSION=v0.8.0
 # Debian's package (bookworm): a real Prometheus server for the analysis-step tests.
 PROMETHEUS_VERSION=2.42.0+ds-5+b6
+# A production-like Temporal for `make test-cluster`: the Temporal server and its SQL schema tool
+# (the server inside Temporal CLI v1.5.1), built from Go modules, on Debian's PostgreSQL.
+TEMPORAL_SERVER_VERSION=v1.29.1
+POSTGRESQL_VERSION=15.20-0+deb12u1
 
+# Scratch folders, removed on exit.
+scratch=()
+trap 'rm -rf "${scratch[@]}"' EXIT
 log() { printf '[tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # build NAME DIR CMD...: runs CMD with GOBIN=DIR unless DIR/NAME exists.
@@ -64,7 +71,7 @@ prom="$cache/prometheus-$PROMETHEUS_VERSION"
 if [ ! -x "$prom/prometheus" ]; then
 	log "prometheus: fetching Debian's prometheus=$PROMETHEUS_VERSION"
 	tmp=$(mktemp -d)
-	trap 'rm -rf "$tmp"' EXIT
+	scratch+=("$tmp")
 	if ! (cd "$tmp" && apt-get download "prometheus=$PROMETHEUS_VERSION" >/dev/null 2>&1); then
 		log "prometheus: apt-get download failed; updating the package lists and trying again"
 		apt-get update >/dev/null 2>&1 || true
@@ -81,6 +88,66 @@ if [ ! -x "$prom/prometheus" ]; then
 	log "prometheus: ready at $prom/prometheus"
 else
 	log "prometheus: cached at $prom/prometheus"
+fi
+
+# The Temporal server and temporal-sql-tool, and the PostgreSQL schemas from the same module.
+tserver="$cache/temporal-server-$TEMPORAL_SERVER_VERSION"
+if [ ! -x "$tserver/temporal-server" ] || [ ! -x "$tserver/temporal-sql-tool" ]; then
+	log "temporal-server, temporal-sql-tool: building $TEMPORAL_SERVER_VERSION (first build only; several minutes)"
+	start=$SECONDS
+	mkdir -p "$tserver/gobin"
+	GOBIN="$tserver/gobin" go install "go.temporal.io/server/cmd/server@$TEMPORAL_SERVER_VERSION" "go.temporal.io/server/cmd/tools/sql@$TEMPORAL_SERVER_VERSION"
+	mv "$tserver/gobin/sql" "$tserver/temporal-sql-tool"
+	mv "$tserver/gobin/server" "$tserver/temporal-server"
+	rmdir "$tserver/gobin"
+	log "temporal-server: built in $((SECONDS - start))s"
+else
+	log "temporal-server: cached at $tserver"
+fi
+if [ ! -f "$tserver/schema/postgresql/v12/temporal/versioned/v1.0/manifest.json" ]; then
+	moddir=$(cd "$here/tools/etcd" && go mod download -json "go.temporal.io/server@$TEMPORAL_SERVER_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+	mkdir -p "$tserver/schema"
+	rm -rf "$tserver/schema/postgresql"
+	cp -r "$moddir/schema/postgresql" "$tserver/schema/"
+	chmod -R u+w "$tserver/schema"
+fi
+
+# PostgreSQL: Debian's postgresql-15 unpacked into the cache (no service is installed or
+# started); the tests run it on loopback in a folder of their own. Shared libraries the
+# machine lacks are unpacked beside it from the package's own dependencies.
+pg="$cache/postgresql-$POSTGRESQL_VERSION"
+pgbin="$pg/usr/lib/postgresql/15/bin"
+if [ ! -x "$pgbin/postgres" ]; then
+	log "postgresql: fetching Debian's postgresql-15=$POSTGRESQL_VERSION"
+	tmp=$(mktemp -d)
+	scratch+=("$tmp")
+	if ! (cd "$tmp" && apt-get download "postgresql-15=$POSTGRESQL_VERSION" >/dev/null 2>&1); then
+		apt-get update >/dev/null 2>&1 || true
+		if ! (cd "$tmp" && apt-get download "postgresql-15=$POSTGRESQL_VERSION" >&2); then
+			log "postgresql: cannot download Debian's postgresql-15=$POSTGRESQL_VERSION (apt-get download failed)"
+			exit 1
+		fi
+	fi
+	rm -rf "$pg.tmp"
+	dpkg-deb -x "$tmp"/postgresql-15_*.deb "$pg.tmp"
+	missing=$(ldd "$pg.tmp/usr/lib/postgresql/15/bin/postgres" "$pg.tmp/usr/lib/postgresql/15/bin/initdb" | awk '/not found/ {print $1}' | sort -u)
+	if [ -n "$missing" ]; then
+		log "postgresql: this machine lacks $(echo $missing); unpacking the package's library dependencies"
+		deps=$(apt-cache depends "postgresql-15=$POSTGRESQL_VERSION" | awk '/Depends: lib/ {print $2}' | sort -u)
+		(cd "$tmp" && apt-get download $deps >&2)
+		for d in "$tmp"/lib*.deb; do dpkg-deb -x "$d" "$pg.tmp"; done
+		still=$(LD_LIBRARY_PATH="$pg.tmp/usr/lib/x86_64-linux-gnu" ldd "$pg.tmp/usr/lib/postgresql/15/bin/postgres" | awk '/not found/ {print $1}')
+		if [ -n "$still" ]; then
+			log "postgresql: still missing $(echo $still)"
+			exit 1
+		fi
+	fi
+	rm -rf "$pg"
+	mv "$pg.tmp" "$pg"
+	"$pgbin/postgres" --version >/dev/null 2>&1 || LD_LIBRARY_PATH="$pg/usr/lib/x86_64-linux-gnu" "$pgbin/postgres" --version >/dev/null || { log "postgresql: the unpacked binary does not run"; exit 1; }
+	log "postgresql: ready at $pgbin"
+else
+	log "postgresql: cached at $pgbin"
 fi
 
 log "all tools ready in $cache"

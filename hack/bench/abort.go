@@ -61,7 +61,7 @@ func runAbort(ctx context.Context, cfg Config, replicas int) (AbortResult, error
 		}
 	}()
 	s, err := stack.Start(ctx, stack.Options{
-		Dir: filepath.Join(dir, "stack"), Tools: cfg.Tools, Nodes: cfg.Nodes,
+		Dir: filepath.Join(dir, "stack"), Tools: cfg.Tools, Nodes: cfg.Nodes, Temporal: cfg.Temporal,
 		PodReadyDelay: cfg.PodReadyDelay, PodReadyJitter: cfg.PodReadyJitter,
 		KubeAPIQPS: float32(b.QPS), KubeAPIBurst: b.Burst, Headless: true, Progress: cfg.Log,
 	})

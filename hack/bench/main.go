@@ -100,6 +100,9 @@ type Config struct {
 	Rolled int
 	// Workers is how many of our workers share the task queue (our side).
 	Workers int
+	// Temporal is the Temporal under our side: the dev server or the Temporal server on
+	// PostgreSQL with several history shards.
+	Temporal stack.TemporalMode
 	// Settle is how long to wait after a phase completes before the closing scrape, so
 	// trailing writes (status updates) count on both sides.
 	Settle time.Duration
@@ -191,6 +194,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.DurationVar(&c.Idle, "idle", time.Minute, "scale workload: idle time before the rollout")
 	fs.IntVar(&c.Rolled, "rolled", 100, "scale workload: Deployments rolled at once")
 	fs.IntVar(&c.Workers, "workers", 1, "our side: workers sharing the task queue (worker, worker-2, ...)")
+	temporalMode := fs.String("temporal", "dev", "our side's Temporal: dev (the dev server, one shard) or cluster (the Temporal server on PostgreSQL, 4 history shards)")
 	fs.DurationVar(&c.Settle, "settle", 5*time.Second, "wait after each phase before the closing scrape")
 	fs.DurationVar(&c.Timeout, "timeout", 20*time.Minute, "limit for each phase")
 	fs.StringVar(&c.Bin, "bin", "bin", "folder holding the built worker and starter")
@@ -209,6 +213,11 @@ func parseFlags(args []string) (Config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	mode, err := stack.ParseTemporalMode(*temporalMode)
+	if err != nil {
+		return c, fmt.Errorf("--temporal: %w", err)
+	}
+	c.Temporal = mode
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if c.Quick {
@@ -234,7 +243,6 @@ func parseFlags(args []string) (Config, error) {
 	case set["qps"] || set["burst"]:
 		*budgets = fmt.Sprintf("%s/%d", fmtNum(*qps), *burst)
 	}
-	var err error
 	if c.Budgets, err = ParseBudgets(*budgets); err != nil {
 		return c, err
 	}

@@ -311,6 +311,9 @@ func (r *Report) tables() []table {
 		if res.Workers > 1 {
 			label += fmt.Sprintf(" (%d workers)", res.Workers)
 		}
+		if res.TemporalMode != "" {
+			label += " (Temporal " + res.TemporalMode + ")"
+		}
 		row := []string{label, res.Budget.Short()}
 		for _, names := range [][]string{workerNames(max(res.Workers, 1)), {"watcher"}} {
 			var idle, end []string

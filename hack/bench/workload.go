@@ -122,6 +122,8 @@ type Result struct {
 	Rolled      int    `json:"rolled"`
 	// Workers is how many of our workers ran (0 in results from before the option: 1).
 	Workers int `json:"workers,omitempty"`
+	// Temporal is "cluster" when our side ran on the Temporal server on PostgreSQL.
+	TemporalMode string `json:"temporalMode,omitempty"`
 	// CreateSeconds is create→available for all Deployments; UpdateSeconds is
 	// update→complete for the rolled ones.
 	CreateSeconds float64 `json:"createSeconds"`
@@ -168,7 +170,7 @@ func workerNames(n int) []string {
 
 // runOne starts a fresh stack, runs the workload, measures, and stops the stack.
 func runOne(ctx context.Context, cfg Config, w Workload, b Budget, side Side) (res Result) {
-	res = Result{Workload: w.Name, Kind: w.Kind, Side: side, Budget: b, Deployments: w.N, Replicas: w.R, Rolled: w.Rolled, Workers: cfg.Workers,
+	res = Result{Workload: w.Name, Kind: w.Kind, Side: side, Budget: b, Deployments: w.N, Replicas: w.R, Rolled: w.Rolled, Workers: cfg.Workers, TemporalMode: clusterLabel(side, cfg.Temporal),
 		Target: w.Rolled * w.R, Procs: map[string]*ProcStats{}}
 	dir, err := os.MkdirTemp("", "rollout-bench-")
 	if err != nil {
@@ -183,7 +185,7 @@ func runOne(ctx context.Context, cfg Config, w Workload, b Budget, side Side) (r
 		}
 	}()
 	s, err := stack.Start(ctx, stack.Options{
-		Dir: filepath.Join(dir, "stack"), Tools: cfg.Tools, Nodes: cfg.Nodes,
+		Dir: filepath.Join(dir, "stack"), Tools: cfg.Tools, Nodes: cfg.Nodes, Temporal: cfg.Temporal,
 		PodReadyDelay: cfg.PodReadyDelay, PodReadyJitter: cfg.PodReadyJitter,
 		BuiltinDeploymentController: side == SideBuiltin,
 		KubeAPIQPS:                  float32(b.QPS), KubeAPIBurst: b.Burst,
@@ -539,3 +541,12 @@ func (quiet) Debug(string, ...any) {}
 func (quiet) Info(string, ...any)  {}
 func (quiet) Warn(string, ...any)  {}
 func (quiet) Error(string, ...any) {}
+
+// clusterLabel is Result.Temporal: "cluster" for our side on the Temporal server on
+// PostgreSQL, empty for the dev server (and for the built-in side, which runs no Temporal).
+func clusterLabel(side Side, m stack.TemporalMode) string {
+	if side == SideOurs && m == stack.TemporalCluster {
+		return string(m)
+	}
+	return ""
+}

@@ -22,6 +22,11 @@ type Proc struct {
 
 // StartProc starts bin with args, logging to dir/name.log.
 func StartProc(dir, name, bin string, args []string, env []string) (*Proc, error) {
+	return startProc(dir, name, bin, args, env, nil)
+}
+
+// startProc is StartProc as another user when cred is set.
+func startProc(dir, name, bin string, args []string, env []string, cred *syscall.Credential) (*Proc, error) {
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -31,7 +36,7 @@ func StartProc(dir, name, bin string, args []string, env []string) (*Proc, error
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), env...)
 	// Own process group, and die with the parent where the platform allows.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)

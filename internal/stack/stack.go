@@ -61,8 +61,12 @@ type Options struct {
 	// KubeAPIQPS and KubeAPIBurst are kube-controller-manager's client budget (default 20/30).
 	KubeAPIQPS   float32
 	KubeAPIBurst int
-	// NoTemporal skips the Temporal dev server.
+	// NoTemporal skips Temporal.
 	NoTemporal bool
+	// Temporal is the Temporal under the stack: the dev server (default) or the Temporal
+	// server on PostgreSQL (TemporalCluster) with HistoryShards shards (default 4).
+	Temporal      TemporalMode
+	HistoryShards int
 	// TemporalPort and TemporalUIPort are fixed ports; 0 picks free ones.
 	TemporalPort, TemporalUIPort int
 	// Headless drops the Temporal UI.
@@ -88,6 +92,8 @@ type Stack struct {
 	tempArgs []string
 	// apiArgs are kube-apiserver's flags, for RestartAPIServer.
 	apiArgs []string
+	// cluster is set in TemporalCluster mode.
+	cluster *cluster
 }
 
 // ToolPath returns the path of a pinned tool binary.
@@ -145,6 +151,12 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	if o.KubeAPIQPS == 0 {
 		o.KubeAPIQPS, o.KubeAPIBurst = 20, 30
+	}
+	if o.Temporal == "" {
+		o.Temporal = TemporalDev
+	}
+	if o.HistoryShards == 0 {
+		o.HistoryShards = DefaultHistoryShards
 	}
 	for _, t := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "temporal", "kubectl"} {
 		if _, err := os.Stat(ToolPath(o.Tools, t)); err != nil {
@@ -395,9 +407,17 @@ func (s *Stack) checkExited() error {
 	return nil
 }
 
-// StartTemporal starts (or restarts) the Temporal dev server on the same db file.
+// StartTemporal starts (or restarts) Temporal on the same state: the dev server on the same
+// db file, or in TemporalCluster mode the Temporal server on the same PostgreSQL (started,
+// with its schemas and the default namespace, on the first call).
 func (s *Stack) StartTemporal(ctx context.Context) error {
 	o := s.Opts
+	if o.Temporal == TemporalCluster {
+		if s.cluster == nil {
+			return s.startCluster(ctx)
+		}
+		return s.startServer(ctx)
+	}
 	if s.tempArgs == nil {
 		port, ui := o.TemporalPort, o.TemporalUIPort
 		if port == 0 {
@@ -429,10 +449,15 @@ func (s *Stack) StartTemporal(ctx context.Context) error {
 	if _, err := s.start("temporal", ToolPath(o.Tools, "temporal"), s.tempArgs...); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(90 * time.Second)
+	return s.waitTemporal(ctx, 90*time.Second)
+}
+
+// waitTemporal waits until the started Temporal answers a health check.
+func (s *Stack) waitTemporal(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
 	for {
 		if ok, err := s.procs["temporal"].Exited(); ok {
-			return fmt.Errorf("temporal dev server exited (%v); log tail:\n%s", err, s.procs["temporal"].Tail(2000))
+			return fmt.Errorf("temporal exited (%v); log tail:\n%s", err, s.procs["temporal"].Tail(2000))
 		}
 		c, err := client.Dial(client.Options{HostPort: s.TemporalAddress, Logger: quietLogger{}})
 		if err == nil {
@@ -444,7 +469,7 @@ func (s *Stack) StartTemporal(ctx context.Context) error {
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("temporal not healthy after 90s: %w", err)
+			return fmt.Errorf("temporal not healthy after %s: %w", timeout, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -469,7 +494,8 @@ func (s *Stack) RestartAPIServer(ctx context.Context) error {
 	return s.waitHTTP(ctx, "kube-apiserver", s.APIServer+"/readyz", s.Token, 120*time.Second)
 }
 
-// StopTemporal stops the Temporal dev server; StartTemporal brings it back on the same db.
+// StopTemporal stops the Temporal server (SIGTERM); StartTemporal brings it back on the same
+// state. In TemporalCluster mode PostgreSQL keeps running.
 func (s *Stack) StopTemporal() {
 	s.procs["temporal"].Stop(10 * time.Second)
 	delete(s.procs, "temporal")
@@ -504,6 +530,7 @@ func (s *Stack) Stop() {
 		}
 	}
 	s.procs, s.order = map[string]*Proc{}, nil
+	s.stopCluster()
 }
 
 // StartProcess runs another program (our worker or watcher) as part of the stack, so Stop
