@@ -29,6 +29,13 @@ import (
 // at most (1 + localWaitsPerSync) × max-concurrent-syncs workflow tasks run at once.
 const localWaitsPerSync = 5
 
+// workflowTaskPollers and activityTaskPollers: concurrent long polls per worker (see
+// worker.Options below).
+const (
+	workflowTaskPollers = 16
+	activityTaskPollers = 4
+)
+
 func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) error {
 	logger := cfg.Logger()
 	logger.Info("Starting worker", "temporalAddress", cfg.TemporalAddress, "temporalNamespace", cfg.TemporalNamespace,
@@ -109,6 +116,12 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		// Each rollout under way holds one AwaitChange (a goroutine asleep on the informer
 		// cache), so the slots are many; they cost no API calls.
 		MaxConcurrentActivityExecutionSize: 10000,
+		// The SDK's default of 2 pollers per kind caps how fast tasks leave the queue at two
+		// in flight per round trip: with 10,000 Deployments created at once on the dev server
+		// (polls answered in ~150ms under load) that was 13.6 workflow tasks/s against a
+		// backlog of 8,000 while slots sat free. Pollers are cheap long polls.
+		MaxConcurrentWorkflowTaskPollers: workflowTaskPollers,
+		MaxConcurrentActivityTaskPollers: activityTaskPollers,
 		// StickyScheduleToStartTimeout stays at the SDK's 5s: a longer one delays recovery
 		// after a worker dies with tasks queued on its sticky queue (tested by TestWorkerCrash).
 	})
