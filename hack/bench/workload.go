@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -184,8 +187,12 @@ func runOne(ctx context.Context, cfg Config, w Workload, b Budget, side Side) (r
 			_ = os.RemoveAll(dir)
 		}
 	}()
+	nodes := nodesFor(w, cfg.Nodes)
+	if nodes > cfg.Nodes {
+		logf(cfg.Log, "%d kwok nodes instead of %d: each holds %d pods, the workload needs up to %d", nodes, cfg.Nodes, stack.PodsPerNode, w.N*w.R*5/4+w.R)
+	}
 	s, err := stack.Start(ctx, stack.Options{
-		Dir: filepath.Join(dir, "stack"), Tools: cfg.Tools, Nodes: cfg.Nodes, Temporal: cfg.Temporal,
+		Dir: filepath.Join(dir, "stack"), Tools: cfg.Tools, Nodes: nodes, Temporal: cfg.Temporal,
 		PodReadyDelay: cfg.PodReadyDelay, PodReadyJitter: cfg.PodReadyJitter,
 		BuiltinDeploymentController: side == SideBuiltin,
 		KubeAPIQPS:                  float32(b.QPS), KubeAPIBurst: b.Burst,
@@ -240,6 +247,8 @@ type runner struct {
 	res  *Result
 	kube kubernetes.Interface
 	scr  *scraper
+	// pprof: metrics (and pprof) address per process of ours, with --profile.
+	pprof map[string]string
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -254,12 +263,12 @@ func (r *runner) run(ctx context.Context) error {
 	if r.side == SideOurs {
 		common := ourArgs(r.s.Kubeconfig, r.s.TemporalAddress, r.b)
 		for _, name := range workerNames(cfg.Workers) {
-			if _, err := r.s.StartProcess(name, filepath.Join(cfg.Bin, "worker"), common...); err != nil {
+			if _, err := r.s.StartProcess(name, filepath.Join(cfg.Bin, "worker"), r.withProfiling(name, common)...); err != nil {
 				return err
 			}
 		}
 		watchArgs := append([]string{"watch", "--search-attributes"}, common...)
-		if _, err := r.s.StartProcess("watcher", filepath.Join(cfg.Bin, "starter"), watchArgs...); err != nil {
+		if _, err := r.s.StartProcess("watcher", filepath.Join(cfg.Bin, "starter"), r.withProfiling("watcher", watchArgs)...); err != nil {
 			return err
 		}
 	}
@@ -327,6 +336,9 @@ func (r *runner) run(ctx context.Context) error {
 				}
 				st.RSSAfterIdleKB = rss
 			}
+		}
+		if cfg.Profile {
+			r.saveHeapProfiles(ctx)
 		}
 	}
 
@@ -408,12 +420,75 @@ func (r *runner) run(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// nodesFor is the kwok node count for a workload: at least min, and enough for every pod of
+// every Deployment plus a 25% surge (each node holds stack.PodsPerNode pods; scale-10000 on 3
+// nodes left 4,000 pods Pending forever).
+func nodesFor(w Workload, min int) int {
+	need := w.N*w.R*5/4 + w.R
+	n := (need + stack.PodsPerNode - 1) / stack.PodsPerNode
+	return max(n, min)
+}
+
 // ourArgs are the flags our worker and watcher start with (the watcher also gets
 // `watch --search-attributes`); everything else stays at its default.
 func ourArgs(kubeconfig, temporal string, b Budget) []string {
 	return []string{"--kubeconfig", kubeconfig, "--temporal-address", temporal,
 		"--kube-qps", strconv.FormatFloat(b.QPS, 'f', -1, 64), "--kube-burst", strconv.Itoa(b.Burst),
 		"--metrics-address", "", "--log-format", "text"}
+}
+
+// withProfiling gives a process of ours a metrics address with pprof (--profile), recorded in
+// r.pprof by process name.
+func (r *runner) withProfiling(name string, args []string) []string {
+	if !r.cfg.Profile {
+		return args
+	}
+	port, err := stack.FreePort()
+	if err != nil {
+		return args
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if r.pprof == nil {
+		r.pprof = map[string]string{}
+	}
+	r.pprof[name] = addr
+	out := append([]string{}, args...)
+	for i := range out {
+		if out[i] == "--metrics-address" && i+1 < len(out) {
+			out[i+1] = addr
+		}
+	}
+	return append(out, "--pprof")
+}
+
+// saveHeapProfiles writes each profiled process's heap profile (after the idle period) to
+// OutDir/profiles/<workload>-<budget>-<process>.heap, for `go tool pprof`.
+func (r *runner) saveHeapProfiles(ctx context.Context) {
+	dir := filepath.Join(r.cfg.OutDir, "profiles")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		logf(r.cfg.Log, "profiles: %v", err)
+		return
+	}
+	for name, addr := range r.pprof {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			logf(r.cfg.Log, "profiles: %s: %v", name, err)
+			continue
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			logf(r.cfg.Log, "profiles: %s: status %d, %v", name, resp.StatusCode, err)
+			continue
+		}
+		path := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.heap", r.w.Name, strings.ReplaceAll(r.b.Short(), "/", "-"), name))
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			logf(r.cfg.Log, "profiles: %v", err)
+			continue
+		}
+		logf(r.cfg.Log, "profiles: %s heap after the idle period in %s", name, path)
+	}
 }
 
 func (r *runner) proc(name string) *ProcStats {

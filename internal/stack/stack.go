@@ -45,6 +45,9 @@ const (
 	PrometheusVersion = "2.42.0+ds-5+b6"
 )
 
+// PodsPerNode is each kwok node's pod capacity.
+const PodsPerNode = 2000
+
 // Options shape the stack.
 type Options struct {
 	// Dir holds state, logs, certificates and the kubeconfig.
@@ -322,8 +325,8 @@ func (s *Stack) createNodes(ctx context.Context) error {
 				Labels:      map[string]string{"type": "kwok", "kubernetes.io/hostname": fmt.Sprintf("kwok-node-%d", i), "kubernetes.io/os": "linux"},
 			},
 			Status: corev1.NodeStatus{
-				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"), corev1.ResourcePods: resource.MustParse("2000")},
-				Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"), corev1.ResourcePods: resource.MustParse("2000")},
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"), corev1.ResourcePods: *resource.NewQuantity(PodsPerNode, resource.DecimalSI)},
+				Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"), corev1.ResourcePods: *resource.NewQuantity(PodsPerNode, resource.DecimalSI)},
 			},
 		}
 		if _, err := s.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
