@@ -17,6 +17,9 @@ import (
 // --startup-timeout and every cleanup names itself to stopper (see lifecycle.Main).
 func watch(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) error {
 	logger := cfg.Logger()
+	if limit := lifecycle.SetMemoryLimit("/sys/fs/cgroup"); limit > 0 {
+		logger.Info("Go soft memory limit set to 90% of the container's", "bytes", limit)
+	}
 	logger.Info("Starting watcher", "temporalAddress", cfg.TemporalAddress, "temporalNamespace", cfg.TemporalNamespace,
 		"taskQueue", cfg.TaskQueue, "watchNamespace", cfg.WatchNamespace, "resync", cfg.Resync,
 		"startupTimeout", cfg.StartupTimeout, "shutdownTimeout", cfg.ShutdownTimeout)

@@ -38,6 +38,9 @@ const (
 
 func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) error {
 	logger := cfg.Logger()
+	if limit := lifecycle.SetMemoryLimit("/sys/fs/cgroup"); limit > 0 {
+		logger.Info("Go soft memory limit set to 90% of the container's", "bytes", limit)
+	}
 	logger.Info("Starting worker", "temporalAddress", cfg.TemporalAddress, "temporalNamespace", cfg.TemporalNamespace,
 		"taskQueue", cfg.TaskQueue, "watchNamespace", cfg.WatchNamespace, "kubeQPS", cfg.KubeQPS, "kubeBurst", cfg.KubeBurst,
 		"startupTimeout", cfg.StartupTimeout, "shutdownTimeout", cfg.ShutdownTimeout)
