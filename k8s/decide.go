@@ -34,6 +34,10 @@ type planner struct {
 	canary  *Canary
 	newCap  int32
 	reached bool
+	// keepLastOld (managed mode): while the new ReplicaSet is below replicas, the old ones
+	// keep at least one replica between them, so there are never fewer than two active
+	// ReplicaSets but at the end (see KeepsParkedQuiet).
+	keepLastOld bool
 }
 
 // Decide runs one sync of the Deployment controller over a snapshot, in upstream order:
@@ -45,11 +49,22 @@ type planner struct {
 //  5. handle a rollback request (annotation or signal);
 //  6. a scaling event is synced only;
 //  7. otherwise roll out with Recreate or RollingUpdate.
+//
+// With req.Managed it is DecideManaged.
 func Decide(s Snapshot, req Request, now time.Time) (Plan, error) {
 	if s.Deployment == nil {
 		return Plan{}, fmt.Errorf("decide: snapshot has no deployment")
 	}
+	if req.Managed {
+		return DecideManaged(s, req, now)
+	}
+	return decideFull(s, req, now, false)
+}
+
+// decideFull is Decide in full mode; keepLastOld is set for the unparked view of managed mode.
+func decideFull(s Snapshot, req Request, now time.Time, keepLastOld bool) (Plan, error) {
 	p := &planner{
+		keepLastOld: keepLastOld,
 		now:   metav1.NewTime(now).Rfc3339Copy(),
 		orig:  s.Deployment,
 		d:     s.Deployment.DeepCopy(),

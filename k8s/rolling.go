@@ -156,6 +156,14 @@ func (p *planner) reconcileOldReplicaSets(all, oldActive []*appsv1.ReplicaSet, n
 		limit = sumSpec(oldActive) - (replicas(p.d) - p.newCap)
 		maxDown = min(maxDown, limit)
 	}
+	if p.keepLastOld && rsReplicas(newRS) < replicas(p.d) {
+		// Managed mode: one old replica stays until the new ReplicaSet is full, or the
+		// built-in controller's paused sync would size the one active ReplicaSet itself.
+		// 4 replicas, maxSurge 1, maxUnavailable 1, new at 3 and old at 2, all available:
+		// old goes to 1, not 0; new goes to 4 next, then old to 0.
+		limit = min(limit, sumSpec(oldActive)-1)
+		maxDown = min(maxDown, limit)
+	}
 	if maxDown <= 0 {
 		return false
 	}

@@ -207,6 +207,19 @@ func (p *planner) writeReplicaSet(rs *appsv1.ReplicaSet, from int32) {
 		}
 		if s.Kind == StepScaleUp || s.Kind == StepScaleDown || s.Kind == StepUpdateRS {
 			from = s.FromReplicas
+			if p.keepLastOld && rsReplicas(rs) <= rsReplicas(s.ReplicaSet) && rsReplicas(rs) < from {
+				// Managed mode: a second scale-down of an old ReplicaSet (its last replica,
+				// once the new one is full) takes the first one's place: moved after the
+				// new ReplicaSet's scale-up, the total would pass replicas + maxSurge
+				// between the writes. 10 replicas, maxSurge 1, maxUnavailable 100%: old
+				// 10 → 1, new created at 10, old 1 → 0 is old 10 → 0 first, then new.
+				s.ReplicaSet = rs.DeepCopy()
+				s.Kind = StepScaleDown
+				s.Events = []Event{{Type: eventTypeNormal, Reason: eventScalingReplicaSet,
+					Message: fmt.Sprintf("Scaled down replica set %s from %d to %d", rs.Name, from, rsReplicas(rs))}}
+				p.steps[i] = s
+				return
+			}
 			p.steps = append(p.steps[:i], p.steps[i+1:]...)
 			break
 		}

@@ -40,6 +40,10 @@ type Request struct {
 	// Canary caps the new ReplicaSet during a stepped rollout (see Canary). Nil: upstream's
 	// rollout to 100%.
 	Canary *Canary `json:"canary,omitempty"`
+	// Managed: the worker runs in managed mode, beside kube-controller-manager's own
+	// Deployment controller. Only Deployments annotated temporal-rollout.io/managed: "true"
+	// are driven, parked so the built-in controller stays quiet (see DecideManaged).
+	Managed bool `json:"managed,omitempty"`
 }
 
 // Canary is the step a stepped rollout is at, as the workflow decided it.
@@ -82,6 +86,10 @@ const (
 	StepCleanup            StepKind = "CleanupReplicaSets"
 	StepRollback           StepKind = "RollbackDeployment"
 	StepUpdateStatus       StepKind = "UpdateDeploymentStatus"
+	// StepPark and StepRelease (managed mode) park a Deployment for our workflow and hand it
+	// back to kube-controller-manager; their activities read the Deployment live.
+	StepPark    StepKind = "ParkDeployment"
+	StepRelease StepKind = "ReleaseDeployment"
 	eventTypeNormal                 = corev1.EventTypeNormal
 	eventTypeWarning                = corev1.EventTypeWarning
 	eventScalingReplicaSet          = "ScalingReplicaSet"
@@ -129,13 +137,16 @@ const (
 	PhaseRollingBack      Phase = "RollingBack"
 	PhaseDeleting         Phase = "Deleting"
 	PhaseInvalid          Phase = "Invalid"
+	// PhaseReleased (managed mode): the Deployment is not ours to drive (it did not opt in,
+	// opted out, or cannot be parked, which Message says); kube-controller-manager drives it.
+	PhaseReleased Phase = "Released"
 )
 
 // Converged reports whether nothing more happens without a new change: the sync that ends here
 // closes one rollout.
 func (p Phase) Converged() bool {
 	switch p {
-	case PhaseComplete, PhasePaused, PhaseDeadlineExceeded, PhaseInvalid:
+	case PhaseComplete, PhasePaused, PhaseDeadlineExceeded, PhaseInvalid, PhaseReleased:
 		return true
 	}
 	return false
