@@ -65,11 +65,11 @@ func Decide(s Snapshot, req Request, now time.Time) (Plan, error) {
 func decideFull(s Snapshot, req Request, now time.Time, keepLastOld bool) (Plan, error) {
 	p := &planner{
 		keepLastOld: keepLastOld,
-		now:   metav1.NewTime(now).Rfc3339Copy(),
-		orig:  s.Deployment,
-		d:     s.Deployment.DeepCopy(),
-		pods:  s.Pods,
-		chain: req.Chain,
+		now:         metav1.NewTime(now).Rfc3339Copy(),
+		orig:        s.Deployment,
+		d:           s.Deployment.DeepCopy(),
+		pods:        s.Pods,
+		chain:       req.Chain,
 
 		templateHash: s.TemplateHash,
 		canary:       req.Canary,

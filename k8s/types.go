@@ -77,19 +77,19 @@ type StepKind string
 
 // The kinds of step, in the words the Temporal history shows.
 const (
-	StepEvent              StepKind = "RecordEvent"
-	StepClaim              StepKind = "ClaimReplicaSets"
-	StepCreate             StepKind = "CreateReplicaSet"
-	StepScaleUp            StepKind = "ScaleUpReplicaSet"
-	StepScaleDown          StepKind = "ScaleDownReplicaSet"
-	StepUpdateRS           StepKind = "UpdateReplicaSet"
-	StepCleanup            StepKind = "CleanupReplicaSets"
-	StepRollback           StepKind = "RollbackDeployment"
-	StepUpdateStatus       StepKind = "UpdateDeploymentStatus"
+	StepEvent        StepKind = "RecordEvent"
+	StepClaim        StepKind = "ClaimReplicaSets"
+	StepCreate       StepKind = "CreateReplicaSet"
+	StepScaleUp      StepKind = "ScaleUpReplicaSet"
+	StepScaleDown    StepKind = "ScaleDownReplicaSet"
+	StepUpdateRS     StepKind = "UpdateReplicaSet"
+	StepCleanup      StepKind = "CleanupReplicaSets"
+	StepRollback     StepKind = "RollbackDeployment"
+	StepUpdateStatus StepKind = "UpdateDeploymentStatus"
 	// StepPark and StepRelease (managed mode) park a Deployment for our workflow and hand it
 	// back to kube-controller-manager; their activities read the Deployment live.
-	StepPark    StepKind = "ParkDeployment"
-	StepRelease StepKind = "ReleaseDeployment"
+	StepPark               StepKind = "ParkDeployment"
+	StepRelease            StepKind = "ReleaseDeployment"
 	eventTypeNormal                 = corev1.EventTypeNormal
 	eventTypeWarning                = corev1.EventTypeWarning
 	eventScalingReplicaSet          = "ScalingReplicaSet"
