@@ -50,6 +50,10 @@ type Activities struct {
 	// Prometheus answers analysis steps' queries; nil when the worker has no
 	// --prometheus-address.
 	Prometheus Prometheus
+	// Managed: the worker runs in managed mode (--mode managed), beside kube-controller-manager's
+	// own Deployment controller. Observe reports it, so the workflow decides with
+	// k8s.Request.Managed.
+	Managed bool
 }
 
 // DeploymentRef names a Deployment and pins its UID.

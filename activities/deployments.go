@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -146,6 +147,18 @@ func (a *Activities) SetPaused(ctx context.Context, in SetPausedInput) (SetPause
 	if err != nil {
 		return SetPausedResult{}, classify("get deployment "+in.Namespace+"/"+in.Name, err)
 	}
+	if ps, parked, err := k8s.Parked(d); parked {
+		// Managed mode: the Deployment is parked (spec.paused is ours); the user's paused
+		// flag is the one saved in the parked annotation.
+		if err != nil {
+			return SetPausedResult{}, nonRetryable(ErrInvalid, "set paused=%t on deployment %s/%s: %v", in.Paused, in.Namespace, in.Name, err)
+		}
+		if ps.Paused == in.Paused {
+			return SetPausedResult{}, nil
+		}
+		ps.Paused = in.Paused
+		return a.setParked(ctx, d, ps, fmt.Sprintf("set paused=%t on parked deployment %s/%s", in.Paused, in.Namespace, in.Name))
+	}
 	if d.Spec.Paused == in.Paused {
 		return SetPausedResult{}, nil
 	}
@@ -235,4 +248,24 @@ func (a *Activities) SetImage(ctx context.Context, in SetImageInput) (SetImageRe
 			return SetImageResult{}, classify("set image on deployment "+in.Namespace+"/"+in.Name, err)
 		}
 	}
+}
+
+// setParked writes the parked annotation with ps as the user's spec (a merge patch with the
+// Deployment's UID and resourceVersion as preconditions).
+func (a *Activities) setParked(ctx context.Context, d *appsv1.Deployment, ps k8s.ParkedSpec, what string) (SetPausedResult, error) {
+	c := d.DeepCopy()
+	if err := k8s.ParkAs(c, ps); err != nil {
+		return SetPausedResult{}, nonRetryable(ErrInvalid, "%s: %v", what, err)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": d.UID, "resourceVersion": d.ResourceVersion,
+		"annotations": map[string]string{k8s.ParkedAnnotation: c.Annotations[k8s.ParkedAnnotation]}}})
+	if err != nil {
+		return SetPausedResult{}, nonRetryable(ErrInvalid, "%s: %v", what, err)
+	}
+	updated, err := a.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+	a.countWrite("patch", "deployments", err)
+	if err != nil {
+		return SetPausedResult{}, classify(what, err)
+	}
+	return SetPausedResult{Changed: true, Wrote: []k8s.ObjectVersion{k8s.DeploymentVersion(updated)}}, nil
 }

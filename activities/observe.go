@@ -29,6 +29,8 @@ type ObserveResult struct {
 	Found     bool         `json:"found"`
 	Snapshot  k8s.Snapshot `json:"snapshot"`
 	FromCache bool         `json:"fromCache,omitempty"`
+	// Managed: the worker runs in managed mode (see Activities.Managed).
+	Managed bool `json:"managed,omitempty"`
 }
 
 // cacheCatchUp bounds how long Observe waits for the cache before reading live.
@@ -41,6 +43,12 @@ const cacheCatchUp = time.Second
 // older than what woke it or what it wrote itself. Otherwise, and whenever the cache does not
 // hold the Deployment, it reads live: only the API server may say a Deployment is gone.
 func (a *Activities) Observe(ctx context.Context, in ObserveInput) (ObserveResult, error) {
+	res, err := a.observe(ctx, in)
+	res.Managed = a.Managed
+	return res, err
+}
+
+func (a *Activities) observe(ctx context.Context, in ObserveInput) (ObserveResult, error) {
 	if in.Namespace == "" || in.Name == "" {
 		return ObserveResult{}, nonRetryable(ErrInvalid, "observe: namespace and name are required, got %q/%q", in.Namespace, in.Name)
 	}

@@ -161,8 +161,8 @@ func startWorker(extra ...string) error {
 }
 
 // startWatcher runs the watcher, with the search attributes the dev server registers.
-func startWatcher() error {
-	_, err := env.stack.StartProcess("watcher", filepath.Join(env.bin, "starter"), append([]string{"watch", "--search-attributes"}, commonArgs()...)...)
+func startWatcher(extra ...string) error {
+	_, err := env.stack.StartProcess("watcher", filepath.Join(env.bin, "starter"), append(append([]string{"watch", "--search-attributes"}, commonArgs()...), extra...)...)
 	return err
 }
 

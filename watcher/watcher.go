@@ -58,6 +58,10 @@ type Options struct {
 	Resync time.Duration
 	// Workers send signals in parallel.
 	Workers int
+	// Managed: managed mode (--mode managed), beside kube-controller-manager's Deployment
+	// controller. Only Deployments that opted in (temporal-rollout.io/managed: "true") or are
+	// still parked get a workflow or a signal; an opt-in or opt-out is always signalled.
+	Managed bool
 	// Status, when set, writes the status-count refreshes of Deployments at rest at once
 	// (activities.StatusOnly plans) instead of signalling a sync for them.
 	Status StatusWriter
@@ -94,12 +98,21 @@ func New(c *kube.Cache, tc client.Client, opts Options, logger *slog.Logger) (*W
 	if _, err := c.DeploymentInformer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			// The first resync weighs the initial list (most have a workflow already).
-			if !initial {
-				w.enqueueObject(obj)
+			if d, ok := obj.(*appsv1.Deployment); ok && !initial && w.involved(d) {
+				w.enqueue(d.Namespace, d.Name)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(*appsv1.Deployment), newObj.(*appsv1.Deployment)
+			if w.opts.Managed && (k8s.WantsManaged(o) != k8s.WantsManaged(n) || k8s.ManagedInvolved(o) != k8s.ManagedInvolved(n)) {
+				// Opted in or out: the workflow parks it or hands it back.
+				w.log.Debug("Deployment opted in or out", "namespace", n.Namespace, "deployment", n.Name, "managed", k8s.WantsManaged(n))
+				w.enqueue(n.Namespace, n.Name)
+				return
+			}
+			if !w.involved(n) {
+				return
+			}
 			switch {
 			case specChanged(o, n) && !writtenOnlyBy(o, n, kube.FieldManager):
 				// A new generation (or UID, or deletion): always the workflow's to see.
@@ -120,7 +133,14 @@ func New(c *kube.Cache, tc client.Client, opts Options, logger *slog.Logger) (*W
 				w.weigh(n, "Deployment status written")
 			}
 		},
-		DeleteFunc: w.enqueueObject,
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if d, ok := obj.(*appsv1.Deployment); ok && w.involved(d) {
+				w.enqueue(d.Namespace, d.Name)
+			}
+		},
 	}); err != nil {
 		return nil, fmt.Errorf("watch deployments: %w", err)
 	}
@@ -170,7 +190,10 @@ func (w *Watcher) Run(ctx context.Context) {
 // deadline. A spec change not yet observed counts (it is incomplete by `kubectl rollout status`
 // rules): the watcher signalled the change itself, and the sync it wakes goes on to wait in
 // the worker.
+//
+// A parked Deployment (managed mode) is weighed as its user wrote it (k8s.Effective).
 func WorkerCovers(d *appsv1.Deployment) bool {
+	d = k8s.Effective(d)
 	if d.Spec.Paused || k8s.DeploymentComplete(d, &d.Status) {
 		return false
 	}
@@ -180,13 +203,16 @@ func WorkerCovers(d *appsv1.Deployment) bool {
 
 func (w *Watcher) enqueue(namespace, name string) { w.queue.Add(namespace + "/" + name) }
 
-func (w *Watcher) enqueueObject(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if d, ok := obj.(*appsv1.Deployment); ok {
-		w.enqueue(d.Namespace, d.Name)
-	}
+// involved reports whether the Deployment is ours to signal: every one in full mode; in
+// managed mode one that opted in or is still parked.
+func (w *Watcher) involved(d *appsv1.Deployment) bool {
+	return !w.opts.Managed || k8s.ManagedInvolved(d)
+}
+
+// request is what the watcher weighs a Deployment with: the worker's chained sync, in the
+// watcher's mode.
+func (w *Watcher) request() k8s.Request {
+	return k8s.Request{Chain: true, Managed: w.opts.Managed}
 }
 
 // enqueueIfDecided queues d when a sync would write something, by k8s.Decide on the cache's
@@ -194,7 +220,7 @@ func (w *Watcher) enqueueObject(obj any) {
 // status refresh (when a StatusWriter is set), anything else as a signal. It reports whether it
 // queued.
 func (w *Watcher) enqueueIfDecided(d *appsv1.Deployment, why string) bool {
-	plan, err := k8s.Decide(w.cache.Snapshot(d), k8s.Request{Chain: true}, time.Now())
+	plan, err := k8s.Decide(w.cache.Snapshot(d), w.request(), time.Now())
 	if err == nil && w.opts.Status != nil && activities.StatusOnly(plan) {
 		w.queue.Add(statusKey + d.Namespace + "/" + d.Name)
 		return true
@@ -210,7 +236,7 @@ func (w *Watcher) enqueueIfDecided(d *appsv1.Deployment, why string) bool {
 // weigh leaves a Deployment whose rollout is under way to the worker's wait, and queues one
 // at rest when a sync would write (see enqueueIfDecided). It reports whether it queued.
 func (w *Watcher) weigh(d *appsv1.Deployment, why string) bool {
-	return !WorkerCovers(d) && w.enqueueIfDecided(d, why)
+	return w.involved(d) && !WorkerCovers(d) && w.enqueueIfDecided(d, why)
 }
 
 // weighReplicaSet weighs a ReplicaSet change for the Deployment that controls it (and, when
@@ -289,7 +315,7 @@ func (w *Watcher) refreshStatus(ctx context.Context, key string) {
 		w.queue.Add(key)
 		return
 	}
-	plan, err := k8s.Decide(w.cache.Snapshot(d), k8s.Request{Chain: true}, time.Now())
+	plan, err := k8s.Decide(w.cache.Snapshot(d), w.request(), time.Now())
 	switch {
 	case err != nil || (len(plan.Steps) > 0 && !activities.StatusOnly(plan)):
 		w.queue.Add(key)
@@ -400,9 +426,15 @@ func (w *Watcher) Reconcile(ctx context.Context) (int, error) {
 	present := map[string]bool{}
 	for _, d := range ds {
 		key := d.Namespace + "/" + d.Name
+		if !w.involved(d) {
+			// Managed mode: kube-controller-manager's; an open workflow of it is signalled
+			// below, and ends.
+			continue
+		}
 		present[key] = true
 		switch {
-		case !open[key]:
+		case !open[key] && w.opts.Managed && w.unsupported(d):
+			// Its strategy cannot be parked: the workflow that warned about it ended.
 			w.queue.Add(key)
 			queued++
 		case w.weigh(d, "resync"):
@@ -416,6 +448,13 @@ func (w *Watcher) Reconcile(ctx context.Context) (int, error) {
 		}
 	}
 	return queued, nil
+}
+
+// unsupported reports whether a managed-mode decision leaves the Deployment to
+// kube-controller-manager with nothing to write (k8s.PhaseReleased): no workflow to start.
+func (w *Watcher) unsupported(d *appsv1.Deployment) bool {
+	plan, err := k8s.Decide(w.cache.Snapshot(d), w.request(), time.Now())
+	return err == nil && plan.Phase == k8s.PhaseReleased && len(plan.Steps) == 0
 }
 
 // openWorkflows lists the running Deployment workflows of this task queue, by

@@ -99,7 +99,14 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
 	defer func() { stopper.Step("flush the event recorder"); broadcaster.Shutdown() }()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "deployment-controller"})
+	// In full mode our events come from the cluster's Deployment controller, as upstream's do;
+	// in managed mode kube-controller-manager's runs too, so ours say who wrote them.
+	component := "deployment-controller"
+	if cfg.Managed() {
+		component = kube.FieldManager
+	}
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+	logger.Info("Mode", "mode", cfg.Mode)
 
 	// Every workflow at rest waits for a signal; with thousands of Deployments, keeping all of
 	// them in memory costs tens of KiB each. Past the bound the least recently used is evicted
@@ -135,6 +142,7 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		Recorder:   recorder,
 		Metrics:    metrics,
 		LocalWaits: make(chan struct{}, localWaitSlots),
+		Managed:    cfg.Managed(),
 	}
 	if prom != nil {
 		acts.Prometheus = prom

@@ -107,6 +107,8 @@ type Carry struct {
 	StableHash string            `json:"stableHash,omitempty"`
 	Abort      *abortState       `json:"abort,omitempty"`
 	Warned     string            `json:"warned,omitempty"`
+	// Managed: the worker ran in managed mode (versionManaged).
+	Managed bool `json:"managed,omitempty"`
 }
 
 // Validate checks the namespace and name.
@@ -156,6 +158,10 @@ const (
 	// OutcomeAborted: the rollout was aborted (by abort, a failed analysis, or a progress
 	// deadline with auto-rollback) and the Deployment is back at its stable revision.
 	OutcomeAborted = "Aborted"
+	// OutcomeReleased (managed mode): the Deployment is kube-controller-manager's again: it
+	// opted out (and was handed back), never opted in, or its strategy cannot be driven beside
+	// the built-in controller (Message says why, as does a ManagedStrategyUnsupported event).
+	OutcomeReleased = "Released"
 )
 
 // Status is the answer to the status query.

@@ -50,6 +50,10 @@ var a *activities.Activities
 //     deadline with temporal-rollout.io/auto-rollback, and records each step as an event, in
 //     the memo and in the RolloutWaitingFor search attribute. A Deployment without those
 //     annotations rolls out exactly as in versionLocalAwait.
+//   - versionManaged decides with k8s.Request.Managed when the worker runs in managed mode
+//     (Observe says so): an opted-in Deployment is parked, driven beside kube-controller-
+//     manager's Deployment controller, and handed back (the run ends "Released") when it opts
+//     out. In full mode nothing changes.
 //
 // A run continued from an older version asks upgradeChangeID(its version), so new code reaches
 // every Deployment while histories recorded before an upgrade replay unchanged.
@@ -59,7 +63,8 @@ const (
 	versionAwait      workflow.Version = 3
 	versionLocalAwait workflow.Version = 4
 	versionSteps      workflow.Version = 5
-	versionMax                         = versionSteps
+	versionManaged    workflow.Version = 6
+	versionMax                         = versionManaged
 	changeID                           = "fold-status-into-write"
 	// chainChangeID gates versionChain in runs continued from a version-1 run.
 	chainChangeID = "chain-rolling-moves"
@@ -148,6 +153,8 @@ type rollout struct {
 	// observed: the snapshot AwaitChange decided on; the next sync uses it instead of an
 	// Observe of its own.
 	observed *k8s.Snapshot
+	// managed: the worker runs in managed mode (versionManaged; Observe says so).
+	managed bool
 
 	failures   int
 	progressed bool
@@ -221,6 +228,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		}
 		r.atLeast, r.liveNext = c.AtLeast, c.LiveNext
 		r.steps, r.stepList, r.stableHash, r.abort, r.warned = c.Steps, c.StepList, c.StableHash, c.Abort, c.Warned
+		r.managed = c.Managed
 		if c.Abort != nil {
 			r.dirty = true
 		}
@@ -274,8 +282,12 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			r.waitForWork(ctx)
 		}
 		if err := ctx.Err(); err != nil {
-			// Canceled: stop driving the Deployment and leave it as it is.
+			// Canceled: stop driving the Deployment and leave it as it is (in managed mode,
+			// handed back to kube-controller-manager).
 			r.log.Info("Workflow canceled, no longer driving the deployment")
+			if r.managed && r.version >= versionManaged {
+				r.releaseOnCancel(ctx)
+			}
 			return Result{}, err
 		}
 		r.drainSignals(ctx)
@@ -305,6 +317,9 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			r.log.Info("Deployment deleted, workflow ends")
 			r.endRun(ctx)
 			return Result{Outcome: OutcomeDeleted, Revision: r.status.CurrentRevision, Message: msg}, nil
+		}
+		if plan.Phase == k8s.PhaseReleased {
+			return r.released(ctx, plan), nil
 		}
 		r.scheduleWake(ctx, plan)
 
@@ -367,6 +382,7 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 		StableHash: r.stableHash,
 		Abort:      r.abort,
 		Warned:     r.warned,
+		Managed:    r.managed,
 	}}
 	if r.version >= versionFoldStatus {
 		next.Carry.Version = r.version
@@ -426,7 +442,7 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 func (r *rollout) startAwait(ctx workflow.Context) {
 	in := activities.AwaitInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, AtLeast: r.atLeast,
-		Request: k8s.Request{RollbackTo: r.rollbackTo, Chain: true, Canary: r.canaryReq}, MaxWait: awaitMaxWait,
+		Request: k8s.Request{RollbackTo: r.rollbackTo, Chain: true, Canary: r.canaryReq, Managed: r.managedRequest()}, MaxWait: awaitMaxWait,
 	}
 	if r.version >= versionSteps {
 		ann := r.rolloutAnnotations
@@ -609,6 +625,8 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	}).Get(ctx, &obs); err != nil {
 		r.observed = nil
 		return k8s.Plan{}, false, fmt.Errorf("observe: %w", err)
+	} else if r.version >= versionManaged {
+		r.managed = obs.Managed
 	}
 	r.observed = nil
 	r.atLeast, r.liveNext = nil, false
@@ -620,7 +638,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		r.log.Info("Deployment was recreated", "uid", d.UID)
 	}
 	r.uid = d.UID
-	req := k8s.Request{RollbackTo: r.rollbackTo, Chain: r.version >= versionChain}
+	req := k8s.Request{RollbackTo: r.rollbackTo, Chain: r.version >= versionChain, Managed: r.managedRequest()}
 	if r.version >= versionSteps {
 		req.Canary = r.canaryRequest(ctx, obs.Snapshot)
 		r.canaryReq = req.Canary
@@ -716,6 +734,15 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.UpdateDeploymentStatus, activities.DeploymentWriteInput{Deployment: step.Deployment, Events: step.Events}))
 	case k8s.StepRollback:
 		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.RollbackDeployment, activities.DeploymentWriteInput{Deployment: step.Deployment, Events: step.Events}))
+	case k8s.StepPark, k8s.StepRelease:
+		fn := a.ParkDeployment
+		if step.Kind == k8s.StepRelease {
+			fn = a.ReleaseDeployment
+		}
+		// Sync again at once on what the write left: the rollout (parked) or the end of
+		// the run (released).
+		r.dirty = true
+		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, fn, activities.ParkInput{Deployment: ref, Events: step.Events}))
 	}
 	return false, temporal.NewNonRetryableApplicationError("unknown step "+string(step.Kind), activities.ErrInvalid, nil)
 }
@@ -855,7 +882,7 @@ func (r *rollout) report(s k8s.Snapshot, plan k8s.Plan) {
 	d := s.Deployment
 	st := &r.status
 	st.Phase = string(plan.Phase)
-	st.Paused = d.Spec.Paused
+	st.Paused = k8s.Effective(d).Spec.Paused
 	if d.Spec.Replicas != nil {
 		st.Replicas = *d.Spec.Replicas
 	}

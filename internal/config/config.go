@@ -62,6 +62,10 @@ type Config struct {
 	Pprof bool `mapstructure:"pprof"`
 	// PrometheusAddress is the Prometheus server analysis steps query (worker).
 	PrometheusAddress string `mapstructure:"prometheus-address"`
+	// Mode is "full" (our worker is the cluster's Deployment controller: kube-controller-manager
+	// runs with --controllers=*,-deployment) or "managed" (beside the built-in controller, only
+	// Deployments annotated temporal-rollout.io/managed: "true"). Worker and watcher alike.
+	Mode string `mapstructure:"mode"`
 	// StartupTimeout bounds each start-up wait: for the API server, for Temporal and for the
 	// informer caches' first lists (worker and watcher).
 	StartupTimeout time.Duration `mapstructure:"startup-timeout"`
@@ -69,6 +73,15 @@ type Config struct {
 	// non-zero naming what did not stop (worker and watcher).
 	ShutdownTimeout time.Duration `mapstructure:"shutdown-timeout"`
 }
+
+// The modes of --mode.
+const (
+	ModeFull    = "full"
+	ModeManaged = "managed"
+)
+
+// Managed reports whether the process runs in managed mode.
+func (c Config) Managed() bool { return c.Mode == ModeManaged }
 
 // Flags registers every setting on fs with the worker's defaults.
 func Flags(fs *pflag.FlagSet) { flags(fs, WorkerMetricsAddress) }
@@ -100,6 +113,7 @@ func flags(fs *pflag.FlagSet, metricsAddress string) {
 	fs.Int("workflow-cache-size", 2000, "worker: workflow executions kept in memory between their tasks (the SDK's sticky cache); one evicted replays its short history on its next task")
 	fs.Bool("pprof", false, "serve Go's /debug/pprof/ on the metrics address (worker and watcher)")
 	fs.Int("max-concurrent-syncs", 20, "worker: workflow tasks (syncs) run at once; more wait in the task queue, not on the client rate limiter")
+	fs.String("mode", ModeFull, "worker and watcher: full (every Deployment; kube-controller-manager runs with --controllers=*,-deployment) or managed (only Deployments annotated temporal-rollout.io/managed: \"true\", beside kube-controller-manager's Deployment controller); both must agree")
 	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
 	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
 }
@@ -169,6 +183,9 @@ func (c Config) Validate() error {
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, fmt.Errorf("log-format must be json or text, got %q", c.LogFormat))
+	}
+	if c.Mode != ModeFull && c.Mode != ModeManaged {
+		errs = append(errs, fmt.Errorf("mode must be %s or %s, got %q", ModeFull, ModeManaged, c.Mode))
 	}
 	if c.Resync < 0 {
 		errs = append(errs, fmt.Errorf("resync must be >= 0, got %s", c.Resync))

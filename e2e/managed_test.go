@@ -1,0 +1,402 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/kube"
+	"github.com/temporal-rollout/rollout/workflows"
+)
+
+// inManagedMode runs the rest of the test on a managed cluster's terms: kube-controller-
+// manager with its own Deployment controller on, and our worker and watcher with --mode
+// managed. The suite's setup comes back when the test ends.
+func inManagedMode(t *testing.T) {
+	t.Helper()
+	if env.builtin {
+		t.Skip("E2E_CONTROLLER=built-in runs no worker")
+	}
+	restart := func(managed bool) error {
+		env.stack.Opts.BuiltinDeploymentController = managed
+		if err := env.stack.RestartControllerManager(float32(env.qps), env.burst); err != nil {
+			return err
+		}
+		mode := "full"
+		if managed {
+			mode = "managed"
+		}
+		env.stack.StopProcess("watcher")
+		env.stack.StopProcess("worker")
+		if err := startWorker("--mode", mode); err != nil {
+			return err
+		}
+		return startWatcher("--mode", mode)
+	}
+	t.Cleanup(func() {
+		if err := restart(false); err != nil {
+			t.Errorf("back to full mode: %v", err)
+		}
+	})
+	if err := restart(true); err != nil {
+		t.Fatalf("managed mode: %v", err)
+	}
+}
+
+func managed() deployOpt { return withAnnotation(k8s.ManagedAnnotation, "true") }
+
+// waitParked waits until the Deployment is parked with the user's RollingUpdate surge/unavailable
+// saved, and its rollout complete by the counts, with the new ReplicaSet's desired-replicas
+// given back and no other ReplicaSet scaled up.
+func waitParked(t *testing.T, ns, name, surge, unavailable string) *appsv1.Deployment {
+	t.Helper()
+	var d *appsv1.Deployment
+	eventually(t, waitTimeout, func() string {
+		d = getDeployment(t, ns, name)
+		ps, parked, err := k8s.Parked(d)
+		switch {
+		case err != nil || !parked:
+			return fmt.Sprintf("not parked (%v): annotations %v", err, d.Annotations)
+		case !d.Spec.Paused || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType:
+			return fmt.Sprintf("parked spec: paused %t strategy %s", d.Spec.Paused, d.Spec.Strategy.Type)
+		case ps.Strategy.RollingUpdate == nil || ps.Strategy.RollingUpdate.MaxSurge.String() != surge || ps.Strategy.RollingUpdate.MaxUnavailable.String() != unavailable:
+			return fmt.Sprintf("saved strategy %+v, want RollingUpdate %s/%s", ps.Strategy, surge, unavailable)
+		}
+		return managedPending(t, d)
+	})
+	return d
+}
+
+// managedPending says what keeps a parked Deployment's rollout from being complete: the counts
+// (as kubectl rollout status reads them), and the ReplicaSets: only the new one scaled up, with
+// its desired-replicas given back. The Progressing condition stays DeploymentPaused while parked.
+func managedPending(t *testing.T, d *appsv1.Deployment) string {
+	t.Helper()
+	want := *d.Spec.Replicas
+	st := d.Status
+	switch {
+	case st.ObservedGeneration < d.Generation:
+		return fmt.Sprintf("observedGeneration %d < generation %d", st.ObservedGeneration, d.Generation)
+	case st.UpdatedReplicas != want || st.Replicas != want || st.AvailableReplicas != want:
+		return fmt.Sprintf("status %d/%d/%d (replicas/updated/available), want %d", st.Replicas, st.UpdatedReplicas, st.AvailableReplicas, want)
+	case condition(d, appsv1.DeploymentProgressing) != "Unknown/"+k8s.PausedDeployReason:
+		return "Progressing " + condition(d, appsv1.DeploymentProgressing) + ", want Unknown/DeploymentPaused (the paused sync's)"
+	}
+	newName := expectedRSName(d)
+	for _, rs := range replicaSets(t, d.Namespace) {
+		if ref := metav1.GetControllerOf(&rs); ref == nil || ref.UID != d.UID {
+			continue
+		}
+		switch {
+		case rs.Name == newName && rs.Annotations[k8s.DesiredReplicasAnnotation] != fmt.Sprint(want):
+			return fmt.Sprintf("new ReplicaSet %s desired-replicas %q, want %d", rs.Name, rs.Annotations[k8s.DesiredReplicasAnnotation], want)
+		case rs.Name != newName && *rs.Spec.Replicas != 0:
+			return fmt.Sprintf("old ReplicaSet %s at %d", rs.Name, *rs.Spec.Replicas)
+		}
+	}
+	return ""
+}
+
+// builtinScalings lists the ScalingReplicaSet events kube-controller-manager's Deployment
+// controller recorded on the Deployment since t0 (ours come from another component).
+func builtinScalings(t *testing.T, ns, name string, t0 time.Time) []string {
+	t.Helper()
+	list, err := env.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",involvedObject.kind=Deployment"})
+	if err != nil {
+		t.Fatalf("list events: %v", err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.Reason == "ScalingReplicaSet" && e.Source.Component == "deployment-controller" && !e.LastTimestamp.Time.Before(t0.Truncate(time.Second)) {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+// replicasOwners lists, per ReplicaSet of the namespace, the field managers owning
+// spec.replicas in its managedFields.
+func replicasOwners(t *testing.T, ns string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, rs := range replicaSets(t, ns) {
+		for _, e := range rs.ManagedFields {
+			if e.FieldsV1 == nil {
+				continue
+			}
+			var fields map[string]any
+			if json.Unmarshal(e.FieldsV1.Raw, &fields) != nil {
+				continue
+			}
+			if spec, ok := fields["f:spec"].(map[string]any); ok {
+				if _, ok := spec["f:replicas"]; ok {
+					out[rs.Name] = append(out[rs.Name], e.Manager)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func podUIDs(t *testing.T, ns string) string {
+	t.Helper()
+	list, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list pods: %v", err)
+	}
+	var uids []string
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			uids = append(uids, string(p.UID))
+		}
+	}
+	return strings.Join(uids, ",")
+}
+
+func workflowOutcome(t *testing.T, ns, name string) string {
+	t.Helper()
+	out, err := temporalCLIErr("workflow", "describe", "--workflow-id", workflowID(ns, name), "-o", "json")
+	if err != nil {
+		return "no workflow: " + strings.TrimSpace(out)
+	}
+	var res struct {
+		WorkflowExecutionInfo struct {
+			Status string `json:"status"`
+		} `json:"workflowExecutionInfo"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("decode describe %q: %v", out, err)
+	}
+	return res.WorkflowExecutionInfo.Status
+}
+
+// TestManagedMode runs managed mode beside kube-controller-manager's own Deployment controller:
+// an opted-in Deployment is parked and rolled out by our steps (a 50% step holds while the
+// built-in controller runs; nothing but our worker scales its ReplicaSets), paused and resumed
+// and rolled back by signal, and handed back exactly as the user wrote it when it opts out,
+// with no pod restarted; a Deployment that did not opt in is the built-in controller's alone.
+func TestManagedMode(t *testing.T) {
+	inManagedMode(t)
+	ns, nsOther := newNamespace(t), newNamespace(t)
+	create(t, newDeployment(nsOther, "other", 4, "nginx:1.25", rolling("25%", "25%")))
+	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), managed(), withSteps(`[{"setWeight":50},{"pause":{}}]`)))
+	waitParked(t, ns, "web", "25%", "25%")
+	// The built-in controller drives the other Deployment; we start no workflow for it.
+	setImage(t, nsOther, "other", "nginx:1.26")
+	other := waitComplete(t, nsOther, "other")
+	if other.Spec.Paused || other.Annotations[k8s.ParkedAnnotation] != "" || other.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		t.Errorf("the Deployment that did not opt in was changed: paused %t, strategy %s, annotations %v", other.Spec.Paused, other.Spec.Strategy.Type, other.Annotations)
+	}
+	if got := workflowOutcome(t, nsOther, "other"); !strings.HasPrefix(got, "no workflow") {
+		t.Errorf("workflow of the Deployment that did not opt in: %s, want none", got)
+	}
+	if got := builtinScalings(t, nsOther, "other", time.Time{}); len(got) == 0 {
+		t.Errorf("no ScalingReplicaSet event by the built-in controller on the other Deployment")
+	}
+
+	t0 := time.Now()
+	obs := observe(t, ns, 13, 8)
+	setImage(t, ns, "web", "nginx:1.26")
+	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
+	time.Sleep(3 * time.Second)
+	if got := sizes(t, ns); got != "nginx:1.26=5/5 nginx:1.25=5/5" {
+		t.Errorf("at the 50%% step, 3 s later: %s, want it held while the built-in controller runs", got)
+	}
+	out, err := runKubectl("--kubeconfig", env.stack.Kubeconfig, "rollout", "status", "deployment/web", "-n", ns, "--timeout=2s")
+	if err == nil || !strings.Contains(out, "5 out of 10 new replicas have been updated") {
+		t.Errorf("kubectl rollout status at the step: %v\n%s\nwant it waiting at 5 out of 10", err, out)
+	}
+	if out, err := updateCLI(ns, "web", workflows.UpdatePromote); err != nil {
+		t.Fatalf("promote: %v\n%s", err, out)
+	}
+	waitParked(t, ns, "web", "25%", "25%")
+	obs.stop()
+	if got := builtinScalings(t, ns, "web", t0); len(got) > 0 {
+		t.Errorf("the built-in controller scaled the opted-in Deployment's ReplicaSets: %q", got)
+	}
+	for rs, owners := range replicasOwners(t, ns) {
+		if strings.Join(owners, ",") != kube.FieldManager {
+			t.Errorf("ReplicaSet %s: spec.replicas owned by %v, want only %s", rs, owners, kube.FieldManager)
+		}
+	}
+
+	// Pause and resume by signal: the user's paused flag lives in the parked annotation.
+	update(t, ns, "web", func(d *appsv1.Deployment) { delete(d.Annotations, k8s.StepsAnnotation) })
+	signal(t, ns, "web", workflows.SignalPause)
+	eventually(t, 30*time.Second, func() string {
+		d := getDeployment(t, ns, "web")
+		if ps, _, _ := k8s.Parked(d); !ps.Paused || !d.Spec.Paused {
+			return fmt.Sprintf("saved paused %t, spec.paused %t; want both true", ps.Paused, d.Spec.Paused)
+		}
+		return ""
+	})
+	setImage(t, ns, "web", "nginx:1.27")
+	time.Sleep(2 * time.Second)
+	if got := sizes(t, ns); got != "nginx:1.26=10/10 nginx:1.25=0/0" {
+		t.Errorf("paused, 2 s after an image change: %s, want nothing rolled", got)
+	}
+	obs = observe(t, ns, 13, 8)
+	signal(t, ns, "web", workflows.SignalResume)
+	d := waitParked(t, ns, "web", "25%", "25%")
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.27" {
+		t.Errorf("after resume: image %s, want nginx:1.27", img)
+	}
+	// Roll back by signal (kubectl rollout undo refuses a paused Deployment): back to 1.26,
+	// still parked and opted in.
+	signal(t, ns, "web", workflows.SignalRollback, `{"revision":0}`)
+	eventually(t, waitTimeout, func() string {
+		d = getDeployment(t, ns, "web")
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.26" {
+			return "image " + img + ", want nginx:1.26"
+		}
+		if !k8s.WantsManaged(d) {
+			return fmt.Sprintf("annotations after the rollback %v, want still opted in", d.Annotations)
+		}
+		return ""
+	})
+	waitParked(t, ns, "web", "25%", "25%")
+	obs.stop()
+	if got := builtinScalings(t, ns, "web", t0); len(got) > 0 {
+		t.Errorf("the built-in controller scaled the opted-in Deployment's ReplicaSets: %q", got)
+	}
+	if out := kubectl(t, "rollout", "history", "deployment/web", "-n", ns); !strings.Contains(out, "REVISION") || strings.Count(out, "\n") < 4 {
+		t.Errorf("kubectl rollout history:\n%s\nwant three revisions", out)
+	}
+
+	// Opt out at rest: the user's spec back, our annotations gone, no pod restarted, and the
+	// built-in controller drives it from there.
+	pods := podUIDs(t, ns)
+	update(t, ns, "web", func(d *appsv1.Deployment) { delete(d.Annotations, k8s.ManagedAnnotation) })
+	eventually(t, 30*time.Second, func() string {
+		d = getDeployment(t, ns, "web")
+		switch {
+		case d.Spec.Paused || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType:
+			return fmt.Sprintf("spec: paused %t strategy %s, want the user's", d.Spec.Paused, d.Spec.Strategy.Type)
+		case d.Spec.Strategy.RollingUpdate.MaxSurge.String() != "25%" || d.Spec.Strategy.RollingUpdate.MaxUnavailable.String() != "25%":
+			return fmt.Sprintf("strategy %+v, want 25%%/25%%", d.Spec.Strategy.RollingUpdate)
+		case d.Annotations[k8s.ParkedAnnotation] != "":
+			return "parked annotation still there"
+		}
+		return ""
+	})
+	eventually(t, 30*time.Second, func() string {
+		if got := workflowOutcome(t, ns, "web"); got != "WORKFLOW_EXECUTION_STATUS_COMPLETED" && got != "Completed" {
+			return "workflow " + got + ", want completed (Released)"
+		}
+		return ""
+	})
+	for _, rs := range replicaSets(t, ns) {
+		if _, ok := rs.Annotations[k8s.ParkedAnnotation]; ok || rs.Annotations[k8s.DesiredReplicasAnnotation] == k8s.WithheldReplicas {
+			t.Errorf("ReplicaSet %s keeps managed mode's marks: %v", rs.Name, rs.Annotations)
+		}
+	}
+	time.Sleep(time.Second)
+	if got := podUIDs(t, ns); got != pods {
+		t.Errorf("pods changed on opt-out:\n%s\nwant\n%s", got, pods)
+	}
+	setImage(t, ns, "web", "nginx:1.28")
+	waitComplete(t, ns, "web")
+	if got := builtinScalings(t, ns, "web", time.Now().Add(-time.Minute)); len(got) == 0 {
+		t.Errorf("after opt-out, no ScalingReplicaSet event by the built-in controller")
+	}
+}
+
+// TestManagedModeFaults: a worker SIGKILLed mid-rollout (the Deployment stays parked and the
+// built-in controller scales nothing until the restarted worker finishes), opting out and
+// deleting mid-rollout (nothing left paused, parked or at 0), and a strategy that cannot be
+// parked (a warning event; the built-in controller keeps it).
+func TestManagedModeFaults(t *testing.T) {
+	inManagedMode(t)
+
+	t.Run("worker killed mid-rollout", func(t *testing.T) {
+		ns := newNamespace(t)
+		create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("3", "2"), managed()))
+		waitParked(t, ns, "web", "3", "2")
+		t0 := time.Now()
+		obs := observe(t, ns, 13, 8)
+		setImage(t, ns, "web", "nginx:1.26")
+		eventually(t, 30*time.Second, func() string {
+			if rss := replicaSets(t, ns); len(rss) < 2 || *rss[0].Spec.Replicas == 0 {
+				return "no new ReplicaSet scaled up yet: " + rsSummary(rss)
+			}
+			return ""
+		})
+		env.stack.KillProcess("worker")
+		before := sizes(t, ns)
+		time.Sleep(3 * time.Second)
+		if got := sizes(t, ns); strings.Split(got, "/")[0] != strings.Split(before, "/")[0] {
+			t.Logf("sizes moved while no worker ran: %s -> %s", before, got)
+		}
+		if d := getDeployment(t, ns, "web"); !d.Spec.Paused {
+			t.Errorf("the Deployment was unparked while no worker ran")
+		}
+		if err := startWorker("--mode", "managed"); err != nil {
+			t.Fatal(err)
+		}
+		waitParked(t, ns, "web", "3", "2")
+		obs.stop()
+		if got := builtinScalings(t, ns, "web", t0); len(got) > 0 {
+			t.Errorf("the built-in controller scaled ReplicaSets: %q", got)
+		}
+	})
+
+	t.Run("opt out mid-rollout", func(t *testing.T) {
+		ns := newNamespace(t)
+		create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), managed(), withSteps(`[{"setWeight":50},{"pause":{}}]`)))
+		waitParked(t, ns, "web", "25%", "25%")
+		obs := observe(t, ns, 13, 8)
+		setImage(t, ns, "web", "nginx:1.26")
+		waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
+		update(t, ns, "web", func(d *appsv1.Deployment) { delete(d.Annotations, k8s.ManagedAnnotation) })
+		// The built-in controller finishes the rollout from the ReplicaSets as they are.
+		d := waitComplete(t, ns, "web")
+		obs.stop()
+		if d.Spec.Paused || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || d.Annotations[k8s.ParkedAnnotation] != "" {
+			t.Errorf("after opt-out mid-rollout: paused %t strategy %s annotations %v", d.Spec.Paused, d.Spec.Strategy.Type, d.Annotations)
+		}
+		if got := sizes(t, ns); got != "nginx:1.26=10/10 nginx:1.25=0/0" {
+			t.Errorf("after the built-in controller finished: %s", got)
+		}
+	})
+
+	t.Run("deleted mid-rollout", func(t *testing.T) {
+		ns := newNamespace(t)
+		create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), managed(), withSteps(`[{"setWeight":50},{"pause":{}}]`)))
+		waitParked(t, ns, "web", "25%", "25%")
+		setImage(t, ns, "web", "nginx:1.26")
+		waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
+		fg := metav1.DeletePropagationForeground
+		if err := env.kube.AppsV1().Deployments(ns).Delete(context.Background(), "web", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 60*time.Second, func() string {
+			if got := workflowOutcome(t, ns, "web"); got != "WORKFLOW_EXECUTION_STATUS_COMPLETED" && got != "Completed" {
+				return "workflow " + got + ", want completed (Deleted)"
+			}
+			return ""
+		})
+	})
+
+	t.Run("strategy that cannot be parked", func(t *testing.T) {
+		ns := newNamespace(t)
+		create(t, newDeployment(ns, "web", 4, "nginx:1.25", recreate(), managed()))
+		waitEvent(t, ns, "web", "ManagedStrategyUnsupported: strategy Recreate cannot be driven")
+		setImage(t, ns, "web", "nginx:1.26")
+		d := waitComplete(t, ns, "web")
+		if d.Spec.Paused || d.Annotations[k8s.ParkedAnnotation] != "" {
+			t.Errorf("a Recreate Deployment was parked: paused %t, annotations %v", d.Spec.Paused, d.Annotations)
+		}
+		if got := builtinScalings(t, ns, "web", time.Time{}); len(got) == 0 {
+			t.Errorf("no ScalingReplicaSet event by the built-in controller")
+		}
+	})
+}
