@@ -435,6 +435,7 @@ func (w *Watcher) Reconcile(ctx context.Context) (int, error) {
 		switch {
 		case !open[key] && w.opts.Managed && w.unsupported(d):
 			// Its strategy cannot be parked: the workflow that warned about it ended.
+		case !open[key]:
 			w.queue.Add(key)
 			queued++
 		case w.weigh(d, "resync"):

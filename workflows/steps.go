@@ -298,7 +298,8 @@ func (r *rollout) weight() int32 {
 // k8s.Decide (nil: roll out as upstream does). It starts a stepped rollout for a new template,
 // and reports an invalid annotation once per value, freezing the rollout until it is fixed.
 func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Canary {
-	d := snap.Deployment
+	// A parked Deployment (managed mode) is weighed as its user wrote it.
+	d := k8s.Effective(snap.Deployment)
 	hash := snap.TemplateHash
 	if hash == "" {
 		hash = k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)

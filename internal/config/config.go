@@ -63,7 +63,7 @@ type Config struct {
 	// PrometheusAddress is the Prometheus server analysis steps query (worker).
 	PrometheusAddress string `mapstructure:"prometheus-address"`
 	// Mode is "full" (our worker is the cluster's Deployment controller: kube-controller-manager
-	// runs with --controllers=*,-deployment) or "managed" (beside the built-in controller, only
+	// runs with --controllers=*,-deployment; also when empty) or "managed" (beside the built-in controller, only
 	// Deployments annotated temporal-rollout.io/managed: "true"). Worker and watcher alike.
 	Mode string `mapstructure:"mode"`
 	// StartupTimeout bounds each start-up wait: for the API server, for Temporal and for the
@@ -184,7 +184,7 @@ func (c Config) Validate() error {
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, fmt.Errorf("log-format must be json or text, got %q", c.LogFormat))
 	}
-	if c.Mode != ModeFull && c.Mode != ModeManaged {
+	if c.Mode != "" && c.Mode != ModeFull && c.Mode != ModeManaged {
 		errs = append(errs, fmt.Errorf("mode must be %s or %s, got %q", ModeFull, ModeManaged, c.Mode))
 	}
 	if c.Resync < 0 {

@@ -62,7 +62,7 @@ func defaults() Config {
 		TemporalAddress: "localhost:7233", TemporalNamespace: "default", TaskQueue: workflows.DefaultTaskQueue,
 		MetricsAddress: ":9090", LogLevel: "info", LogFormat: "json",
 		Resync: 10 * time.Minute, MaxSyncs: 20,
-		StartupTimeout: 30 * time.Second, ShutdownTimeout: 15 * time.Second, WorkflowCacheSize: 2000,
+		StartupTimeout: 30 * time.Second, ShutdownTimeout: 15 * time.Second, WorkflowCacheSize: 2000, Mode: ModeFull,
 	}
 }
 
