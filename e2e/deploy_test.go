@@ -57,11 +57,7 @@ func TestDeployManifests(t *testing.T) {
 	}
 
 	// Run ours on the ServiceAccount's token alone.
-	token := strings.TrimSpace(kubectl(t, "create", "token", "temporal-rollout", "-n", "temporal-rollout", "--duration", "1h"))
-	kc := filepath.Join(t.TempDir(), "sa.kubeconfig")
-	if err := os.WriteFile(kc, []byte(fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: %s\n    insecure-skip-tls-verify: true\nusers:\n- name: sa\n  user:\n    token: %s\ncontexts:\n- name: c\n  context: {cluster: c, user: sa}\ncurrent-context: c\n", env.stack.APIServer, token)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kc := saKubeconfig(t)
 	restart := stopOurs(t)
 	defer func() {
 		env.stack.StopProcess("worker")
@@ -139,6 +135,17 @@ func TestDeployManifests(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// saKubeconfig writes a kubeconfig holding nothing but a token of deploy/'s ServiceAccount.
+func saKubeconfig(t *testing.T) string {
+	t.Helper()
+	token := strings.TrimSpace(kubectl(t, "create", "token", "temporal-rollout", "-n", "temporal-rollout", "--duration", "1h"))
+	kc := filepath.Join(t.TempDir(), "sa.kubeconfig")
+	if err := os.WriteFile(kc, []byte(fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: %s\n    insecure-skip-tls-verify: true\nusers:\n- name: sa\n  user:\n    token: %s\ncontexts:\n- name: c\n  context: {cluster: c, user: sa}\ncurrent-context: c\n", env.stack.APIServer, token)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kc
 }
 
 func runKubectl(args ...string) (string, error) {

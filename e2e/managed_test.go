@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -399,4 +400,81 @@ func TestManagedModeFaults(t *testing.T) {
 			t.Errorf("no ScalingReplicaSet event by the built-in controller")
 		}
 	})
+}
+
+// TestManagedModeInstall applies deploy/managed/ (mode managed, the same least-privilege RBAC,
+// and the guard), runs our worker and watcher on the ServiceAccount's token alone, and checks
+// the guard: while a Deployment is parked, `kubectl rollout resume`, a strategy edit and an
+// edit of the parked annotation by anyone else are denied with a message naming what to do,
+// while an image change and opting out go through; once handed back, nothing is denied.
+func TestManagedModeInstall(t *testing.T) {
+	inManagedMode(t)
+	// deploy/'s namespace may still be terminating after TestDeployManifests.
+	eventually(t, 2*time.Minute, func() string {
+		ns, err := env.kube.CoreV1().Namespaces().Get(context.Background(), "temporal-rollout", metav1.GetOptions{})
+		if err == nil && ns.DeletionTimestamp != nil {
+			return "namespace temporal-rollout is terminating"
+		}
+		return ""
+	})
+	out := kubectl(t, "apply", "--server-side", "-k", "../deploy/managed")
+	for _, want := range []string{"validatingadmissionpolicy.admissionregistration.k8s.io/temporal-rollout-parked-deployments",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/temporal-rollout-parked-deployments",
+		"configmap/temporal-rollout", "statefulset.apps/temporal-rollout-worker", "clusterrole.rbac.authorization.k8s.io/temporal-rollout"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply output lacks %s:\n%s", want, out)
+		}
+	}
+	t.Cleanup(func() { _, _ = runKubectl("delete", "-k", "../deploy/managed", "--wait=false") })
+	if cfg := kubectl(t, "get", "configmap", "temporal-rollout", "-n", "temporal-rollout", "-o", "jsonpath={.data.config\\.yaml}"); !strings.Contains(cfg, "mode: managed") {
+		t.Errorf("deploy/managed config.yaml:\n%s\nwant mode: managed", cfg)
+	}
+	kc := saKubeconfig(t)
+	env.stack.StopProcess("watcher")
+	env.stack.StopProcess("worker")
+	args := []string{"--kubeconfig", kc, "--temporal-address", env.stack.TemporalAddress, "--log-format", "text", "--metrics-address", "", "--mode", "managed"}
+	if _, err := env.stack.StartProcess("worker", filepath.Join(env.bin, "worker"), args...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.stack.StartProcess("watcher", filepath.Join(env.bin, "starter"), append([]string{"watch", "--search-attributes"}, args...)...); err != nil {
+		t.Fatal(err)
+	}
+
+	ns := newNamespace(t)
+	create(t, newDeployment(ns, "web", 4, "nginx:1.25", rolling("1", "1"), managed()))
+	waitParked(t, ns, "web", "1", "1")
+	denied := func(what string, args ...string) {
+		t.Helper()
+		eventually(t, 30*time.Second, func() string {
+			out, err := runKubectl(append([]string{"-n", ns}, args...)...)
+			if err == nil || !strings.Contains(out, "temporal-rollout-parked-deployments") || !strings.Contains(out, "opt out by removing the temporal-rollout.io/managed annotation") {
+				return fmt.Sprintf("%s: %v\n%s\nwant it denied by the guard", what, err, out)
+			}
+			return ""
+		})
+	}
+	denied("kubectl rollout resume", "rollout", "resume", "deployment/web")
+	denied("a strategy edit", "patch", "deployment/web", "--type=merge", "-p", `{"spec":{"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxSurge":2}}}}`)
+	denied("removing the parked annotation", "annotate", "deployment/web", k8s.ParkedAnnotation+"-")
+	if d := getDeployment(t, ns, "web"); !d.Spec.Paused || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Fatalf("the guard let the parked spec change: paused %t strategy %s", d.Spec.Paused, d.Spec.Strategy.Type)
+	}
+	obs := observe(t, ns, 5, 3)
+	setImage(t, ns, "web", "nginx:1.26")
+	waitParked(t, ns, "web", "1", "1")
+	obs.stop()
+	update(t, ns, "web", func(d *appsv1.Deployment) { delete(d.Annotations, k8s.ManagedAnnotation) })
+	eventually(t, 30*time.Second, func() string {
+		d := getDeployment(t, ns, "web")
+		if d.Spec.Paused || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || d.Annotations[k8s.ParkedAnnotation] != "" {
+			return fmt.Sprintf("after opt-out: paused %t strategy %s annotations %v", d.Spec.Paused, d.Spec.Strategy.Type, d.Annotations)
+		}
+		return ""
+	})
+	if out, err := runKubectl("-n", ns, "rollout", "pause", "deployment/web"); err != nil {
+		t.Errorf("kubectl rollout pause after hand-back: %v\n%s", err, out)
+	}
+	if out, err := runKubectl("-n", ns, "rollout", "resume", "deployment/web"); err != nil {
+		t.Errorf("kubectl rollout resume after hand-back: %v\n%s", err, out)
+	}
 }
