@@ -188,6 +188,7 @@ func workflowOutcome(t *testing.T, ns, name string) string {
 func TestManagedMode(t *testing.T) {
 	inManagedMode(t)
 	ns, nsOther := newNamespace(t), newNamespace(t)
+	recordHistories(t, ns, "web")
 	create(t, newDeployment(nsOther, "other", 4, "nginx:1.25", rolling("25%", "25%")))
 	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), managed(), withSteps(`[{"setWeight":50},{"pause":{}}]`)))
 	waitParked(t, ns, "web", "25%", "25%")
@@ -264,7 +265,16 @@ func TestManagedMode(t *testing.T) {
 		}
 		return ""
 	})
-	waitParked(t, ns, "web", "25%", "25%")
+	// The rollback restores the annotations of the revision it returns to, as upstream does,
+	// and that revision carried the steps: promote it through them.
+	eventually(t, waitTimeout, func() string {
+		if st := queryStatus(t, ns, "web"); st.Steps != nil && st.Steps.WaitingFor == workflows.WaitingForPromote {
+			if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
+				return fmt.Sprintf("promote: %v %s", err, out)
+			}
+		}
+		return managedPending(t, getDeployment(t, ns, "web"))
+	})
 	obs.stop()
 	if got := builtinScalings(t, ns, "web", t0); len(got) > 0 {
 		t.Errorf("the built-in controller scaled the opted-in Deployment's ReplicaSets: %q", got)
@@ -320,6 +330,7 @@ func TestManagedModeFaults(t *testing.T) {
 
 	t.Run("worker killed mid-rollout", func(t *testing.T) {
 		ns := newNamespace(t)
+		recordHistories(t, ns, "web")
 		create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("3", "2"), managed()))
 		waitParked(t, ns, "web", "3", "2")
 		t0 := time.Now()
@@ -352,6 +363,7 @@ func TestManagedModeFaults(t *testing.T) {
 
 	t.Run("opt out mid-rollout", func(t *testing.T) {
 		ns := newNamespace(t)
+		recordHistories(t, ns, "web")
 		create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), managed(), withSteps(`[{"setWeight":50},{"pause":{}}]`)))
 		waitParked(t, ns, "web", "25%", "25%")
 		obs := observe(t, ns, 13, 8)

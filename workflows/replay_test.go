@@ -36,7 +36,12 @@ import (
 // a worker SIGKILL, abort with a reason, analysis steps that pass, fail (and abort) and retry a
 // failing query, auto-rollback on a progress deadline, and kubectl rollout pause, resume and
 // undo mid-step; replaying them with the steps off fails (all but the auto-rollback one, which
-// has no steps).
+// has no steps). The *-v6.json histories come from version 6 (versionManaged), recorded by the
+// e2e suite's TestManagedMode and TestManagedModeFaults with E2E_RECORD_HISTORIES on
+// 2026-11-25, the worker in managed mode beside kube-controller-manager's Deployment
+// controller: park on opt-in, a 50% step and promote, pause and resume by signal, a rollback
+// by signal, opt-out at rest and mid-rollout (the run ends Released), a worker SIGKILL
+// mid-rollout; replaying them with managed mode off fails (8 of 9).
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {
