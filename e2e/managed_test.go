@@ -399,6 +399,77 @@ func TestManagedModeFaults(t *testing.T) {
 		})
 	})
 
+	t.Run("abort at a step", func(t *testing.T) {
+		ns := newNamespace(t)
+		recordHistories(t, ns, "web")
+		create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), managed(), withSteps(`[{"setWeight":50},{"pause":{}}]`)))
+		waitParked(t, ns, "web", "25%", "25%")
+		t0 := time.Now()
+		obs := observe(t, ns, 13, 8)
+		setImage(t, ns, "web", "nginx:1.26")
+		waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
+		if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"e2e abort"}`); err != nil {
+			t.Fatalf("abort: %v\n%s", err, out)
+		}
+		d := waitParked(t, ns, "web", "25%", "25%")
+		obs.stop()
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.25" || !k8s.WantsManaged(d) {
+			t.Errorf("after abort: image %s, annotations %v; want nginx:1.25, still opted in", img, d.Annotations)
+		}
+		if got := sizes(t, ns); got != "nginx:1.25=10/10 nginx:1.26=0/0" {
+			t.Errorf("after abort: %s", got)
+		}
+		waitEvent(t, ns, "web", "RolloutAborted")
+		if got := builtinScalings(t, ns, "web", t0); len(got) > 0 {
+			t.Errorf("the built-in controller scaled ReplicaSets: %q", got)
+		}
+	})
+
+	t.Run("progress deadline", func(t *testing.T) {
+		ns := newNamespace(t)
+		recordHistories(t, ns, "web")
+		create(t, newDeployment(ns, "web", 4, "nginx:1.25", rolling("1", "0"), progressDeadline(5), managed()))
+		waitParked(t, ns, "web", "1", "0")
+		setImage(t, ns, "web", "nginx:404")
+		// Past the deadline the stored condition says so, and stays so (the built-in
+		// controller's paused sync keeps that reason): kubectl rollout status fails as usual.
+		eventually(t, time.Minute, func() string {
+			if got := condition(getDeployment(t, ns, "web"), appsv1.DeploymentProgressing); got != "False/"+k8s.TimedOutReason {
+				return "Progressing " + got + ", want False/ProgressDeadlineExceeded"
+			}
+			return ""
+		})
+		time.Sleep(2 * time.Second)
+		if got := condition(getDeployment(t, ns, "web"), appsv1.DeploymentProgressing); got != "False/"+k8s.TimedOutReason {
+			t.Errorf("2 s later Progressing = %s, want it kept", got)
+		}
+		out, err := runKubectl("-n", ns, "rollout", "status", "deployment/web", "--timeout=10s")
+		if err == nil || !strings.Contains(out, "exceeded its progress deadline") {
+			t.Errorf("kubectl rollout status: %v\n%s\nwant it to fail on the deadline", err, out)
+		}
+		signal(t, ns, "web", workflows.SignalRollback, `{"revision":0}`)
+		d := waitParked(t, ns, "web", "1", "0")
+		if got := d.Spec.Template.Spec.Containers[0].Image; got != "nginx:1.25" {
+			t.Errorf("template after the rollback = %s, want nginx:1.25", got)
+		}
+	})
+
+	t.Run("auto-rollback on the progress deadline", func(t *testing.T) {
+		ns := newNamespace(t)
+		recordHistories(t, ns, "web")
+		create(t, newDeployment(ns, "web", 4, "nginx:1.25", rolling("1", "0"), progressDeadline(5), managed(), withAnnotation(k8s.AutoRollbackAnnotation, "true")))
+		waitParked(t, ns, "web", "1", "0")
+		setImage(t, ns, "web", "nginx:404")
+		waitEvent(t, ns, "web", "RolloutAborted: Rollout of revision 2 aborted: progress deadline exceeded")
+		d := waitParked(t, ns, "web", "1", "0")
+		if got := d.Spec.Template.Spec.Containers[0].Image; got != "nginx:1.25" {
+			t.Errorf("template after auto-rollback = %s, want nginx:1.25", got)
+		}
+		if got := sizes(t, ns); got != "nginx:1.25=4/4 nginx:404=0/0" {
+			t.Errorf("after auto-rollback: %s", got)
+		}
+	})
+
 	t.Run("strategy that cannot be parked", func(t *testing.T) {
 		ns := newNamespace(t)
 		create(t, newDeployment(ns, "web", 4, "nginx:1.25", recreate(), managed()))

@@ -224,6 +224,7 @@ func DecideManaged(s Snapshot, req Request, now time.Time) (Plan, error) {
 
 	view := s
 	view.Deployment = Unparked(d, ps)
+	setViewProgress(view.Deployment, req.ManagedProgress)
 	plan, err := decideFull(view, req, now, true)
 	if err != nil {
 		return Plan{}, err
@@ -235,11 +236,42 @@ func DecideManaged(s Snapshot, req Request, now time.Time) (Plan, error) {
 		unchained.Chain = false
 		if p1, err := decideFull(view, unchained, now, true); err == nil {
 			if q1 := quietPlan(s, p1, ps, now); q1.quiet {
-				return q1.plan, nil
+				quiet = q1
 			}
 		}
 	}
 	return quiet.plan, nil
+}
+
+// setViewProgress gives the unparked view the rollout's own Progressing condition: the one the
+// workflow kept (mark), or, without one, a ProgressDeadlineExceeded we wrote; anything else
+// stored is the paused sync's DeploymentPaused and is dropped, so the view starts the clock
+// afresh (FoundNewReplicaSet, NewReplicaSetCreated or ReplicaSetUpdated at now).
+func setViewProgress(v *appsv1.Deployment, mark *appsv1.DeploymentCondition) {
+	stored := GetCondition(v.Status, appsv1.DeploymentProgressing)
+	switch {
+	case mark != nil:
+		RemoveCondition(&v.Status, appsv1.DeploymentProgressing)
+		v.Status.Conditions = append(v.Status.Conditions, *mark.DeepCopy())
+	case stored != nil && stored.Reason == TimedOutReason:
+	default:
+		RemoveCondition(&v.Status, appsv1.DeploymentProgressing)
+	}
+}
+
+// parkedProgress sets the Progressing condition the paused sync starts from on a parked
+// Deployment's status: the rollout's ProgressDeadlineExceeded when the view timed out (the
+// paused sync keeps that reason, so `kubectl rollout status` fails as usual), else none over a
+// ProgressDeadlineExceeded we wrote earlier (the paused sync then writes DeploymentPaused).
+func parkedProgress(st *appsv1.DeploymentStatus, view *appsv1.DeploymentCondition) {
+	stored := GetCondition(*st, appsv1.DeploymentProgressing)
+	switch {
+	case view != nil && view.Reason == TimedOutReason:
+		RemoveCondition(st, appsv1.DeploymentProgressing)
+		st.Conditions = append(st.Conditions, *view.DeepCopy())
+	case stored != nil && stored.Reason == TimedOutReason:
+		RemoveCondition(st, appsv1.DeploymentProgressing)
+	}
 }
 
 // quietResult is a managed plan and whether every state it passes through keeps the built-in
@@ -262,6 +294,10 @@ type quietResult struct {
 // Each state after a ReplicaSet write is checked with KeepsParkedQuiet.
 func quietPlan(s Snapshot, plan Plan, ps ParkedSpec, now time.Time) quietResult {
 	st := newSimState(s)
+	if c := GetCondition(plan.Status, appsv1.DeploymentProgressing); c != nil {
+		plan.ManagedProgress = c.DeepCopy()
+	}
+	parkedProgress(&st.d.Status, plan.ManagedProgress)
 	res := quietResult{quiet: true}
 	var out []Step
 	statusAt := -1

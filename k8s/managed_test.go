@@ -411,3 +411,70 @@ func TestManagedCanaryStepHolds(t *testing.T) {
 		t.Fatalf("sizes at the 50%% step = %v, want [5 5]\n%s", sizes, s.describe())
 	}
 }
+
+// TestManagedProgressDeadline: the workflow keeps the rollout's own Progressing condition
+// (Plan.ManagedProgress) while the stored one is the paused sync's DeploymentPaused; past the
+// deadline the plan is DeadlineExceeded and writes ProgressDeadlineExceeded, which the paused
+// sync keeps; a rollback starts the clock again and DeploymentPaused comes back.
+func TestManagedProgressDeadline(t *testing.T) {
+	d := webDeployment(10, "web:1")
+	d.Spec.ProgressDeadlineSeconds = ptrTo(int32(10))
+	s := newManagedSim(t, d, true)
+	s.sync()
+	s.setImage("web:2")
+	var mark *appsv1.DeploymentCondition
+	var plan Plan
+	for i := 0; i < 15; i++ {
+		var err error
+		plan, err = Decide(s.snapshot(), Request{Managed: true, Chain: true, ManagedProgress: mark}, s.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, step := range plan.Steps {
+			s.apply(step)
+		}
+		mark = plan.ManagedProgress
+		if plan.Phase == PhaseDeadlineExceeded {
+			break
+		}
+		// No pod of the new ReplicaSet ever becomes available.
+		s.now = s.now.Add(time.Second)
+	}
+	if plan.Phase != PhaseDeadlineExceeded {
+		t.Fatalf("phase after 15 s = %s, want DeadlineExceeded (mark %+v)", plan.Phase, mark)
+	}
+	if got := condition(s.d.Status); got != "False/"+TimedOutReason {
+		t.Fatalf("stored Progressing = %s, want False/ProgressDeadlineExceeded", got)
+	}
+	builtin, err := decideFull(Snapshot{Deployment: s.d.DeepCopy(), ReplicaSets: s.rss}, Request{}, s.now, false)
+	if err != nil || !KeepsParkedQuiet(builtin, s.rss) || condition(builtin.Status) != "False/"+TimedOutReason {
+		t.Fatalf("the paused sync on it: %s, Progressing %s; want quiet and ProgressDeadlineExceeded kept", kindsOf(builtin), condition(builtin.Status))
+	}
+	rev := int64(0)
+	plan, err = Decide(s.snapshot(), Request{Managed: true, Chain: true, ManagedProgress: mark, RollbackTo: &rev}, s.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range plan.Steps {
+		s.apply(step)
+	}
+	mark = plan.ManagedProgress
+	plan, err = Decide(s.snapshot(), Request{Managed: true, Chain: true, ManagedProgress: mark}, s.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range plan.Steps {
+		s.apply(step)
+	}
+	if got := condition(s.d.Status); got != "Unknown/"+PausedDeployReason {
+		t.Fatalf("stored Progressing after the rollback = %s, want Unknown/DeploymentPaused", got)
+	}
+}
+
+func condition(st appsv1.DeploymentStatus) string {
+	c := GetCondition(st, appsv1.DeploymentProgressing)
+	if c == nil {
+		return "<none>"
+	}
+	return string(c.Status) + "/" + c.Reason
+}

@@ -44,6 +44,11 @@ type Request struct {
 	// Deployment controller. Only Deployments annotated temporal-rollout.io/managed: "true"
 	// are driven, parked so the built-in controller stays quiet (see DecideManaged).
 	Managed bool `json:"managed,omitempty"`
+	// ManagedProgress (managed mode) is the Progressing condition of the rollout as its user's
+	// strategy runs it, from the last sync's Plan.ManagedProgress: while parked, the stored
+	// condition is the paused sync's DeploymentPaused, so the workflow keeps the progress
+	// deadline's clock.
+	ManagedProgress *appsv1.DeploymentCondition `json:"managedProgress,omitempty"`
 }
 
 // Canary is the step a stepped rollout is at, as the workflow decided it.
@@ -173,6 +178,9 @@ type Plan struct {
 	CanaryReached bool `json:"canaryReached,omitempty"`
 	// CanaryStale: Request.Canary was for another template; nothing was decided.
 	CanaryStale bool `json:"canaryStale,omitempty"`
+	// ManagedProgress (managed mode): the rollout's Progressing condition after this sync, for
+	// the next Request.ManagedProgress.
+	ManagedProgress *appsv1.DeploymentCondition `json:"managedProgress,omitempty"`
 }
 
 // ObjectVersion names a Deployment or ReplicaSet at a resourceVersion: a sync must not decide

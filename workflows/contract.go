@@ -109,6 +109,8 @@ type Carry struct {
 	Warned     string            `json:"warned,omitempty"`
 	// Managed: the worker ran in managed mode (versionManaged).
 	Managed bool `json:"managed,omitempty"`
+	// ManagedProgress: the rollout's Progressing condition in managed mode.
+	ManagedProgress *appsv1.DeploymentCondition `json:"managedProgress,omitempty"`
 }
 
 // Validate checks the namespace and name.

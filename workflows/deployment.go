@@ -155,6 +155,9 @@ type rollout struct {
 	observed *k8s.Snapshot
 	// managed: the worker runs in managed mode (versionManaged; Observe says so).
 	managed bool
+	// progress (managed mode): the rollout's own Progressing condition, the progress
+	// deadline's clock (k8s.Request.ManagedProgress).
+	progress *appsv1.DeploymentCondition
 
 	failures   int
 	progressed bool
@@ -228,7 +231,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		}
 		r.atLeast, r.liveNext = c.AtLeast, c.LiveNext
 		r.steps, r.stepList, r.stableHash, r.abort, r.warned = c.Steps, c.StepList, c.StableHash, c.Abort, c.Warned
-		r.managed = c.Managed
+		r.managed, r.progress = c.Managed, c.ManagedProgress
 		if c.Abort != nil {
 			r.dirty = true
 		}
@@ -383,6 +386,8 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 		Abort:      r.abort,
 		Warned:     r.warned,
 		Managed:    r.managed,
+
+		ManagedProgress: r.progress,
 	}}
 	if r.version >= versionFoldStatus {
 		next.Carry.Version = r.version
@@ -443,6 +448,9 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 	in := activities.AwaitInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, AtLeast: r.atLeast,
 		Request: k8s.Request{RollbackTo: r.rollbackTo, Chain: true, Canary: r.canaryReq, Managed: r.managedRequest()}, MaxWait: awaitMaxWait,
+	}
+	if in.Request.Managed {
+		in.Request.ManagedProgress = r.progress
 	}
 	if r.version >= versionSteps {
 		ann := r.rolloutAnnotations
@@ -639,6 +647,9 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	}
 	r.uid = d.UID
 	req := k8s.Request{RollbackTo: r.rollbackTo, Chain: r.version >= versionChain, Managed: r.managedRequest()}
+	if req.Managed {
+		req.ManagedProgress = r.progress
+	}
 	if r.version >= versionSteps {
 		req.Canary = r.canaryRequest(ctx, obs.Snapshot)
 		r.canaryReq = req.Canary
@@ -647,6 +658,9 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	plan, err := k8s.Decide(obs.Snapshot, req, workflow.Now(ctx))
 	if err != nil {
 		return k8s.Plan{}, true, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalid, nil)
+	}
+	if req.Managed {
+		r.progress = plan.ManagedProgress
 	}
 	ref := activities.DeploymentRef{Namespace: d.Namespace, Name: d.Name, UID: d.UID}
 	wrote, restarted := false, false
