@@ -54,6 +54,8 @@ type Activities struct {
 	// own Deployment controller. Observe reports it, so the workflow decides with
 	// k8s.Request.Managed.
 	Managed bool
+	// ManagedGuard: --managed-guard (see k8s.Request.ManagedGuard).
+	ManagedGuard bool
 }
 
 // DeploymentRef names a Deployment and pins its UID.

@@ -35,12 +35,20 @@ type ParkResult struct {
 // resourceVersion as preconditions, retrying conflicts on a fresh read; it does nothing to a
 // Deployment that no longer opts in or whose strategy cannot be parked.
 func (a *Activities) ParkDeployment(ctx context.Context, in ParkInput) (ParkResult, error) {
+	res, err := a.parkDeployment(ctx, in)
+	if err != nil || res.Skipped == "deployment is gone" || res.Skipped == "it no longer opts in" {
+		return res, err
+	}
+	return res, a.markReplicaSets(ctx, in.Deployment, &res)
+}
+
+func (a *Activities) parkDeployment(ctx context.Context, in ParkInput) (ParkResult, error) {
 	return a.rewriteDeployment(ctx, in, "park", func(d *appsv1.Deployment) (string, error) {
 		if !k8s.WantsManaged(d) {
 			return "it no longer opts in", nil
 		}
 		if _, parked, _ := k8s.Parked(d); !parked {
-			if why := k8s.CanPark(d.Spec.Strategy); why != "" {
+			if why := k8s.CanPark(d.Spec.Strategy, a.ManagedGuard); why != "" {
 				return why, nil
 			}
 		} else if !k8s.ParkedDrift(d) {
@@ -48,6 +56,47 @@ func (a *Activities) ParkDeployment(ctx context.Context, in ParkInput) (ParkResu
 		}
 		return "", k8s.Park(d)
 	})
+}
+
+// markReplicaSets puts the parked annotation on every ReplicaSet the Deployment controls that
+// lacks it (those created before it opted in; later ones get it copied from the Deployment, by
+// either controller): deploy/managed/guard.yaml's ReplicaSet policy keys on it.
+func (a *Activities) markReplicaSets(ctx context.Context, ref DeploymentRef, res *ParkResult) error {
+	d, err := a.Client.AppsV1().Deployments(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return classify("get deployment "+ref.String(), err)
+	}
+	mark, ok := d.Annotations[k8s.ParkedAnnotation]
+	if !ok {
+		return nil
+	}
+	rss, err := a.Client.AppsV1().ReplicaSets(ref.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return classify("list replicasets of deployment "+ref.String(), err)
+	}
+	for i := range rss.Items {
+		rs := &rss.Items[i]
+		if owner := metav1.GetControllerOf(rs); owner == nil || owner.UID != d.UID {
+			continue
+		}
+		if _, ok := rs.Annotations[k8s.ParkedAnnotation]; ok {
+			continue
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": rs.UID, "annotations": map[string]string{k8s.ParkedAnnotation: mark}}})
+		updated, err := a.Client.AppsV1().ReplicaSets(ref.Namespace).Patch(ctx, rs.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+		a.countWrite("patch", "replicasets", err)
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return classify("mark replicaset "+ref.Namespace+"/"+rs.Name, err)
+		}
+		res.Wrote = append(res.Wrote, k8s.ReplicaSetVersion(updated))
+	}
+	return nil
 }
 
 // ReleaseDeployment (managed mode) hands a parked Deployment back to kube-controller-manager:

@@ -31,6 +31,8 @@ type ObserveResult struct {
 	FromCache bool         `json:"fromCache,omitempty"`
 	// Managed: the worker runs in managed mode (see Activities.Managed).
 	Managed bool `json:"managed,omitempty"`
+	// ManagedGuard: --managed-guard (see k8s.Request.ManagedGuard).
+	ManagedGuard bool `json:"managedGuard,omitempty"`
 }
 
 // cacheCatchUp bounds how long Observe waits for the cache before reading live.
@@ -44,7 +46,7 @@ const cacheCatchUp = time.Second
 // hold the Deployment, it reads live: only the API server may say a Deployment is gone.
 func (a *Activities) Observe(ctx context.Context, in ObserveInput) (ObserveResult, error) {
 	res, err := a.observe(ctx, in)
-	res.Managed = a.Managed
+	res.Managed, res.ManagedGuard = a.Managed, a.Managed && a.ManagedGuard
 	return res, err
 }
 

@@ -28,7 +28,9 @@ func inManagedMode(t *testing.T) {
 		t.Skip("E2E_CONTROLLER=built-in runs no worker")
 	}
 	restart := func(managed bool) error {
-		env.stack.Opts.BuiltinDeploymentController = managed
+		// As on kubeadm, GKE and EKS, each controller acts as its own ServiceAccount
+		// (system:serviceaccount:kube-system:deployment-controller for the Deployment one).
+		env.stack.Opts.BuiltinDeploymentController, env.stack.Opts.ServiceAccountCredentials = managed, managed
 		if err := env.stack.RestartControllerManager(float32(env.qps), env.burst); err != nil {
 			return err
 		}
@@ -56,7 +58,7 @@ func inManagedMode(t *testing.T) {
 func managed() deployOpt { return withAnnotation(k8s.ManagedAnnotation, "true") }
 
 // waitParked waits until the Deployment is parked with the user's RollingUpdate surge/unavailable
-// saved, and its rollout complete by the counts, with the new ReplicaSet's desired-replicas
+// saved (Recreate for surge ""), and its rollout complete by the counts, with the new ReplicaSet's desired-replicas
 // given back and no other ReplicaSet scaled up.
 func waitParked(t *testing.T, ns, name, surge, unavailable string) *appsv1.Deployment {
 	t.Helper()
@@ -69,7 +71,9 @@ func waitParked(t *testing.T, ns, name, surge, unavailable string) *appsv1.Deplo
 			return fmt.Sprintf("not parked (%v): annotations %v", err, d.Annotations)
 		case !d.Spec.Paused || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType:
 			return fmt.Sprintf("parked spec: paused %t strategy %s", d.Spec.Paused, d.Spec.Strategy.Type)
-		case ps.Strategy.RollingUpdate == nil || ps.Strategy.RollingUpdate.MaxSurge.String() != surge || ps.Strategy.RollingUpdate.MaxUnavailable.String() != unavailable:
+		case surge == "" && ps.Strategy.Type != appsv1.RecreateDeploymentStrategyType:
+			return fmt.Sprintf("saved strategy %+v, want Recreate", ps.Strategy)
+		case surge != "" && (ps.Strategy.RollingUpdate == nil || ps.Strategy.RollingUpdate.MaxSurge.String() != surge || ps.Strategy.RollingUpdate.MaxUnavailable.String() != unavailable):
 			return fmt.Sprintf("saved strategy %+v, want RollingUpdate %s/%s", ps.Strategy, surge, unavailable)
 		}
 		return managedPending(t, d)
@@ -515,7 +519,7 @@ func TestManagedModeInstall(t *testing.T) {
 	kc := saKubeconfig(t)
 	env.stack.StopProcess("watcher")
 	env.stack.StopProcess("worker")
-	args := []string{"--kubeconfig", kc, "--temporal-address", env.stack.TemporalAddress, "--log-format", "text", "--metrics-address", "", "--mode", "managed"}
+	args := []string{"--kubeconfig", kc, "--temporal-address", env.stack.TemporalAddress, "--log-format", "text", "--metrics-address", "", "--mode", "managed", "--managed-guard"}
 	if _, err := env.stack.StartProcess("worker", filepath.Join(env.bin, "worker"), args...); err != nil {
 		t.Fatal(err)
 	}
@@ -560,4 +564,46 @@ func TestManagedModeInstall(t *testing.T) {
 	if out, err := runKubectl("-n", ns, "rollout", "resume", "deployment/web"); err != nil {
 		t.Errorf("kubectl rollout resume after hand-back: %v\n%s", err, out)
 	}
+
+	// With --managed-guard the ReplicaSet policy lets us drive Recreate and maxSurge 0: the
+	// built-in controller's paused sync is denied every scale it tries on the way.
+	denials := vapDenials(t, "temporal-rollout-parked-replicasets")
+	nsDB, nsAPI := newNamespace(t), newNamespace(t)
+	create(t, newDeployment(nsDB, "db", 4, "postgres:16", recreate(), managed()))
+	create(t, newDeployment(nsAPI, "api", 4, "nginx:1.25", rolling("0", "1"), managed()))
+	db := waitParked(t, nsDB, "db", "", "")
+	waitParked(t, nsAPI, "api", "0", "1")
+	t0 := time.Now()
+	next := db.DeepCopy()
+	next.Spec.Template.Spec.Containers[0].Image = "postgres:17"
+	obsDB, obsAPI := observe(t, nsDB, 4, 0), observe(t, nsAPI, 4, 3)
+	obsDB.recreateNew = k8s.PodTemplateHash(&next.Spec.Template, nil)
+	setImage(t, nsDB, "db", "postgres:17")
+	setImage(t, nsAPI, "api", "nginx:1.26")
+	waitParked(t, nsDB, "db", "", "")
+	waitParked(t, nsAPI, "api", "0", "1")
+	obsDB.stop()
+	obsAPI.stop()
+	for ns, name := range map[string]string{nsDB: "db", nsAPI: "api"} {
+		if got := builtinScalings(t, ns, name, t0); len(got) > 0 {
+			t.Errorf("%s: the built-in controller scaled ReplicaSets: %q", name, got)
+		}
+	}
+	t.Logf("the ReplicaSet guard denied kube-controller-manager %d times during the Recreate and maxSurge 0 rollouts", vapDenials(t, "temporal-rollout-parked-replicasets")-denials)
+}
+
+// vapDenials reads kube-apiserver's count of requests a ValidatingAdmissionPolicy denied.
+func vapDenials(t *testing.T, policy string) int {
+	t.Helper()
+	out := kubectl(t, "get", "--raw", "/metrics")
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "apiserver_validating_admission_policy_check_total{") && strings.Contains(line, `policy="`+policy+`"`) && strings.Contains(line, `enforcement_action="deny"`) {
+			var v float64
+			if _, err := fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v); err == nil {
+				n += int(v)
+			}
+		}
+	}
+	return n
 }

@@ -77,8 +77,12 @@ func Parked(d *appsv1.Deployment) (ParkedSpec, bool, error) {
 // CanPark says why the Deployment's own strategy cannot be driven in managed mode, or "".
 // Recreate passes through "no active ReplicaSet", where the paused sync scales the newest
 // ReplicaSet to spec.replicas; maxSurge 0 leaves one active ReplicaSet below spec.replicas at
-// its first step, which the paused sync scales back.
-func CanPark(strategy appsv1.DeploymentStrategy) string {
+// its first step, which the paused sync scales back. With guard (the ReplicaSet policy of
+// deploy/managed/guard.yaml denies those scales) every strategy can.
+func CanPark(strategy appsv1.DeploymentStrategy, guard bool) string {
+	if guard {
+		return ""
+	}
 	if strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
 		return fmt.Sprintf("strategy %s cannot be driven beside the built-in Deployment controller (it passes through a state the controller's paused sync rescales); only RollingUpdate with maxSurge of at least 1 can", strategy.Type)
 	}
@@ -209,7 +213,7 @@ func DecideManaged(s Snapshot, req Request, now time.Time) (Plan, error) {
 		return Plan{Phase: PhaseProgressing, Status: d.Status, Steps: []Step{{Kind: StepRelease,
 			Events: []Event{{Type: eventTypeNormal, Reason: "Released", Message: "Opted out of temporal-rollout: spec.paused and spec.strategy restored, handed back to the Deployment controller"}}}}}, nil
 	case !parked:
-		if why := CanPark(d.Spec.Strategy); why != "" {
+		if why := CanPark(d.Spec.Strategy, req.ManagedGuard); why != "" {
 			return Plan{Phase: PhaseReleased, Status: d.Status, Message: why}, nil
 		}
 		return Plan{Phase: PhaseProgressing, Status: d.Status, Steps: []Step{{Kind: StepPark,
@@ -217,7 +221,7 @@ func DecideManaged(s Snapshot, req Request, now time.Time) (Plan, error) {
 	case ParkedDrift(d):
 		return Plan{Phase: PhaseProgressing, Status: d.Status, Steps: []Step{{Kind: StepPark}}}, nil
 	}
-	if why := CanPark(ps.Strategy); why != "" {
+	if why := CanPark(ps.Strategy, req.ManagedGuard); why != "" {
 		return Plan{Phase: PhaseProgressing, Status: d.Status, Message: why, Steps: []Step{{Kind: StepRelease,
 			Events: []Event{{Type: eventTypeWarning, Reason: "ManagedStrategyUnsupported", Message: why + "; handed back to the Deployment controller"}}}}}, nil
 	}

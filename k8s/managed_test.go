@@ -77,8 +77,11 @@ func TestCanPark(t *testing.T) {
 		{"recreate", useRecreate(webDeployment(10, "a")), "strategy Recreate"},
 	}
 	for _, tt := range tests {
+		if got := CanPark(tt.give.Spec.Strategy, true); got != "" {
+			t.Errorf("%s: CanPark(guard) = %q, want every strategy", tt.name, got)
+		}
 		t.Run(tt.name, func(t *testing.T) {
-			got := CanPark(tt.give.Spec.Strategy)
+			got := CanPark(tt.give.Spec.Strategy, false)
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Fatalf("CanPark() = %q, want %q", got, tt.want)
 			}

@@ -49,6 +49,10 @@ type Request struct {
 	// condition is the paused sync's DeploymentPaused, so the workflow keeps the progress
 	// deadline's clock.
 	ManagedProgress *appsv1.DeploymentCondition `json:"managedProgress,omitempty"`
+	// ManagedGuard (managed mode, --managed-guard): deploy/managed/guard.yaml's ReplicaSet
+	// policy is installed, denying the built-in Deployment controller any scale of a parked
+	// Deployment's ReplicaSets, so Recreate and maxSurge 0 can be driven too (see CanPark).
+	ManagedGuard bool `json:"managedGuard,omitempty"`
 }
 
 // Canary is the step a stepped rollout is at, as the workflow decided it.

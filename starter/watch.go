@@ -61,7 +61,7 @@ func watch(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) e
 		return err
 	}
 	w, err := watcher.New(c, tc, watcher.Options{
-		TaskQueue: cfg.TaskQueue, SearchAttributes: cfg.SearchAttributes, Resync: cfg.Resync, Managed: cfg.Managed(),
+		TaskQueue: cfg.TaskQueue, SearchAttributes: cfg.SearchAttributes, Resync: cfg.Resync, Managed: cfg.Managed(), ManagedGuard: cfg.ManagedGuard,
 		// Status-count refreshes of Deployments at rest go through the worker's write path.
 		Status: &activities.Activities{Client: kc, Cache: c, Metrics: activities.NewMetrics(reg)},
 	}, logger)

@@ -62,6 +62,8 @@ type Options struct {
 	// controller. Only Deployments that opted in (temporal-rollout.io/managed: "true") or are
 	// still parked get a workflow or a signal; an opt-in or opt-out is always signalled.
 	Managed bool
+	// ManagedGuard: --managed-guard (see k8s.Request.ManagedGuard).
+	ManagedGuard bool
 	// Status, when set, writes the status-count refreshes of Deployments at rest at once
 	// (activities.StatusOnly plans) instead of signalling a sync for them.
 	Status StatusWriter
@@ -212,7 +214,7 @@ func (w *Watcher) involved(d *appsv1.Deployment) bool {
 // request is what the watcher weighs a Deployment with: the worker's chained sync, in the
 // watcher's mode.
 func (w *Watcher) request() k8s.Request {
-	return k8s.Request{Chain: true, Managed: w.opts.Managed}
+	return k8s.Request{Chain: true, Managed: w.opts.Managed, ManagedGuard: w.opts.Managed && w.opts.ManagedGuard}
 }
 
 // enqueueIfDecided queues d when a sync would write something, by k8s.Decide on the cache's

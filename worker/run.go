@@ -143,6 +143,8 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		Metrics:    metrics,
 		LocalWaits: make(chan struct{}, localWaitSlots),
 		Managed:    cfg.Managed(),
+
+		ManagedGuard: cfg.ManagedGuard,
 	}
 	if prom != nil {
 		acts.Prometheus = prom

@@ -111,6 +111,7 @@ type Carry struct {
 	Managed bool `json:"managed,omitempty"`
 	// ManagedProgress: the rollout's Progressing condition in managed mode.
 	ManagedProgress *appsv1.DeploymentCondition `json:"managedProgress,omitempty"`
+	ManagedGuard    bool                        `json:"managedGuard,omitempty"`
 }
 
 // Validate checks the namespace and name.

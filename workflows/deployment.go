@@ -155,6 +155,8 @@ type rollout struct {
 	observed *k8s.Snapshot
 	// managed: the worker runs in managed mode (versionManaged; Observe says so).
 	managed bool
+	// managedGuard: --managed-guard (Observe says so).
+	managedGuard bool
 	// progress (managed mode): the rollout's own Progressing condition, the progress
 	// deadline's clock (k8s.Request.ManagedProgress).
 	progress *appsv1.DeploymentCondition
@@ -231,7 +233,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		}
 		r.atLeast, r.liveNext = c.AtLeast, c.LiveNext
 		r.steps, r.stepList, r.stableHash, r.abort, r.warned = c.Steps, c.StepList, c.StableHash, c.Abort, c.Warned
-		r.managed, r.progress = c.Managed, c.ManagedProgress
+		r.managed, r.managedGuard, r.progress = c.Managed, c.ManagedGuard, c.ManagedProgress
 		if c.Abort != nil {
 			r.dirty = true
 		}
@@ -373,19 +375,20 @@ func (r *rollout) queryStatus() Status {
 func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 	st := r.status
 	next := Input{Namespace: r.in.Namespace, Name: r.in.Name, Carry: &Carry{
-		Idle:       idle,
-		Dirty:      r.dirty,
-		RollbackTo: r.rollbackTo,
-		Pause:      r.pendingPause,
-		Status:     &st,
-		AtLeast:    r.atLeast,
-		LiveNext:   r.liveNext,
-		Steps:      r.steps,
-		StepList:   r.stepList,
-		StableHash: r.stableHash,
-		Abort:      r.abort,
-		Warned:     r.warned,
-		Managed:    r.managed,
+		Idle:         idle,
+		Dirty:        r.dirty,
+		RollbackTo:   r.rollbackTo,
+		Pause:        r.pendingPause,
+		Status:       &st,
+		AtLeast:      r.atLeast,
+		LiveNext:     r.liveNext,
+		Steps:        r.steps,
+		StepList:     r.stepList,
+		StableHash:   r.stableHash,
+		Abort:        r.abort,
+		Warned:       r.warned,
+		Managed:      r.managed,
+		ManagedGuard: r.managedGuard,
 
 		ManagedProgress: r.progress,
 	}}
@@ -450,7 +453,7 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 		Request: k8s.Request{RollbackTo: r.rollbackTo, Chain: true, Canary: r.canaryReq, Managed: r.managedRequest()}, MaxWait: awaitMaxWait,
 	}
 	if in.Request.Managed {
-		in.Request.ManagedProgress = r.progress
+		in.Request.ManagedProgress, in.Request.ManagedGuard = r.progress, r.managedGuard
 	}
 	if r.version >= versionSteps {
 		ann := r.rolloutAnnotations
@@ -634,7 +637,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		r.observed = nil
 		return k8s.Plan{}, false, fmt.Errorf("observe: %w", err)
 	} else if r.version >= versionManaged {
-		r.managed = obs.Managed
+		r.managed, r.managedGuard = obs.Managed, obs.ManagedGuard
 	}
 	r.observed = nil
 	r.atLeast, r.liveNext = nil, false
@@ -648,7 +651,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	r.uid = d.UID
 	req := k8s.Request{RollbackTo: r.rollbackTo, Chain: r.version >= versionChain, Managed: r.managedRequest()}
 	if req.Managed {
-		req.ManagedProgress = r.progress
+		req.ManagedProgress, req.ManagedGuard = r.progress, r.managedGuard
 	}
 	if r.version >= versionSteps {
 		req.Canary = r.canaryRequest(ctx, obs.Snapshot)

@@ -66,6 +66,8 @@ type Config struct {
 	// runs with --controllers=*,-deployment; also when empty) or "managed" (beside the built-in controller, only
 	// Deployments annotated temporal-rollout.io/managed: "true"). Worker and watcher alike.
 	Mode string `mapstructure:"mode"`
+	// ManagedGuard: deploy/managed/guard.yaml's ReplicaSet policy is installed (managed mode).
+	ManagedGuard bool `mapstructure:"managed-guard"`
 	// StartupTimeout bounds each start-up wait: for the API server, for Temporal and for the
 	// informer caches' first lists (worker and watcher).
 	StartupTimeout time.Duration `mapstructure:"startup-timeout"`
@@ -114,6 +116,7 @@ func flags(fs *pflag.FlagSet, metricsAddress string) {
 	fs.Bool("pprof", false, "serve Go's /debug/pprof/ on the metrics address (worker and watcher)")
 	fs.Int("max-concurrent-syncs", 20, "worker: workflow tasks (syncs) run at once; more wait in the task queue, not on the client rate limiter")
 	fs.String("mode", ModeFull, "worker and watcher: full (every Deployment; kube-controller-manager runs with --controllers=*,-deployment) or managed (only Deployments annotated temporal-rollout.io/managed: \"true\", beside kube-controller-manager's Deployment controller); both must agree")
+	fs.Bool("managed-guard", false, "worker and watcher, managed mode: deploy/managed/guard.yaml's ReplicaSet policy is installed (it denies kube-controller-manager's deployment-controller any scale of a parked Deployment's ReplicaSets; needs --use-service-account-credentials on kube-controller-manager), so Recreate and maxSurge 0 are driven too")
 	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
 	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
 }

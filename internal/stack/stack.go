@@ -61,6 +61,10 @@ type Options struct {
 	// BuiltinDeploymentController keeps kube-controller-manager's own Deployment controller on
 	// (the benchmark's reference side). Off by default: ours is the only one.
 	BuiltinDeploymentController bool
+	// ServiceAccountCredentials runs each of kube-controller-manager's controllers with its own
+	// ServiceAccount (--use-service-account-credentials, as kubeadm, GKE and EKS do), so the
+	// built-in Deployment controller acts as system:serviceaccount:kube-system:deployment-controller.
+	ServiceAccountCredentials bool
 	// KubeAPIQPS and KubeAPIBurst are kube-controller-manager's client budget (default 20/30).
 	KubeAPIQPS   float32
 	KubeAPIBurst int
@@ -350,7 +354,7 @@ func (s *Stack) controllers() string {
 func (s *Stack) kcmArgs(qps float32, burst int) []string {
 	dir := s.Opts.Dir
 	return []string{"--kubeconfig", s.Kubeconfig, "--controllers", s.controllers(), "--leader-elect=false",
-		"--service-account-private-key-file", s.saKey(), "--use-service-account-credentials=false",
+		"--service-account-private-key-file", s.saKey(), "--use-service-account-credentials=" + strconv.FormatBool(s.Opts.ServiceAccountCredentials),
 		"--root-ca-file", filepath.Join(dir, "certs", "apiserver.crt"),
 		"--kube-api-qps", strconv.FormatFloat(float64(qps), 'f', -1, 32), "--kube-api-burst", strconv.Itoa(burst),
 		"--secure-port=0", "--v", "1"}
