@@ -58,47 +58,6 @@ func (a *Activities) parkDeployment(ctx context.Context, in ParkInput) (ParkResu
 	})
 }
 
-// markReplicaSets puts the parked annotation on every ReplicaSet the Deployment controls that
-// lacks it (those created before it opted in; later ones get it copied from the Deployment, by
-// either controller): deploy/managed/guard.yaml's ReplicaSet policy keys on it.
-func (a *Activities) markReplicaSets(ctx context.Context, ref DeploymentRef, res *ParkResult) error {
-	d, err := a.Client.AppsV1().Deployments(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return classify("get deployment "+ref.String(), err)
-	}
-	mark, ok := d.Annotations[k8s.ParkedAnnotation]
-	if !ok {
-		return nil
-	}
-	rss, err := a.Client.AppsV1().ReplicaSets(ref.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return classify("list replicasets of deployment "+ref.String(), err)
-	}
-	for i := range rss.Items {
-		rs := &rss.Items[i]
-		if owner := metav1.GetControllerOf(rs); owner == nil || owner.UID != d.UID {
-			continue
-		}
-		if _, ok := rs.Annotations[k8s.ParkedAnnotation]; ok {
-			continue
-		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": rs.UID, "annotations": map[string]string{k8s.ParkedAnnotation: mark}}})
-		updated, err := a.Client.AppsV1().ReplicaSets(ref.Namespace).Patch(ctx, rs.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
-		a.countWrite("patch", "replicasets", err)
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			continue
-		}
-		if err != nil {
-			return classify("mark replicaset "+ref.Namespace+"/"+rs.Name, err)
-		}
-		res.Wrote = append(res.Wrote, k8s.ReplicaSetVersion(updated))
-	}
-	return nil
-}
-
 // ReleaseDeployment (managed mode) hands a parked Deployment back to kube-controller-manager:
 // the user's paused flag and strategy written back and the parked annotation removed, in one
 // update that changes no pod template (no pod restarts). Then each of its ReplicaSets loses
@@ -153,8 +112,49 @@ func (a *Activities) rewriteDeployment(ctx context.Context, in ParkInput, what s
 	}
 }
 
-// unmarkReplicaSets removes managed mode's marks from the ReplicaSets the Deployment controls.
+// markReplicaSets puts the parked annotation on every ReplicaSet the Deployment controls that
+// lacks it (those created before it opted in; later ones get it copied from the Deployment, by
+// either controller): deploy/managed/guard.yaml's ReplicaSet policy keys on it.
+func (a *Activities) markReplicaSets(ctx context.Context, ref DeploymentRef, res *ParkResult) error {
+	return a.annotateReplicaSets(ctx, ref, res, "mark", func(d *appsv1.Deployment, rs *appsv1.ReplicaSet) map[string]any {
+		mark, parked := d.Annotations[k8s.ParkedAnnotation]
+		if _, ok := rs.Annotations[k8s.ParkedAnnotation]; ok || !parked {
+			return nil
+		}
+		return map[string]any{k8s.ParkedAnnotation: mark}
+	})
+}
+
+// unmarkReplicaSets removes managed mode's marks from the ReplicaSets the Deployment controls:
+// the parked annotation, the managed one when the Deployment no longer has it, and a withheld
+// desired-replicas, which becomes the Deployment's replicas.
 func (a *Activities) unmarkReplicaSets(ctx context.Context, ref DeploymentRef, res *ParkResult) error {
+	return a.annotateReplicaSets(ctx, ref, res, "unmark", func(d *appsv1.Deployment, rs *appsv1.ReplicaSet) map[string]any {
+		annotations := map[string]any{}
+		if _, ok := rs.Annotations[k8s.ParkedAnnotation]; ok {
+			annotations[k8s.ParkedAnnotation] = nil
+		}
+		if _, ok := d.Annotations[k8s.ManagedAnnotation]; !ok {
+			if _, ok := rs.Annotations[k8s.ManagedAnnotation]; ok {
+				annotations[k8s.ManagedAnnotation] = nil
+			}
+		}
+		if rs.Annotations[k8s.DesiredReplicasAnnotation] == k8s.WithheldReplicas {
+			replicas := int32(1)
+			if d.Spec.Replicas != nil {
+				replicas = *d.Spec.Replicas
+			}
+			annotations[k8s.DesiredReplicasAnnotation] = fmt.Sprint(replicas)
+		}
+		return annotations
+	})
+}
+
+// annotateReplicaSets merge-patches, with a UID precondition, the annotations change returns
+// (nil values delete) onto each ReplicaSet the Deployment, read live, controls. A ReplicaSet
+// gone or replaced meanwhile is skipped.
+func (a *Activities) annotateReplicaSets(ctx context.Context, ref DeploymentRef, res *ParkResult, what string,
+	change func(*appsv1.Deployment, *appsv1.ReplicaSet) map[string]any) error {
 	d, err := a.Client.AppsV1().Deployments(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -166,38 +166,26 @@ func (a *Activities) unmarkReplicaSets(ctx context.Context, ref DeploymentRef, r
 	if err != nil {
 		return classify("list replicasets of deployment "+ref.String(), err)
 	}
-	replicas := int32(1)
-	if d.Spec.Replicas != nil {
-		replicas = *d.Spec.Replicas
-	}
 	for i := range rss.Items {
 		rs := &rss.Items[i]
 		if owner := metav1.GetControllerOf(rs); owner == nil || owner.UID != d.UID {
 			continue
 		}
-		annotations := map[string]any{}
-		if _, ok := rs.Annotations[k8s.ParkedAnnotation]; ok {
-			annotations[k8s.ParkedAnnotation] = nil
-		}
-		if _, ok := d.Annotations[k8s.ManagedAnnotation]; !ok {
-			if _, ok := rs.Annotations[k8s.ManagedAnnotation]; ok {
-				annotations[k8s.ManagedAnnotation] = nil
-			}
-		}
-		if rs.Annotations[k8s.DesiredReplicasAnnotation] == k8s.WithheldReplicas {
-			annotations[k8s.DesiredReplicasAnnotation] = fmt.Sprint(replicas)
-		}
+		annotations := change(d, rs)
 		if len(annotations) == 0 {
 			continue
 		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": rs.UID, "annotations": annotations}})
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": rs.UID, "annotations": annotations}})
+		if err != nil {
+			return nonRetryable(ErrInvalid, "%s replicaset %s/%s: %v", what, ref.Namespace, rs.Name, err)
+		}
 		updated, err := a.Client.AppsV1().ReplicaSets(ref.Namespace).Patch(ctx, rs.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
 		a.countWrite("patch", "replicasets", err)
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			continue
 		}
 		if err != nil {
-			return classify("unmark replicaset "+ref.Namespace+"/"+rs.Name, err)
+			return classify(what+" replicaset "+ref.Namespace+"/"+rs.Name, err)
 		}
 		res.Wrote = append(res.Wrote, k8s.ReplicaSetVersion(updated))
 	}

@@ -326,7 +326,8 @@ func TestManagedMode(t *testing.T) {
 }
 
 // TestManagedModeFaults: a worker SIGKILLed mid-rollout (the Deployment stays parked and the
-// built-in controller scales nothing until the restarted worker finishes), opting out and
+// built-in controller scales nothing until the restarted worker finishes; killed again and
+// opted out while no worker runs, it is handed back by the restarted worker), opting out and
 // deleting mid-rollout (nothing left paused, parked or at 0), and a strategy that cannot be
 // parked (a warning event; the built-in controller keeps it).
 func TestManagedModeFaults(t *testing.T) {
@@ -362,6 +363,34 @@ func TestManagedModeFaults(t *testing.T) {
 		obs.stop()
 		if got := builtinScalings(t, ns, "web", t0); len(got) > 0 {
 			t.Errorf("the built-in controller scaled ReplicaSets: %q", got)
+		}
+
+		// Killed again mid-rollout, and opted out while no worker runs: the restarted worker
+		// hands it back, and kube-controller-manager finishes the rollout.
+		obs = observe(t, ns, 13, 8)
+		setImage(t, ns, "web", "nginx:1.27")
+		eventually(t, 30*time.Second, func() string {
+			if rss := replicaSets(t, ns); len(rss) < 3 || *rss[0].Spec.Replicas == 0 {
+				return "no new ReplicaSet scaled up yet: " + rsSummary(rss)
+			}
+			return ""
+		})
+		env.stack.KillProcess("worker")
+		update(t, ns, "web", func(d *appsv1.Deployment) { delete(d.Annotations, k8s.ManagedAnnotation) })
+		time.Sleep(2 * time.Second)
+		if d := getDeployment(t, ns, "web"); !d.Spec.Paused {
+			t.Errorf("unparked while no worker ran")
+		}
+		if err := startWorker("--mode", "managed"); err != nil {
+			t.Fatal(err)
+		}
+		d := waitComplete(t, ns, "web")
+		obs.stop()
+		if d.Spec.Paused || d.Annotations[k8s.ParkedAnnotation] != "" || *d.Spec.Replicas != 10 || d.Spec.Strategy.RollingUpdate == nil || d.Spec.Strategy.RollingUpdate.MaxSurge.String() != "3" {
+			t.Errorf("after opt-out with the worker down: paused %t replicas %d strategy %+v annotations %v", d.Spec.Paused, *d.Spec.Replicas, d.Spec.Strategy, d.Annotations)
+		}
+		if got := sizes(t, ns); !strings.HasPrefix(got, "nginx:1.27=10/10 ") {
+			t.Errorf("after kube-controller-manager finished: %s", got)
 		}
 	})
 
