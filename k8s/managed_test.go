@@ -481,3 +481,33 @@ func condition(st appsv1.DeploymentStatus) string {
 	}
 	return string(c.Status) + "/" + c.Reason
 }
+
+// TestManagedGuardedStrategies: behind the ReplicaSet guard, maxSurge 0 and Recreate roll out
+// to completion (the guard, not the plan, keeps the built-in controller from scaling).
+func TestManagedGuardedStrategies(t *testing.T) {
+	for _, d := range []*appsv1.Deployment{withFenceposts(webDeployment(4, "web:1"), "0", "1"), useRecreate(webDeployment(4, "web:1"))} {
+		t.Run(string(d.Spec.Strategy.Type), func(t *testing.T) {
+			d.Annotations[ManagedAnnotation] = "true"
+			_ = Park(d)
+			s := newManagedSim(t, d, true)
+			s.setImage("web:2")
+			for i := 0; i < 100; i++ {
+				plan, err := Decide(s.snapshot(), Request{Managed: true, Chain: true, ManagedGuard: true}, s.now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, step := range plan.Steps {
+					s.apply(step)
+				}
+				if plan.Phase == PhaseComplete && len(plan.Steps) == 0 {
+					if got := len(filterActive(s.rss)); got != 1 {
+						t.Fatalf("%d active ReplicaSets at the end\n%s", got, s.describe())
+					}
+					return
+				}
+				s.tick()
+			}
+			t.Fatalf("not complete\n%s", s.describe())
+		})
+	}
+}

@@ -156,11 +156,13 @@ func (p *planner) reconcileOldReplicaSets(all, oldActive []*appsv1.ReplicaSet, n
 		limit = sumSpec(oldActive) - (replicas(p.d) - p.newCap)
 		maxDown = min(maxDown, limit)
 	}
-	if p.keepLastOld && rsReplicas(newRS) < replicas(p.d) {
+	if p.keepLastOld && MaxSurge(p.d) > 0 && rsReplicas(newRS) < replicas(p.d) {
 		// Managed mode: one old replica stays until the new ReplicaSet is full, or the
 		// built-in controller's paused sync would size the one active ReplicaSet itself.
 		// 4 replicas, maxSurge 1, maxUnavailable 1, new at 3 and old at 2, all available:
-		// old goes to 1, not 0; new goes to 4 next, then old to 0.
+		// old goes to 1, not 0; new goes to 4 next, then old to 0. With maxSurge 0 (driven
+		// only behind the ReplicaSet guard, which denies those scales) the new ReplicaSet
+		// could never grow past replicas − 1: the last old replica goes as usual.
 		limit = min(limit, sumSpec(oldActive)-1)
 		maxDown = min(maxDown, limit)
 	}
