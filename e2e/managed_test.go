@@ -112,8 +112,9 @@ func managedPending(t *testing.T, d *appsv1.Deployment) string {
 }
 
 // builtinScalings lists the ScalingReplicaSet events kube-controller-manager's Deployment
-// controller recorded on the Deployment since t0 (ours come from another component).
-func builtinScalings(t *testing.T, ns, name string, t0 time.Time) []string {
+// controller recorded on the Deployment (ours come from another component), each as
+// "message (count)", so a later list can be told apart from an earlier one (since).
+func builtinScalings(t *testing.T, ns, name string) []string {
 	t.Helper()
 	list, err := env.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",involvedObject.kind=Deployment"})
 	if err != nil {
@@ -121,8 +122,24 @@ func builtinScalings(t *testing.T, ns, name string, t0 time.Time) []string {
 	}
 	var out []string
 	for _, e := range list.Items {
-		if e.Reason == "ScalingReplicaSet" && e.Source.Component == "deployment-controller" && !e.LastTimestamp.Time.Before(t0.Truncate(time.Second)) {
-			out = append(out, e.Message)
+		if e.Reason == "ScalingReplicaSet" && e.Source.Component == "deployment-controller" {
+			out = append(out, fmt.Sprintf("%s (%d)", e.Message, e.Count))
+		}
+	}
+	return out
+}
+
+// builtinScalingsSince is what builtinScalings lists now and did not in before.
+func builtinScalingsSince(t *testing.T, ns, name string, before []string) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, e := range before {
+		seen[e] = true
+	}
+	var out []string
+	for _, e := range builtinScalings(t, ns, name) {
+		if !seen[e] {
+			out = append(out, e)
 		}
 	}
 	return out
@@ -205,11 +222,11 @@ func TestManagedMode(t *testing.T) {
 	if got := workflowOutcome(t, nsOther, "other"); !strings.HasPrefix(got, "no workflow") {
 		t.Errorf("workflow of the Deployment that did not opt in: %s, want none", got)
 	}
-	if got := builtinScalings(t, nsOther, "other", time.Time{}); len(got) == 0 {
+	if got := builtinScalings(t, nsOther, "other"); len(got) == 0 {
 		t.Errorf("no ScalingReplicaSet event by the built-in controller on the other Deployment")
 	}
 
-	t0 := time.Now()
+	baseline := builtinScalings(t, ns, "web")
 	obs := observe(t, ns, 13, 8)
 	setImage(t, ns, "web", "nginx:1.26")
 	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
@@ -226,7 +243,7 @@ func TestManagedMode(t *testing.T) {
 	}
 	waitParked(t, ns, "web", "25%", "25%")
 	obs.stop()
-	if got := builtinScalings(t, ns, "web", t0); len(got) > 0 {
+	if got := builtinScalingsSince(t, ns, "web", baseline); len(got) > 0 {
 		t.Errorf("the built-in controller scaled the opted-in Deployment's ReplicaSets: %q", got)
 	}
 	for rs, owners := range replicasOwners(t, ns) {
@@ -280,7 +297,7 @@ func TestManagedMode(t *testing.T) {
 		return managedPending(t, getDeployment(t, ns, "web"))
 	})
 	obs.stop()
-	if got := builtinScalings(t, ns, "web", t0); len(got) > 0 {
+	if got := builtinScalingsSince(t, ns, "web", baseline); len(got) > 0 {
 		t.Errorf("the built-in controller scaled the opted-in Deployment's ReplicaSets: %q", got)
 	}
 	if out := kubectl(t, "rollout", "history", "deployment/web", "-n", ns); !strings.Contains(out, "REVISION") || strings.Count(out, "\n") < 4 {
@@ -318,9 +335,10 @@ func TestManagedMode(t *testing.T) {
 	if got := podUIDs(t, ns); got != pods {
 		t.Errorf("pods changed on opt-out:\n%s\nwant\n%s", got, pods)
 	}
+	before := builtinScalings(t, ns, "web")
 	setImage(t, ns, "web", "nginx:1.28")
 	waitComplete(t, ns, "web")
-	if got := builtinScalings(t, ns, "web", time.Now().Add(-time.Minute)); len(got) == 0 {
+	if got := builtinScalingsSince(t, ns, "web", before); len(got) == 0 {
 		t.Errorf("after opt-out, no ScalingReplicaSet event by the built-in controller")
 	}
 }
@@ -338,7 +356,7 @@ func TestManagedModeFaults(t *testing.T) {
 		recordHistories(t, ns, "web")
 		create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("3", "2"), managed()))
 		waitParked(t, ns, "web", "3", "2")
-		t0 := time.Now()
+		baseline := builtinScalings(t, ns, "web")
 		obs := observe(t, ns, 13, 8)
 		setImage(t, ns, "web", "nginx:1.26")
 		eventually(t, 30*time.Second, func() string {
@@ -361,7 +379,7 @@ func TestManagedModeFaults(t *testing.T) {
 		}
 		waitParked(t, ns, "web", "3", "2")
 		obs.stop()
-		if got := builtinScalings(t, ns, "web", t0); len(got) > 0 {
+		if got := builtinScalingsSince(t, ns, "web", baseline); len(got) > 0 {
 			t.Errorf("the built-in controller scaled ReplicaSets: %q", got)
 		}
 
@@ -437,7 +455,7 @@ func TestManagedModeFaults(t *testing.T) {
 		recordHistories(t, ns, "web")
 		create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), managed(), withSteps(`[{"setWeight":50},{"pause":{}}]`)))
 		waitParked(t, ns, "web", "25%", "25%")
-		t0 := time.Now()
+		baseline := builtinScalings(t, ns, "web")
 		obs := observe(t, ns, 13, 8)
 		setImage(t, ns, "web", "nginx:1.26")
 		waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
@@ -453,7 +471,7 @@ func TestManagedModeFaults(t *testing.T) {
 			t.Errorf("after abort: %s", got)
 		}
 		waitEvent(t, ns, "web", "RolloutAborted")
-		if got := builtinScalings(t, ns, "web", t0); len(got) > 0 {
+		if got := builtinScalingsSince(t, ns, "web", baseline); len(got) > 0 {
 			t.Errorf("the built-in controller scaled ReplicaSets: %q", got)
 		}
 	})
@@ -512,7 +530,7 @@ func TestManagedModeFaults(t *testing.T) {
 		if d.Spec.Paused || d.Annotations[k8s.ParkedAnnotation] != "" {
 			t.Errorf("a Recreate Deployment was parked: paused %t, annotations %v", d.Spec.Paused, d.Annotations)
 		}
-		if got := builtinScalings(t, ns, "web", time.Time{}); len(got) == 0 {
+		if got := builtinScalings(t, ns, "web"); len(got) == 0 {
 			t.Errorf("no ScalingReplicaSet event by the built-in controller")
 		}
 	})
@@ -602,7 +620,7 @@ func TestManagedModeInstall(t *testing.T) {
 	create(t, newDeployment(nsAPI, "api", 4, "nginx:1.25", rolling("0", "1"), managed()))
 	db := waitParked(t, nsDB, "db", "", "")
 	waitParked(t, nsAPI, "api", "0", "1")
-	t0 := time.Now()
+	baseline := map[string][]string{"db": builtinScalings(t, nsDB, "db"), "api": builtinScalings(t, nsAPI, "api")}
 	next := db.DeepCopy()
 	next.Spec.Template.Spec.Containers[0].Image = "postgres:17"
 	obsDB, obsAPI := observe(t, nsDB, 4, 0), observe(t, nsAPI, 4, 3)
@@ -614,7 +632,7 @@ func TestManagedModeInstall(t *testing.T) {
 	obsDB.stop()
 	obsAPI.stop()
 	for ns, name := range map[string]string{nsDB: "db", nsAPI: "api"} {
-		if got := builtinScalings(t, ns, name, t0); len(got) > 0 {
+		if got := builtinScalingsSince(t, ns, name, baseline[name]); len(got) > 0 {
 			t.Errorf("%s: the built-in controller scaled ReplicaSets: %q", name, got)
 		}
 	}
