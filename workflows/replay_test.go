@@ -41,7 +41,8 @@ import (
 // 2026-11-25, the worker in managed mode beside kube-controller-manager's Deployment
 // controller: park on opt-in, a 50% step and promote, pause and resume by signal, a rollback
 // by signal, opt-out at rest and mid-rollout (the run ends Released), a worker SIGKILL
-// mid-rollout; replaying them with managed mode off fails (8 of 9).
+// mid-rollout, abort at a step, a progress deadline kept by the workflow and the rollback after
+// it, and auto-rollback on it; replaying them with managed mode off fails (15 of 18).
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {
