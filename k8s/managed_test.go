@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -509,5 +510,41 @@ func TestManagedGuardedStrategies(t *testing.T) {
 			}
 			t.Fatalf("not complete\n%s", s.describe())
 		})
+	}
+}
+
+// TestDecideManagedIsDeterministic: the managed path (parked annotation JSON, the unparked
+// view, the simulated paused sync) gives the same plan byte for byte on every run, as does
+// Effective (workflowcheck exempts both; see workflowcheck.config.yaml).
+func TestDecideManagedIsDeterministic(t *testing.T) {
+	d := webDeployment(10, "nginx:1.2")
+	d.Annotations[RevisionAnnotation] = "2"
+	d.Annotations["a"], d.Annotations["b"], d.Annotations["c"] = "1", "2", "3"
+	d.Annotations[ManagedAnnotation] = "true"
+	d.Status = settledStatus(d, 10)
+	if err := Park(d); err != nil {
+		t.Fatal(err)
+	}
+	old1 := ownedRS(d, "nginx:1.0", 1, 4, 4, ago(2*time.Hour))
+	old2 := ownedRS(d, "nginx:1.1", 2, 6, 6, ago(time.Hour))
+	snap := Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old1, old2}}
+	req := Request{Managed: true, Chain: true}
+	first, err := Decide(snap, req, planNow)
+	if err != nil || len(first.Steps) == 0 {
+		t.Fatalf("Decide() = %s, %v; want a rollout", kindsOf(first), err)
+	}
+	want, _ := json.Marshal(first)
+	wantView, _ := json.Marshal(Effective(d))
+	for i := range 200 {
+		plan, err := Decide(snap, req, planNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := json.Marshal(plan); string(got) != string(want) {
+			t.Fatalf("run %d: plan = %s, want %s", i, got, want)
+		}
+		if got, _ := json.Marshal(Effective(d)); string(got) != string(wantView) {
+			t.Fatalf("run %d: Effective = %s, want %s", i, got, wantView)
+		}
 	}
 }
