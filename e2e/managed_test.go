@@ -169,6 +169,17 @@ func replicasOwners(t *testing.T, ns string) map[string][]string {
 	return out
 }
 
+// waitNewScaledUp waits until the namespace has n ReplicaSets, the newest scaled up.
+func waitNewScaledUp(t *testing.T, ns string, n int) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() string {
+		if rss := replicaSets(t, ns); len(rss) < n || *rss[0].Spec.Replicas == 0 {
+			return "no new ReplicaSet scaled up yet: " + rsSummary(rss)
+		}
+		return ""
+	})
+}
+
 func podUIDs(t *testing.T, ns string) string {
 	t.Helper()
 	list, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
@@ -359,12 +370,7 @@ func TestManagedModeFaults(t *testing.T) {
 		baseline := builtinScalings(t, ns, "web")
 		obs := observe(t, ns, 13, 8)
 		setImage(t, ns, "web", "nginx:1.26")
-		eventually(t, 30*time.Second, func() string {
-			if rss := replicaSets(t, ns); len(rss) < 2 || *rss[0].Spec.Replicas == 0 {
-				return "no new ReplicaSet scaled up yet: " + rsSummary(rss)
-			}
-			return ""
-		})
+		waitNewScaledUp(t, ns, 2)
 		env.stack.KillProcess("worker")
 		before := sizes(t, ns)
 		time.Sleep(3 * time.Second)
@@ -387,12 +393,7 @@ func TestManagedModeFaults(t *testing.T) {
 		// hands it back, and kube-controller-manager finishes the rollout.
 		obs = observe(t, ns, 13, 8)
 		setImage(t, ns, "web", "nginx:1.27")
-		eventually(t, 30*time.Second, func() string {
-			if rss := replicaSets(t, ns); len(rss) < 3 || *rss[0].Spec.Replicas == 0 {
-				return "no new ReplicaSet scaled up yet: " + rsSummary(rss)
-			}
-			return ""
-		})
+		waitNewScaledUp(t, ns, 3)
 		env.stack.KillProcess("worker")
 		update(t, ns, "web", func(d *appsv1.Deployment) { delete(d.Annotations, k8s.ManagedAnnotation) })
 		time.Sleep(2 * time.Second)

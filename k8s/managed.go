@@ -454,12 +454,17 @@ func (st *simState) withhold(rs *appsv1.ReplicaSet) *appsv1.ReplicaSet {
 	if newRS == nil || newRS.Name != rs.Name || sumSpec(filterActive(FindOldReplicaSets(st.d, st.rss))) == 0 {
 		return rs
 	}
+	newRS.Annotations[DesiredReplicasAnnotation] = WithheldReplicas
+	return withheld(rs)
+}
+
+// withheld is a copy of rs with its desired-replicas withheld.
+func withheld(rs *appsv1.ReplicaSet) *appsv1.ReplicaSet {
 	c := rs.DeepCopy()
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}
 	}
 	c.Annotations[DesiredReplicasAnnotation] = WithheldReplicas
-	newRS.Annotations[DesiredReplicasAnnotation] = WithheldReplicas
 	return c
 }
 
@@ -499,14 +504,9 @@ func (st *simState) preWithhold(d *appsv1.Deployment, written map[string]bool) *
 	if orig == nil {
 		return nil
 	}
-	c := orig.DeepCopy()
-	if c.Annotations == nil {
-		c.Annotations = map[string]string{}
-	}
-	c.Annotations[DesiredReplicasAnnotation] = WithheldReplicas
 	target.Annotations[DesiredReplicasAnnotation] = WithheldReplicas
 	written[target.Name] = true
-	return &Step{Kind: StepUpdateRS, ReplicaSet: c, FromReplicas: rsReplicas(orig)}
+	return &Step{Kind: StepUpdateRS, ReplicaSet: withheld(orig), FromReplicas: rsReplicas(orig)}
 }
 
 func (st *simState) original(name string) *appsv1.ReplicaSet {
