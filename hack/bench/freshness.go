@@ -44,11 +44,26 @@ type Freshness struct {
 	Durations []float64 `json:"durations,omitempty"`
 	// PerDeployment is the stale time of each Deployment, in seconds.
 	PerDeployment map[string]float64 `json:"perDeployment,omitempty"`
+	// Slow are the intervals of at least slowInterval, with when each began, for the
+	// "where the time goes" reading (the first interval of a Deployment starts at the update).
+	Slow []StaleInterval `json:"slow,omitempty"`
 	// Events is the number of Deployment and ReplicaSet events seen.
 	Events int `json:"events"`
 	// Err is why the observation is incomplete (a watch that ended), if it is.
 	Err string `json:"error,omitempty"`
 }
+
+// StaleInterval is one stale interval of a Deployment: it began At seconds into the phase and
+// lasted Seconds; Nth counts the Deployment's intervals from 1.
+type StaleInterval struct {
+	Deployment string  `json:"deployment"`
+	At         float64 `json:"at"`
+	Seconds    float64 `json:"seconds"`
+	Nth        int     `json:"nth"`
+}
+
+// slowInterval is the shortest interval Freshness.Slow lists.
+const slowInterval = 250 * time.Millisecond
 
 // staleness is the interval bookkeeping, free of any I/O. Before begin it only remembers
 // which Deployments are stale; from begin to end it records intervals; after end it ignores
@@ -59,6 +74,7 @@ type staleness struct {
 	stale        map[string]bool
 	since        map[string]time.Time // open intervals
 	durs         map[string][]time.Duration
+	slow         []StaleInterval
 }
 
 func newStaleness(names []string) *staleness {
@@ -103,8 +119,18 @@ func (s *staleness) set(name string, stale bool, at time.Time) {
 		return
 	}
 	if from, ok := s.since[name]; ok {
-		s.durs[name] = append(s.durs[name], max(0, at.Sub(from)))
+		s.close(name, from, at)
 		delete(s.since, name)
+	}
+}
+
+// close records Deployment name's interval from `from` to `at`.
+func (s *staleness) close(name string, from, at time.Time) {
+	d := max(0, at.Sub(from))
+	s.durs[name] = append(s.durs[name], d)
+	if d >= slowInterval {
+		s.slow = append(s.slow, StaleInterval{Deployment: name, At: from.Sub(s.beginAt).Seconds(),
+			Seconds: d.Seconds(), Nth: len(s.durs[name])})
 	}
 }
 
@@ -117,7 +143,7 @@ func (s *staleness) end(at time.Time) Freshness {
 	if !s.ended {
 		s.ended = true
 		for n, from := range s.since {
-			s.durs[n] = append(s.durs[n], max(0, at.Sub(from)))
+			s.close(n, from, at)
 			f.Open++
 		}
 		s.since = map[string]time.Time{}
@@ -135,6 +161,8 @@ func (s *staleness) end(at time.Time) Freshness {
 	}
 	sort.Float64s(f.Durations)
 	sort.Float64s(totals)
+	f.Slow = append([]StaleInterval(nil), s.slow...)
+	sort.Slice(f.Slow, func(i, j int) bool { return f.Slow[i].At < f.Slow[j].At })
 	f.Intervals = len(f.Durations)
 	f.P50, f.P99, f.Max = quantile(f.Durations, 0.50), quantile(f.Durations, 0.99), quantile(f.Durations, 1)
 	f.TotalMedian, f.TotalMax = quantile(totals, 0.50), quantile(totals, 1)

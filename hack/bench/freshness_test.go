@@ -173,6 +173,10 @@ func TestStalenessSummary(t *testing.T) {
 	near("total median", f.TotalMedian, 5)
 	near("total max", f.TotalMax, 5.050)
 	near("phase", f.PhaseSeconds, 10)
+	// Only b's interval is slow (a's longest is 100ms): it began 1s in, the first of b's.
+	if want := []StaleInterval{{Deployment: "b", At: 1, Seconds: 5, Nth: 1}}; !reflect.DeepEqual(f.Slow, want) {
+		t.Errorf("slow %+v, want %+v", f.Slow, want)
+	}
 }
 
 func TestQuantile(t *testing.T) {
