@@ -27,6 +27,13 @@ type ParkResult struct {
 	Skipped string `json:"skipped,omitempty"`
 }
 
+// Why ParkDeployment or ReleaseDeployment wrote nothing to the Deployment (ParkResult.Skipped)
+// in the cases that leave its ReplicaSets alone too.
+const (
+	skippedGone     = "deployment is gone"
+	skippedOptedOut = "it no longer opts in"
+)
+
 // ParkDeployment (managed mode) parks an opted-in Deployment: spec.paused true and strategy
 // Recreate, the user's paused flag and strategy saved in the temporal-rollout.io/parked
 // annotation (k8s.Park), so kube-controller-manager's Deployment controller runs only its
@@ -36,7 +43,7 @@ type ParkResult struct {
 // Deployment that no longer opts in or whose strategy cannot be parked.
 func (a *Activities) ParkDeployment(ctx context.Context, in ParkInput) (ParkResult, error) {
 	res, err := a.parkDeployment(ctx, in)
-	if err != nil || res.Skipped == "deployment is gone" || res.Skipped == "it no longer opts in" {
+	if err != nil || res.Skipped == skippedGone || res.Skipped == skippedOptedOut {
 		return res, err
 	}
 	return res, a.markReplicaSets(ctx, in.Deployment, &res)
@@ -45,7 +52,7 @@ func (a *Activities) ParkDeployment(ctx context.Context, in ParkInput) (ParkResu
 func (a *Activities) parkDeployment(ctx context.Context, in ParkInput) (ParkResult, error) {
 	return a.rewriteDeployment(ctx, in, "park", func(d *appsv1.Deployment) (string, error) {
 		if !k8s.WantsManaged(d) {
-			return "it no longer opts in", nil
+			return skippedOptedOut, nil
 		}
 		if _, parked, _ := k8s.Parked(d); !parked {
 			if why := k8s.CanPark(d.Spec.Strategy, a.ManagedGuard); why != "" {
@@ -73,7 +80,7 @@ func (a *Activities) ReleaseDeployment(ctx context.Context, in ParkInput) (ParkR
 		}
 		return "", nil
 	})
-	if err != nil || res.Skipped == "deployment is gone" {
+	if err != nil || res.Skipped == skippedGone {
 		return res, err
 	}
 	return res, a.unmarkReplicaSets(ctx, in.Deployment, &res)
@@ -87,7 +94,7 @@ func (a *Activities) rewriteDeployment(ctx context.Context, in ParkInput, what s
 	for i := 0; ; i++ {
 		d, err := dc.Get(ctx, ref.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || (err == nil && ref.UID != "" && d.UID != ref.UID) {
-			return ParkResult{Skipped: "deployment is gone"}, nil
+			return ParkResult{Skipped: skippedGone}, nil
 		}
 		if err != nil {
 			return ParkResult{}, classify("get deployment "+ref.String(), err)
