@@ -100,8 +100,10 @@ type Config struct {
 	Rolled int
 	// Workers is how many of our workers share the task queue (our side).
 	Workers int
-	// Profile runs our processes with --pprof and saves their heap after the idle period.
-	Profile bool
+	// Profile runs our processes with --pprof and saves their heap after the idle period and
+	// their CPU profile over the first CPUProfile of the update phase.
+	Profile    bool
+	CPUProfile time.Duration
 	// Temporal is the Temporal under our side: the dev server or the Temporal server on
 	// PostgreSQL with several history shards.
 	Temporal stack.TemporalMode
@@ -196,7 +198,8 @@ func parseFlags(args []string) (Config, error) {
 	fs.DurationVar(&c.Idle, "idle", time.Minute, "scale workload: idle time before the rollout")
 	fs.IntVar(&c.Rolled, "rolled", 100, "scale workload: Deployments rolled at once")
 	fs.IntVar(&c.Workers, "workers", 1, "our side: workers sharing the task queue (worker, worker-2, ...)")
-	fs.BoolVar(&c.Profile, "profile", false, "our side: run the worker(s) and watcher with --pprof and save their heap profiles after the scale workload's idle period to <out>/profiles/")
+	fs.BoolVar(&c.Profile, "profile", false, "our side: run the worker(s) and watcher with --pprof, save their heap profiles after the scale workload's idle period and CPU profiles of the update phase (--cpu-profile long) to <out>/profiles/")
+	fs.DurationVar(&c.CPUProfile, "cpu-profile", 30*time.Second, "with --profile: how long the CPU profiles of the update phase run")
 	temporalMode := fs.String("temporal", "dev", "our side's Temporal: dev (the dev server, one shard) or cluster (the Temporal server on PostgreSQL, 4 history shards)")
 	fs.DurationVar(&c.Settle, "settle", 5*time.Second, "wait after each phase before the closing scrape")
 	fs.DurationVar(&c.Timeout, "timeout", 20*time.Minute, "limit for each phase")

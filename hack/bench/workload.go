@@ -365,6 +365,10 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	g = tr.setGoal(gens)
 	logf(cfg.Log, "update: new image on %d Deployments", len(rolled))
+	profiled := func() {}
+	if cfg.Profile {
+		profiled = r.cpuProfiles(ctx, cfg.CPUProfile)
+	}
 	t1 := time.Now()
 	fr.begin(t1)
 	samples := tr.sample(ctx, g, t1, 500*time.Millisecond)
@@ -392,6 +396,7 @@ func (r *runner) run(ctx context.Context) error {
 	res.UpdateSeconds = doneAt.Sub(t1).Seconds()
 	res.Progress = append(res.Progress, Point{T: res.UpdateSeconds, Updated: res.Target})
 	logf(cfg.Log, "update: all complete after %s", fmtDur(res.UpdateSeconds))
+	profiled()
 	sleep(ctx, cfg.Settle)
 	after, err = r.scr.scrape(ctx)
 	if err != nil {
@@ -489,6 +494,41 @@ func (r *runner) saveHeapProfiles(ctx context.Context) {
 		}
 		logf(r.cfg.Log, "profiles: %s heap after the idle period in %s", name, path)
 	}
+}
+
+// cpuProfiles starts a CPU profile of each profiled process of ours (--profile) covering the
+// first `window` of the update phase; the function it returns waits for them and writes
+// OutDir/profiles/<workload>-<budget>-<process>.cpu, for `go tool pprof`.
+func (r *runner) cpuProfiles(ctx context.Context, window time.Duration) func() {
+	var wg sync.WaitGroup
+	dir := filepath.Join(r.cfg.OutDir, "profiles")
+	for name, addr := range r.pprof {
+		wg.Go(func() {
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, max(1, int(window.Seconds())))
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				logf(r.cfg.Log, "profiles: %s cpu: %v", name, err)
+				return
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK {
+				logf(r.cfg.Log, "profiles: %s cpu: status %d, %v", name, resp.StatusCode, err)
+				return
+			}
+			path := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.cpu", r.w.Name, strings.ReplaceAll(r.b.Short(), "/", "-"), name))
+			if err := os.MkdirAll(dir, 0o755); err == nil {
+				err = os.WriteFile(path, b, 0o644)
+			}
+			if err != nil {
+				logf(r.cfg.Log, "profiles: %v", err)
+				return
+			}
+			logf(r.cfg.Log, "profiles: %s CPU profile of the update phase's first %s in %s", name, window, path)
+		})
+	}
+	return wg.Wait
 }
 
 func (r *runner) proc(name string) *ProcStats {
