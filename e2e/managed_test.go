@@ -357,7 +357,8 @@ func TestManagedMode(t *testing.T) {
 // TestManagedModeFaults: a worker SIGKILLed mid-rollout (the Deployment stays parked and the
 // built-in controller scales nothing until the restarted worker finishes; killed again and
 // opted out while no worker runs, it is handed back by the restarted worker), opting out and
-// deleting mid-rollout (nothing left paused, parked or at 0), and a strategy that cannot be
+// deleting mid-rollout (nothing left paused, parked or at 0), opting in mid-way through the
+// built-in controller's rollout (finished by ours), and a strategy that cannot be
 // parked (a warning event; the built-in controller keeps it).
 func TestManagedModeFaults(t *testing.T) {
 	inManagedMode(t)
@@ -430,6 +431,53 @@ func TestManagedModeFaults(t *testing.T) {
 		}
 		if got := sizes(t, ns); got != "nginx:1.26=10/10 nginx:1.25=0/0" {
 			t.Errorf("after the built-in controller finished: %s", got)
+		}
+	})
+
+	t.Run("opt in mid-rollout", func(t *testing.T) {
+		// kube-controller-manager rolls a Deployment it owns (maxSurge 1, maxUnavailable 0:
+		// ten steps); opted in half-way, it is parked where it stands and our worker finishes
+		// the rollout from the ReplicaSets as they are: no third ReplicaSet, no scaling by the
+		// built-in controller once parked, the bounds kept across the handover.
+		ns := newNamespace(t)
+		recordHistories(t, ns, "web")
+		create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("1", "0")))
+		waitComplete(t, ns, "web")
+		obs := observe(t, ns, 11, 10)
+		setImage(t, ns, "web", "nginx:1.26")
+		waitNewScaledUp(t, ns, 2)
+		update(t, ns, "web", func(d *appsv1.Deployment) {
+			if d.Annotations == nil {
+				d.Annotations = map[string]string{}
+			}
+			d.Annotations[k8s.ManagedAnnotation] = "true"
+		})
+		var atPark string
+		eventually(t, waitTimeout, func() string {
+			d := getDeployment(t, ns, "web")
+			if _, parked, _ := k8s.Parked(d); !parked || !d.Spec.Paused {
+				return fmt.Sprintf("not parked yet: paused %t annotations %v", d.Spec.Paused, d.Annotations)
+			}
+			atPark = sizes(t, ns)
+			return ""
+		})
+		baseline := builtinScalings(t, ns, "web")
+		if strings.HasSuffix(atPark, "nginx:1.25=0/0") {
+			t.Fatalf("the built-in controller finished the rollout before the opt-in took effect (%s): nothing was handed over mid-rollout", atPark)
+		}
+		t.Logf("parked mid-rollout at %s", atPark)
+		waitParked(t, ns, "web", "1", "0")
+		obs.stop()
+		if got := sizes(t, ns); got != "nginx:1.26=10/10 nginx:1.25=0/0" {
+			t.Errorf("after our worker finished: %s, want nginx:1.26=10/10 nginx:1.25=0/0", got)
+		}
+		if got := builtinScalingsSince(t, ns, "web", baseline); len(got) > 0 {
+			t.Errorf("the built-in controller scaled ReplicaSets after the Deployment was parked: %q", got)
+		}
+		for rs, owners := range replicasOwners(t, ns) {
+			if strings.Join(owners, ",") != kube.FieldManager {
+				t.Errorf("ReplicaSet %s: spec.replicas owned by %v, want only %s (our worker's last scale)", rs, owners, kube.FieldManager)
+			}
 		}
 	})
 
