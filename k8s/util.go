@@ -163,11 +163,48 @@ func LastRevision(rss []*appsv1.ReplicaSet) int64 {
 }
 
 // EqualIgnoreHash compares two pod templates, ignoring the pod-template-hash label.
+//
+// It gives upstream's answer (deep copies without the label, compared with
+// equality.Semantic) without copying: the labels are compared apart, and the rest on shallow
+// copies whose labels are cleared. Containers' names and images are compared first, since a
+// rollout's old ReplicaSets mostly differ there: AwaitChange weighs every change of a rollout
+// under way with Decide, which asks this of every ReplicaSet several times, and the copying
+// rule took a quarter of the worker's CPU in the rolling-100x10 benchmark.
 func EqualIgnoreHash(a, b *corev1.PodTemplateSpec) bool {
-	ac, bc := a.DeepCopy(), b.DeepCopy()
-	delete(ac.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
-	delete(bc.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
-	return equality.Semantic.DeepEqual(ac, bc)
+	if len(a.Spec.Containers) != len(b.Spec.Containers) {
+		return false
+	}
+	for i := range a.Spec.Containers {
+		if a.Spec.Containers[i].Name != b.Spec.Containers[i].Name || a.Spec.Containers[i].Image != b.Spec.Containers[i].Image {
+			return false
+		}
+	}
+	if !labelsEqualIgnoringHash(a.Labels, b.Labels) {
+		return false
+	}
+	ac, bc := *a, *b
+	ac.Labels, bc.Labels = nil, nil
+	return equality.Semantic.DeepEqual(&ac, &bc)
+}
+
+// labelsEqualIgnoringHash compares two label maps without the pod-template-hash label (a nil
+// map equals an empty one, as in equality.Semantic).
+func labelsEqualIgnoringHash(a, b map[string]string) bool {
+	n := 0
+	for k, v := range a {
+		if k == appsv1.DefaultDeploymentUniqueLabelKey {
+			continue
+		}
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+		n++
+	}
+	m := len(b)
+	if _, ok := b[appsv1.DefaultDeploymentUniqueLabelKey]; ok {
+		m--
+	}
+	return n == m
 }
 
 // sortByCreation orders ReplicaSets oldest first, by name on ties.

@@ -9,6 +9,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -1072,6 +1074,11 @@ func TestGetConditionReturnsCopy(t *testing.T) {
 	}
 }
 
+func withResources(t *corev1.PodTemplateSpec, cpu string) *corev1.PodTemplateSpec {
+	t.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	return t
+}
+
 func TestEqualIgnoreHash(t *testing.T) {
 	tmpl := func(labels map[string]string, image string) *corev1.PodTemplateSpec {
 		return &corev1.PodTemplateSpec{
@@ -1110,6 +1117,42 @@ func TestEqualIgnoreHash(t *testing.T) {
 			want:  false,
 		},
 		{
+			name:  "a label only one side has",
+			giveA: tmpl(map[string]string{"app": "web"}, "nginx:1"),
+			giveB: tmpl(map[string]string{"app": "web", "tier": "a", appsv1.DefaultDeploymentUniqueLabelKey: "x"}, "nginx:1"),
+			want:  false,
+		},
+		{
+			name:  "same count, other key",
+			giveA: tmpl(map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: "x"}, "nginx:1"),
+			giveB: tmpl(map[string]string{"tier": "web", appsv1.DefaultDeploymentUniqueLabelKey: "x"}, "nginx:1"),
+			want:  false,
+		},
+		{
+			name:  "an annotation differs",
+			giveA: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"a": "1"}}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1"}}}},
+			giveB: tmpl(map[string]string{"app": "web"}, "nginx:1"),
+			want:  false,
+		},
+		{
+			name:  "a container's resources differ, written the same",
+			giveA: withResources(tmpl(map[string]string{"app": "web"}, "nginx:1"), "1000m"),
+			giveB: withResources(tmpl(map[string]string{"app": "web"}, "nginx:1"), "1"),
+			want:  true,
+		},
+		{
+			name:  "a container's resources differ",
+			giveA: withResources(tmpl(map[string]string{"app": "web"}, "nginx:1"), "500m"),
+			giveB: withResources(tmpl(map[string]string{"app": "web"}, "nginx:1"), "1"),
+			want:  false,
+		},
+		{
+			name:  "another container",
+			giveA: tmpl(map[string]string{"app": "web"}, "nginx:1"),
+			giveB: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1"}, {Name: "side", Image: "busybox"}}}},
+			want:  false,
+		},
+		{
 			// Semantic equality: a nil and an empty label map are the same template.
 			name:  "hash was the only label",
 			giveA: tmpl(map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: "abc"}, "nginx:1"),
@@ -1117,11 +1160,25 @@ func TestEqualIgnoreHash(t *testing.T) {
 			want:  true,
 		},
 	}
+	// upstream is the rule EqualIgnoreHash must agree with: deep copies without the label,
+	// compared with equality.Semantic.
+	upstream := func(a, b *corev1.PodTemplateSpec) bool {
+		ac, bc := a.DeepCopy(), b.DeepCopy()
+		delete(ac.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+		delete(bc.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+		return equality.Semantic.DeepEqual(ac, bc)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := tt.giveA.DeepCopy()
 			if got := EqualIgnoreHash(tt.giveA, tt.giveB); got != tt.want {
 				t.Errorf("EqualIgnoreHash() = %v, want %v", got, tt.want)
+			}
+			if up := upstream(tt.giveA, tt.giveB); up != tt.want {
+				t.Errorf("upstream's rule says %v, the case wants %v", up, tt.want)
+			}
+			if got, up := EqualIgnoreHash(tt.giveB, tt.giveA), upstream(tt.giveB, tt.giveA); got != up {
+				t.Errorf("EqualIgnoreHash(b, a) = %v, upstream's rule says %v", got, up)
 			}
 			if !reflect.DeepEqual(tt.giveA, before) {
 				t.Errorf("EqualIgnoreHash() changed its argument to %+v, want %+v", tt.giveA, before)
@@ -1183,6 +1240,27 @@ func TestFindNewAndOldReplicaSets(t *testing.T) {
 			}
 			if !reflect.DeepEqual(gotOlds, tt.wantOlds) {
 				t.Errorf("FindOldReplicaSets() = %v, want %v", gotOlds, tt.wantOlds)
+			}
+		})
+	}
+}
+
+// BenchmarkEqualIgnoreHash: the new ReplicaSet (equal but for the hash) and an old one (another
+// image), as Decide asks of a rollout's ReplicaSets.
+func BenchmarkEqualIgnoreHash(b *testing.B) {
+	d := webDeployment(10, "nginx:2")
+	d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+	same := d.Spec.Template.DeepCopy()
+	same.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "abc"
+	old := same.DeepCopy()
+	old.Spec.Containers[0].Image = "nginx:1"
+	for _, c := range []struct {
+		name string
+		rs   *corev1.PodTemplateSpec
+	}{{"new", same}, {"old", old}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				EqualIgnoreHash(c.rs, &d.Spec.Template)
 			}
 		})
 	}
