@@ -469,30 +469,8 @@ func (r *runner) withProfiling(name string, args []string) []string {
 // saveHeapProfiles writes each profiled process's heap profile (after the idle period) to
 // OutDir/profiles/<workload>-<budget>-<process>.heap, for `go tool pprof`.
 func (r *runner) saveHeapProfiles(ctx context.Context) {
-	dir := filepath.Join(r.cfg.OutDir, "profiles")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		logf(r.cfg.Log, "profiles: %v", err)
-		return
-	}
 	for name, addr := range r.pprof {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			logf(r.cfg.Log, "profiles: %s: %v", name, err)
-			continue
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			logf(r.cfg.Log, "profiles: %s: status %d, %v", name, resp.StatusCode, err)
-			continue
-		}
-		path := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.heap", r.w.Name, strings.ReplaceAll(r.b.Short(), "/", "-"), name))
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			logf(r.cfg.Log, "profiles: %v", err)
-			continue
-		}
-		logf(r.cfg.Log, "profiles: %s heap after the idle period in %s", name, path)
+		r.saveProfile(ctx, name, "http://"+addr+"/debug/pprof/heap", "heap", "heap after the idle period")
 	}
 }
 
@@ -501,34 +479,40 @@ func (r *runner) saveHeapProfiles(ctx context.Context) {
 // OutDir/profiles/<workload>-<budget>-<process>.cpu, for `go tool pprof`.
 func (r *runner) cpuProfiles(ctx context.Context, window time.Duration) func() {
 	var wg sync.WaitGroup
-	dir := filepath.Join(r.cfg.OutDir, "profiles")
 	for name, addr := range r.pprof {
 		wg.Go(func() {
 			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, max(1, int(window.Seconds())))
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				logf(r.cfg.Log, "profiles: %s cpu: %v", name, err)
-				return
-			}
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil || resp.StatusCode != http.StatusOK {
-				logf(r.cfg.Log, "profiles: %s cpu: status %d, %v", name, resp.StatusCode, err)
-				return
-			}
-			path := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.cpu", r.w.Name, strings.ReplaceAll(r.b.Short(), "/", "-"), name))
-			if err := os.MkdirAll(dir, 0o755); err == nil {
-				err = os.WriteFile(path, b, 0o644)
-			}
-			if err != nil {
-				logf(r.cfg.Log, "profiles: %v", err)
-				return
-			}
-			logf(r.cfg.Log, "profiles: %s CPU profile of the update phase's first %s in %s", name, window, path)
+			r.saveProfile(ctx, name, url, "cpu", fmt.Sprintf("CPU profile of the update phase's first %s", window))
 		})
 	}
 	return wg.Wait
+}
+
+// saveProfile fetches a pprof profile of process `name` from url and writes it to
+// OutDir/profiles/<workload>-<budget>-<name>.<ext>, logging what it did.
+func (r *runner) saveProfile(ctx context.Context, name, url, ext, what string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		logf(r.cfg.Log, "profiles: %s %s: %v", name, ext, err)
+		return
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		logf(r.cfg.Log, "profiles: %s %s: status %d, %v", name, ext, resp.StatusCode, err)
+		return
+	}
+	dir := filepath.Join(r.cfg.OutDir, "profiles")
+	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.%s", r.w.Name, strings.ReplaceAll(r.b.Short(), "/", "-"), name, ext))
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		logf(r.cfg.Log, "profiles: %v", err)
+		return
+	}
+	logf(r.cfg.Log, "profiles: %s %s in %s", name, what, path)
 }
 
 func (r *runner) proc(name string) *ProcStats {
