@@ -505,7 +505,8 @@ func (r *runner) saveProfile(ctx context.Context, name, url, ext, what string) {
 	}
 	dir := filepath.Join(r.cfg.OutDir, "profiles")
 	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.%s", r.w.Name, strings.ReplaceAll(r.b.Short(), "/", "-"), name, ext))
-	if err := os.MkdirAll(dir, 0o755); err == nil {
+	err = os.MkdirAll(dir, 0o755)
+	if err == nil {
 		err = os.WriteFile(path, b, 0o644)
 	}
 	if err != nil {
