@@ -36,7 +36,19 @@ func signal(t *testing.T, ns, name, sig string, input ...string) {
 	if len(input) > 0 {
 		args = append(args, "--input", input[0])
 	}
-	temporalCLI(t, args...)
+	// A signal that reaches a run while it continues as new (a rollout that just converged)
+	// is refused with "workflow is closing"; the server takes it once the next run has
+	// started, which is what a user does too: send it again (README, Troubleshooting).
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		out, err := temporalCLIErr(args...)
+		if err == nil {
+			return
+		}
+		if !strings.Contains(out, "workflow is closing") || time.Now().After(deadline) {
+			t.Fatalf("temporal %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // TestRollover changes the image again while the first change is rolling out: a third
