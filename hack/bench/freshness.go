@@ -9,13 +9,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/temporal-rollout/rollout/k8s"
 )
 
 // Freshness is how long the rolled Deployments' status counts disagreed with their
@@ -191,7 +191,7 @@ func expectedStatus(d *appsv1.Deployment, rss []*appsv1.ReplicaSet) statusCounts
 	for _, rs := range rss {
 		c.replicas += rs.Status.Replicas
 		c.available += rs.Status.AvailableReplicas
-		if equalIgnoreHash(&rs.Spec.Template, &d.Spec.Template) && (newRS == nil || olderRS(rs, newRS)) {
+		if k8s.EqualIgnoreHash(&rs.Spec.Template, &d.Spec.Template) && (newRS == nil || olderRS(rs, newRS)) {
 			newRS = rs
 		}
 	}
@@ -203,13 +203,6 @@ func expectedStatus(d *appsv1.Deployment, rss []*appsv1.ReplicaSet) statusCounts
 
 func actualStatus(d *appsv1.Deployment) statusCounts {
 	return statusCounts{d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas}
-}
-
-func equalIgnoreHash(a, b *corev1.PodTemplateSpec) bool {
-	ac, bc := a.DeepCopy(), b.DeepCopy()
-	delete(ac.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
-	delete(bc.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
-	return equality.Semantic.DeepEqual(ac, bc)
 }
 
 func olderRS(a, b *appsv1.ReplicaSet) bool {
