@@ -38,6 +38,29 @@ type planner struct {
 	// keep at least one replica between them, so there are never fewer than two active
 	// ReplicaSets but at the end (see KeepsParkedQuiet).
 	keepLastOld bool
+	// found memoizes FindNewReplicaSet over rss for d's template (foundOK: it is set): a sync
+	// asks for the new ReplicaSet several times, and the template comparison is its costliest
+	// part. setRSS and rollbackToRevision, the only writers of rss and of d's template, reset it.
+	found   *appsv1.ReplicaSet
+	foundOK bool
+}
+
+// newReplicaSet is FindNewReplicaSet(p.d, p.rss), memoized.
+func (p *planner) newReplicaSet() *appsv1.ReplicaSet {
+	if !p.foundOK {
+		p.found, p.foundOK = FindNewReplicaSet(p.d, p.rss), true
+	}
+	return p.found
+}
+
+// oldReplicaSets is FindOldReplicaSets(p.d, p.rss), with the memoized new ReplicaSet.
+func (p *planner) oldReplicaSets() []*appsv1.ReplicaSet {
+	return without(p.rss, p.newReplicaSet())
+}
+
+// setRSS replaces the working ReplicaSets.
+func (p *planner) setRSS(rss []*appsv1.ReplicaSet) {
+	p.rss, p.foundOK = rss, false
 }
 
 // Decide runs one sync of the Deployment controller over a snapshot, in upstream order:
@@ -75,9 +98,11 @@ func decideFull(s Snapshot, req Request, now time.Time, keepLastOld bool) (Plan,
 		canary:       req.Canary,
 		newCap:       -1,
 	}
+	rss := make([]*appsv1.ReplicaSet, 0, len(s.ReplicaSets))
 	for _, rs := range s.ReplicaSets {
-		p.rss = append(p.rss, rs.DeepCopy())
+		rss = append(rss, rs.DeepCopy())
 	}
+	p.setRSS(rss)
 	d := p.d
 	if d.Spec.Replicas == nil {
 		d.Spec.Replicas = new(int32)
@@ -175,7 +200,7 @@ func (p *planner) claim(selector labels.Selector) {
 			kept = append(kept, rs)
 		}
 	}
-	p.rss = kept
+	p.setRSS(kept)
 	if len(step.Adopt)+len(step.Release) > 0 {
 		step.Kind = StepClaim
 		p.steps = append(p.steps, step)
@@ -195,7 +220,7 @@ func (p *planner) finish(phase Phase, msg string) Plan {
 	}
 	plan := Plan{Steps: p.steps, Status: d.Status, RecheckAt: p.recheck, RollbackHandled: p.rollback, Message: msg, CanaryReached: p.reached}
 	plan.Revision, _ = Revision(d.Annotations)
-	if newRS := FindNewReplicaSet(d, p.rss); newRS != nil {
+	if newRS := p.newReplicaSet(); newRS != nil {
 		plan.NewReplicaSet = newRS.Name
 	}
 	if phase == "" {

@@ -56,6 +56,7 @@ func (p *planner) rollbackToRevision(rev int64) {
 		d.Spec.Template.ObjectMeta = *rs.Spec.Template.ObjectMeta.DeepCopy()
 		d.Spec.Template.Spec = *rs.Spec.Template.Spec.DeepCopy()
 		delete(d.Spec.Template.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+		p.foundOK = false
 		kept := map[string]string{}
 		for k, v := range d.Annotations {
 			if annotationsToSkip[k] {

@@ -128,6 +128,15 @@ func TestDecideRollback(t *testing.T) {
 			if plan.Phase != PhaseRollingBack {
 				t.Errorf("Phase = %s, want %s", plan.Phase, PhaseRollingBack)
 			}
+			// The plan names the new ReplicaSet of the template rolled back to, not the one
+			// the sync found first (the planner's memo of it is reset with the template).
+			wantNew := rs2.Name
+			if tt.wantImage == "nginx:1.0" {
+				wantNew = rs1.Name
+			}
+			if plan.NewReplicaSet != wantNew {
+				t.Errorf("NewReplicaSet = %q, want %q", plan.NewReplicaSet, wantNew)
+			}
 			got := plan.Steps[0].Deployment
 			wantTemplate := templateFor(d, tt.wantImage)
 			if !reflect.DeepEqual(got.Spec.Template, wantTemplate) {

@@ -62,10 +62,10 @@ func (p *planner) setNewCap() {
 	d := p.d
 	n := replicas(d)
 	var cur int32
-	if rs := FindNewReplicaSet(d, p.rss); rs != nil {
+	if rs := p.newReplicaSet(); rs != nil {
 		cur = min(rsReplicas(rs), n)
 	}
-	oldActive := filterActive(FindOldReplicaSets(d, p.rss))
+	oldActive := filterActive(p.oldReplicaSets())
 	p.newCap = min(max(WeightReplicas(c.Weight, n), cur, n-sumSpec(oldActive)), n)
 }
 

@@ -77,8 +77,8 @@ func (p *planner) sync() {
 // all the old ones.
 func (p *planner) getNewReplicaSet(create bool) (*appsv1.ReplicaSet, []*appsv1.ReplicaSet) {
 	d := p.d
-	old := FindOldReplicaSets(d, p.rss)
-	existing := FindNewReplicaSet(d, p.rss)
+	old := p.oldReplicaSets()
+	existing := p.newReplicaSet()
 	newRevision := MaxRevision(old) + 1
 
 	if existing != nil {
@@ -143,6 +143,8 @@ func (p *planner) getNewReplicaSet(create bool) (*appsv1.ReplicaSet, []*appsv1.R
 	// The copy is the newest ReplicaSet from here on.
 	newRS.CreationTimestamp = p.now
 	p.rss = append(p.rss, newRS)
+	// No ReplicaSet matched the template, so the new one is the one that does.
+	p.found, p.foundOK = newRS, true
 
 	setDeploymentRevision(d, strconv.FormatInt(newRevision, 10))
 	if HasProgressDeadline(d) {

@@ -245,7 +245,11 @@ func FindNewReplicaSet(d *appsv1.Deployment, rss []*appsv1.ReplicaSet) *appsv1.R
 
 // FindOldReplicaSets returns every ReplicaSet except the new one.
 func FindOldReplicaSets(d *appsv1.Deployment, rss []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
-	newRS := FindNewReplicaSet(d, rss)
+	return without(rss, FindNewReplicaSet(d, rss))
+}
+
+// without returns rss except newRS (nil: all of them).
+func without(rss []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 	var old []*appsv1.ReplicaSet
 	for _, rs := range rss {
 		if newRS != nil && rs.UID == newRS.UID && rs.Name == newRS.Name {

@@ -230,12 +230,15 @@ type freshnessState struct {
 	rsDep  map[string]string                        // ReplicaSet -> Deployment
 	rss    map[string]map[string]*appsv1.ReplicaSet // Deployment -> ReplicaSets by name
 	s      *staleness
+	tl     *timelineState
 	events int
 }
 
-func newFreshnessState(names []string) *freshnessState {
+// newFreshnessState follows the named Deployments; want, when set, is the generation each
+// must reach, for the phase's Timeline.
+func newFreshnessState(names []string, want map[string]int64) *freshnessState {
 	return &freshnessState{deps: map[string]*appsv1.Deployment{}, rsDep: map[string]string{},
-		rss: map[string]map[string]*appsv1.ReplicaSet{}, s: newStaleness(names)}
+		rss: map[string]map[string]*appsv1.ReplicaSet{}, s: newStaleness(names), tl: newTimelineState(want)}
 }
 
 func (f *freshnessState) onDeployment(typ watch.EventType, d *appsv1.Deployment, at time.Time) {
@@ -267,6 +270,7 @@ func (f *freshnessState) onReplicaSet(typ watch.EventType, rs *appsv1.ReplicaSet
 			f.rss[dep] = map[string]*appsv1.ReplicaSet{}
 		}
 		f.rss[dep][rs.Name] = rs
+		f.tl.onReplicaSet(dep, rs, at)
 	}
 	if dep != "" {
 		f.recompute(dep, at)
@@ -283,6 +287,7 @@ func (f *freshnessState) recompute(dep string, at time.Time) {
 		rss = append(rss, rs)
 	}
 	f.s.set(dep, expectedStatus(d, rss) != actualStatus(d), at)
+	f.tl.onChange(dep, d, rss, at)
 }
 
 // freshness watches a namespace's Deployments and ReplicaSets (list, then watch from the
@@ -297,9 +302,13 @@ type freshness struct {
 	res *Freshness
 }
 
-func watchFreshness(ctx context.Context, kube kubernetes.Interface, ns string, names []string) (*freshness, error) {
+func watchFreshness(ctx context.Context, kube kubernetes.Interface, ns string, want map[string]int64) (*freshness, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	f := &freshness{cancel: cancel, done: make(chan struct{}), st: newFreshnessState(names)}
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	f := &freshness{cancel: cancel, done: make(chan struct{}), st: newFreshnessState(names, want)}
 	now := time.Now()
 	rsList, err := kube.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -386,6 +395,22 @@ func (f *freshness) begin(at time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.st.s.begin(at)
+	f.st.tl.begin(at)
+}
+
+// timeline is the phase's Timeline, once this watch has seen every Deployment complete (its
+// events may trail the harness's own watch), or as it is after `bound`.
+func (f *freshness) timeline(ctx context.Context, bound time.Duration) Timeline {
+	deadline := time.Now().Add(bound)
+	for {
+		f.mu.Lock()
+		t := f.st.tl.summary()
+		f.mu.Unlock()
+		if t.Deployments == len(f.st.tl.want) || time.Now().After(deadline) || ctx.Err() != nil {
+			return t
+		}
+		sleep(ctx, 20*time.Millisecond)
+	}
 }
 
 // stop closes the phase at `at` (intervals still open end there), ends the watch and returns

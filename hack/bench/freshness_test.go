@@ -324,7 +324,7 @@ func TestFreshnessState(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFreshnessState([]string{"a"})
+			f := newFreshnessState([]string{"a"}, map[string]int64{"a": 1})
 			feed := func(e event, when time.Time) {
 				switch {
 				case e.d != nil:

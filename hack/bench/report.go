@@ -243,6 +243,29 @@ func (r *Report) tables() []table {
 		fresh.rows = append(fresh.rows, row)
 	}
 
+	where := table{title: "Where the time goes, per Deployment",
+		header: []string{"workload", "budget", "controller", "phase", "Deployments", "react, median / max", "pods, median / max", "status, median / max"},
+		notes: []string{
+			"react: from the phase's start (the creates, the image update) until the controller's first ReplicaSet write for the Deployment (a ReplicaSet created, or its spec changed).",
+			"pods: from then until the Deployment's ReplicaSets' own status says the rollout is done (the new ReplicaSet's replicas all available, no other pods): the ReplicaSet controller, the scheduler, the pods, and the controller's further moves.",
+			"status: from then until the Deployment's status says so by `kubectl rollout status` rules (its lag at the end).",
+			"Seen by the harness's watch on Deployments and ReplicaSets. A phase's time is its last Deployment's; the medians need not add up to it.",
+		}}
+	for _, res := range r.Results {
+		for _, ph := range []struct {
+			name string
+			tl   *Timeline
+		}{{"create", res.CreateTimeline}, {"update", res.UpdateTimeline}} {
+			if ph.tl == nil {
+				continue
+			}
+			t := ph.tl
+			where.rows = append(where.rows, []string{res.Workload, res.Budget.Short(), string(res.Side), ph.name, strconv.Itoa(t.Deployments),
+				fmtSecs(t.ReactMedian) + " / " + fmtSecs(t.ReactMax), fmtSecs(t.PodsMedian) + " / " + fmtSecs(t.PodsMax),
+				fmtSecs(t.StatusMedian) + " / " + fmtSecs(t.StatusMax)})
+		}
+	}
+
 	runs := table{title: "Every run: times, writes, bounds",
 		header: []string{"workload", "budget", "controller", "create→available", "update→complete", "writes, create (deploy + rs)", "writes, update (deploy + rs)", "worst breach (surge / unavailable)"},
 		notes: []string{
@@ -331,7 +354,11 @@ func (r *Report) tables() []table {
 		idle.rows = append(idle.rows, row)
 	}
 
-	out := []table{compare, fresh, runs, procs}
+	out := []table{compare, fresh}
+	if len(where.rows) > 0 {
+		out = append(out, where)
+	}
+	out = append(out, runs, procs)
 	if len(temporal.rows) > 0 {
 		out = append(out, temporal)
 	}

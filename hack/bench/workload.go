@@ -137,6 +137,10 @@ type Result struct {
 	// Freshness is how long the rolled Deployments' status counts disagreed with their
 	// ReplicaSets from the update until the closing scrape.
 	Freshness Freshness `json:"freshness"`
+	// CreateTimeline and UpdateTimeline split each phase into the controller's reaction,
+	// the pods, and the status's catching up (see Timeline).
+	CreateTimeline *Timeline `json:"createTimeline,omitempty"`
+	UpdateTimeline *Timeline `json:"updateTimeline,omitempty"`
 	// Procs by process name: kube-controller-manager, kube-apiserver, and for our side
 	// worker, watcher and temporal.
 	Procs    map[string]*ProcStats `json:"procs"`
@@ -300,8 +304,14 @@ func (r *runner) run(ctx context.Context) error {
 		gens[n] = 1
 	}
 	g := tr.setGoal(gens)
+	cfr, err := watchFreshness(ctx, kube, benchNamespace, gens)
+	if err != nil {
+		return err
+	}
+	defer func() { cfr.stop(time.Now()) }()
 	logf(cfg.Log, "create: %d Deployments x %d replicas (%s)", w.N, w.R, w.Kind)
 	t0 := time.Now()
+	cfr.begin(t0)
 	if err := parallel(ctx, names, func(ctx context.Context, name string) error {
 		_, err := kube.AppsV1().Deployments(benchNamespace).Create(ctx, w.deployment(benchNamespace, name), metav1.CreateOptions{})
 		return err
@@ -313,6 +323,9 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	res.CreateSeconds = doneAt.Sub(t0).Seconds()
+	ctl := cfr.timeline(ctx, 5*time.Second)
+	res.CreateTimeline = &ctl
+	cfr.stop(time.Now())
 	logf(cfg.Log, "create: all available after %s", fmtDur(res.CreateSeconds))
 	sleep(ctx, cfg.Settle)
 	after, err := r.scr.scrape(ctx)
@@ -350,7 +363,11 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	defer bo.stop()
-	fr, err := watchFreshness(ctx, kube, benchNamespace, rolled)
+	gens = map[string]int64{}
+	for _, n := range rolled {
+		gens[n] = tr.generation(n) + 1
+	}
+	fr, err := watchFreshness(ctx, kube, benchNamespace, gens)
 	if err != nil {
 		return err
 	}
@@ -358,10 +375,6 @@ func (r *runner) run(ctx context.Context) error {
 	before, err = r.scr.scrape(ctx)
 	if err != nil {
 		return err
-	}
-	gens = map[string]int64{}
-	for _, n := range rolled {
-		gens[n] = tr.generation(n) + 1
 	}
 	g = tr.setGoal(gens)
 	logf(cfg.Log, "update: new image on %d Deployments", len(rolled))
@@ -402,6 +415,8 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	utl := fr.timeline(ctx, 5*time.Second)
+	res.UpdateTimeline = &utl
 	res.Freshness = fr.stop(time.Now())
 	res.UpdateWrites = after.sub(before)
 	res.Bounds = bo.stop()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
 
 	"github.com/temporal-rollout/rollout/workflows"
 )
@@ -59,7 +60,7 @@ func writeFile(t *testing.T, name, content string) string {
 func defaults() Config {
 	return Config{
 		KubeQPS: 20, KubeBurst: 30,
-		TemporalAddress: "localhost:7233", TemporalNamespace: "default", TaskQueue: workflows.DefaultTaskQueue,
+		TemporalAddress: "localhost:7233", TemporalNamespace: "default", TaskQueue: workflows.DefaultTaskQueue, Compression: CompressionNone,
 		MetricsAddress: ":9090", LogLevel: "info", LogFormat: "json",
 		Resync: 10 * time.Minute, MaxSyncs: 20,
 		StartupTimeout: 30 * time.Second, ShutdownTimeout: 15 * time.Second, WorkflowCacheSize: 2000, Mode: ModeFull,
@@ -296,6 +297,8 @@ func TestValidate(t *testing.T) {
 		{name: "negative resync", give: func(c *Config) { c.Resync = -time.Second }, want: []string{"resync must be >= 0, got -1s"}},
 		{name: "zero resync reconciles at start only", give: func(c *Config) { c.Resync = 0 }},
 		{name: "no concurrent syncs", give: func(c *Config) { c.MaxSyncs = 0 }, want: []string{"max-concurrent-syncs must be > 0, got 0"}},
+		{name: "gzip", give: func(c *Config) { c.Compression = CompressionGzip }},
+		{name: "unknown compression", give: func(c *Config) { c.Compression = "zstd" }, want: []string{`temporal-compression must be none or gzip, got "zstd"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -437,6 +440,23 @@ func selfSigned(t *testing.T, dir, name string) (certFile, keyFile string, cert 
 	return certFile, keyFile, cert
 }
 
+// TestClientOptionsCompression: --temporal-compression gzip turns the SDK's gzip back on.
+func TestClientOptionsCompression(t *testing.T) {
+	for give, wantGzip := range map[string]bool{"": false, CompressionNone: false, CompressionGzip: true} {
+		c := defaults()
+		c.Compression = give
+		got, err := c.ClientOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, none := got.ConnectionOptions.GrpcCompression.(*client.GrpcCompressionNone)
+		_, gzip := got.ConnectionOptions.GrpcCompression.(*client.GrpcCompressionGzip)
+		if gzip != wantGzip || none == wantGzip {
+			t.Errorf("compression %q: GrpcCompression = %T, want gzip %t", give, got.ConnectionOptions.GrpcCompression, wantGzip)
+		}
+	}
+}
+
 func TestClientOptions(t *testing.T) {
 	dir := t.TempDir()
 	caFile, _, caCert := selfSigned(t, dir, "ca")
@@ -503,6 +523,9 @@ func TestClientOptions(t *testing.T) {
 			tt.give(&c)
 
 			got, err := c.ClientOptions()
+			if _, ok := got.ConnectionOptions.GrpcCompression.(*client.GrpcCompressionNone); err == nil && !ok {
+				t.Errorf("GrpcCompression = %T, want none by default", got.ConnectionOptions.GrpcCompression)
+			}
 			if tt.want.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.want.err) {
 					t.Fatalf("ClientOptions() error = %v, want one containing %q", err, tt.want.err)
