@@ -48,8 +48,12 @@ const (
 // AwaitResult says why the wait ended and how many status refreshes it wrote meanwhile.
 type AwaitResult struct {
 	Reason string `json:"reason"`
-	// StatusWrites counts the status-count refreshes written while waiting.
+	// StatusWrites counts the status writes made while waiting: refreshes of the counts and,
+	// with Completed, the completing one.
 	StatusWrites int `json:"statusWrites,omitempty"`
+	// Completed: the last status write completed the rollout (the Progressing condition
+	// turned NewReplicaSetAvailable); the sync that follows records the convergence.
+	Completed bool `json:"completed,omitempty"`
 	// Steps are the kinds of write the sync would make, for the history reader.
 	Steps []k8s.StepKind `json:"steps,omitempty"`
 	// Snapshot is what the decision was weighed on, redacted as Observe's (with Reason
@@ -73,8 +77,12 @@ const (
 // A change that would only refresh the status counts (upstream writes those on every
 // ReplicaSet status change) is written here at once, with the Deployment's resourceVersion as
 // precondition, and costs the history nothing: `kubectl rollout status` stays live while a
-// 10-replica rollout's history stays a few syncs long. Anything else returns AwaitDecide and
-// the workflow syncs, recording each write as its own step.
+// 10-replica rollout's history stays a few syncs long. So is the status write that completes
+// a plain rollout (see completion): `kubectl rollout status` returns as soon as the last old
+// pod is gone, not after a round trip through the Temporal server; the wait then returns
+// AwaitDecide, with Completed, once its cache holds that write, and the workflow's sync on it
+// finds nothing to write and converges. Anything else returns AwaitDecide and the workflow
+// syncs, recording each write as its own step.
 //
 // It heartbeats, and returns on cancellation or after MaxWait (or at the progress deadline, as
 // a Decide).
@@ -151,10 +159,19 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				recorded := redactSnapshot(snap)
 				res.Snapshot = &recorded
 				return res, nil
+			case len(plan.Steps) == 0 && res.Completed:
+				// Our completing write (below) is in the cache: the workflow syncs on it,
+				// finds nothing to write, and converges.
+				res.Reason = AwaitDecide
+				recorded := redactSnapshot(snap)
+				res.Snapshot = &recorded
+				return res, nil
 			case len(plan.Steps) == 0:
-			case statusRefresh(plan, d):
+			case statusRefresh(plan, d) || completion(plan, d, in.Request):
+				res.Completed = plan.Phase == k8s.PhaseComplete
 				wr, err := a.UpdateDeploymentStatus(ctx, DeploymentWriteInput{Deployment: plan.Steps[0].Deployment})
 				if err != nil {
+					res.Completed = false
 					if IsKind(err, ErrStale) || apierrors.IsConflict(err) {
 						// Someone wrote the Deployment since; weigh it again once the
 						// cache has it.
@@ -208,6 +225,20 @@ func statusRefresh(plan k8s.Plan, cur *appsv1.Deployment) bool {
 	}
 	return !holdChanges(cur, plan.Steps[0].Deployment)
 }
+
+// completion reports whether a plan's one write is the status that completes a rollout with
+// no steps (full mode): the counts and the Progressing condition turning NewReplicaSetAvailable,
+// with no event (upstream records none for it). Stepped rollouts and managed mode keep their
+// completing write in the workflow, which has bookkeeping of its own to do at the end.
+func completion(plan k8s.Plan, cur *appsv1.Deployment, req k8s.Request) bool {
+	if plan.Phase != k8s.PhaseComplete || !plainRollout(req) || !StatusOnly(plan) {
+		return false
+	}
+	return !holdChanges(cur, plan.Steps[0].Deployment)
+}
+
+// plainRollout: a full-mode rollout with no steps.
+func plainRollout(req k8s.Request) bool { return !req.Managed && req.Canary == nil }
 
 // holdChanges reports whether the Progressing condition enters or leaves a stepped rollout's
 // hold between two Deployments.

@@ -177,6 +177,35 @@ func midRollout(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet, *appsv1
 	return nil, nil, nil
 }
 
+// finishing is default/web rolled from nginx:1 to nginx:2 with 3 pods, every new pod
+// available and the old ReplicaSet scaled to 0, but one old pod still terminating (its
+// ReplicaSet's status.replicas is 1): the status says 4 replicas, and the rollout completes
+// when that pod is gone. It returns the old ReplicaSet too.
+func finishing(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet, *appsv1.ReplicaSet) {
+	t.Helper()
+	d, rss := atRest(t)
+	d = d.DeepCopy()
+	d.Spec.Template = podTemplate("nginx:2", "")
+	d.Generation = 2
+	d, rss = settle(t, d, rss, allReady)
+	var old *appsv1.ReplicaSet
+	for i, rs := range rss {
+		if rs.Spec.Template.Spec.Containers[0].Image == "nginx:1" {
+			rs = rs.DeepCopy()
+			rs.Status.Replicas, rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = 1, 1, 1
+			rss[i], old = rs, rs
+		}
+	}
+	if old == nil {
+		t.Fatalf("finishing: no old ReplicaSet in %d", len(rss))
+	}
+	plan, err := k8s.Decide(k8s.NewSnapshot(d, rss, nil), k8s.Request{Chain: true}, time.Now())
+	if err != nil || len(plan.Steps) != 1 || plan.Steps[0].Kind != k8s.StepUpdateStatus || plan.Phase != k8s.PhaseProgressing {
+		t.Fatalf("finishing: plan %+v (%v), want one status write, progressing", plan, err)
+	}
+	return plan.Steps[0].Deployment, rss, old
+}
+
 // after runs change once delay has passed, from another goroutine, as another writer would.
 func after(t *testing.T, delay time.Duration, change func() error) {
 	t.Helper()
@@ -203,6 +232,8 @@ func TestAwaitChange(t *testing.T) {
 		want       string         // Reason
 		wantSteps  []k8s.StepKind // contained in Steps
 		wantWrites int            // StatusWrites
+		// wantCompleted: Completed
+		wantCompleted bool
 		wantAfter  time.Duration  // returns no sooner
 		wantBefore time.Duration  // returns sooner
 		check      func(t *testing.T, f *fixture)
@@ -310,6 +341,37 @@ func TestAwaitChange(t *testing.T) {
 			},
 		},
 		{
+			name: "the last old pod gone completes the rollout: the completing status is written here, then decide",
+			give: func(t *testing.T) (*fixture, AwaitInput) {
+				d, rss, old := finishing(t)
+				f := awaitFixture(t, d, rss)
+				after(t, delay, func() error {
+					rs, err := f.client.AppsV1().ReplicaSets(testNS).Get(ctx, old.Name, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					rs.Status.Replicas, rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = 0, 0, 0
+					_, err = f.client.AppsV1().ReplicaSets(testNS).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+					return err
+				})
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+			},
+			want:          AwaitDecide,
+			wantWrites:    1,
+			wantCompleted: true,
+			wantAfter:     delay,
+			wantBefore:    10 * time.Second,
+			check: func(t *testing.T, f *fixture) {
+				d := f.deployment(t)
+				if !k8s.DeploymentComplete(d, &d.Status) || d.Status.Replicas != 3 {
+					t.Errorf("status = %+v, want complete with 3 replicas", d.Status)
+				}
+				if c := k8s.GetCondition(d.Status, appsv1.DeploymentProgressing); c == nil || c.Reason != k8s.NewRSAvailableReason {
+					t.Errorf("Progressing = %+v, want reason %s", c, k8s.NewRSAvailableReason)
+				}
+			},
+		},
+		{
 			name: "deletion is gone",
 			give: func(t *testing.T) (*fixture, AwaitInput) {
 				d, rss := atRest(t)
@@ -407,6 +469,9 @@ func TestAwaitChange(t *testing.T) {
 			// its own write.
 			if got.StatusWrites != tt.wantWrites {
 				t.Errorf("StatusWrites = %d, want %d", got.StatusWrites, tt.wantWrites)
+			}
+			if got.Completed != tt.wantCompleted {
+				t.Errorf("Completed = %t, want %t", got.Completed, tt.wantCompleted)
 			}
 			if s := got.Snapshot; (s != nil) != (tt.want == AwaitDecide) || (s != nil && (s.Deployment == nil || s.Deployment.UID != dUID)) {
 				t.Errorf("Snapshot = %+v, want default/web's exactly when the reason is %s", s, AwaitDecide)
@@ -522,5 +587,33 @@ func TestAwaitChangeLocalSlots(t *testing.T) {
 	res, err := runAwait(t, f.a, in)
 	if err != nil || res.Reason != AwaitResync {
 		t.Fatalf("as an activity with no free local slot: %+v, %v; want %q", res, err, AwaitResync)
+	}
+}
+
+// TestCompletion: only a plain full-mode rollout's completing status write, with no event, is
+// AwaitChange's to make.
+func TestCompletion(t *testing.T) {
+	d := rolloutDeployment(3, "nginx:2")
+	status := func(events ...k8s.Event) k8s.Step {
+		return k8s.Step{Kind: k8s.StepUpdateStatus, Deployment: d, Events: events}
+	}
+	complete := k8s.Plan{Phase: k8s.PhaseComplete, Steps: []k8s.Step{status()}}
+	tests := []struct {
+		name string
+		plan k8s.Plan
+		req  k8s.Request
+		want bool
+	}{
+		{"plain rollout", complete, k8s.Request{Chain: true}, true},
+		{"stepped rollout", complete, k8s.Request{Chain: true, Canary: &k8s.Canary{Weight: 100}}, false},
+		{"managed mode", complete, k8s.Request{Chain: true, Managed: true}, false},
+		{"still progressing", k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{status()}}, k8s.Request{}, false},
+		{"with an event", k8s.Plan{Phase: k8s.PhaseComplete, Steps: []k8s.Step{status(k8s.Event{Type: "Normal", Reason: "X"})}}, k8s.Request{}, false},
+		{"with a cleanup", k8s.Plan{Phase: k8s.PhaseComplete, Steps: []k8s.Step{{Kind: k8s.StepCleanup}, status()}}, k8s.Request{}, false},
+	}
+	for _, tt := range tests {
+		if got := completion(tt.plan, d, tt.req); got != tt.want {
+			t.Errorf("%s: completion = %t, want %t", tt.name, got, tt.want)
+		}
 	}
 }

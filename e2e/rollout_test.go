@@ -30,6 +30,7 @@ func TestRollingUpdate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := newNamespace(t)
+			recordHistories(t, ns, "web")
 			d := create(t, newDeployment(ns, "web", tt.replicas, "nginx:1.25", rolling(tt.giveSurge, tt.giveUnavail)))
 			d = waitComplete(t, ns, "web")
 			firstRS := expectedRSName(d)

@@ -42,7 +42,10 @@ import (
 // controller: park on opt-in, a 50% step and promote, pause and resume by signal, a rollback
 // by signal, opt-out at rest and mid-rollout (the run ends Released), a worker SIGKILL
 // mid-rollout, abort at a step, a progress deadline kept by the workflow and the rollback after
-// it, and auto-rollback on it; replaying them with managed mode off fails (15 of 18).
+// it, and auto-rollback on it; replaying them with managed mode off fails (15 of 18). The
+// *-testrollingupdate-*-v6.json histories, recorded by TestRollingUpdate on 2026-11-25 (full
+// mode), are rollouts whose completing status write AwaitChange made itself (its result says
+// completed: true) and whose last sync wrote nothing; the workflow code did not change for it.
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {
