@@ -317,3 +317,32 @@ func TestNewSnapshotPods(t *testing.T) {
 		})
 	}
 }
+
+func TestSnapshotHolds(t *testing.T) {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", ResourceVersion: "10"}}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", ResourceVersion: "8"}}
+	s := Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{rs}}
+	tests := []struct {
+		name string
+		want []ObjectVersion
+		held bool
+	}{
+		{"nothing asked", nil, true},
+		{"the Deployment at its version", []ObjectVersion{DeploymentVersion(d)}, true},
+		{"an older Deployment", []ObjectVersion{{Kind: KindDeployment, Name: "web", ResourceVersion: "9"}}, true},
+		{"a newer Deployment", []ObjectVersion{{Kind: KindDeployment, Name: "web", ResourceVersion: "11"}}, false},
+		{"another Deployment", []ObjectVersion{{Kind: KindDeployment, Name: "api", ResourceVersion: "1"}}, false},
+		{"the ReplicaSet", []ObjectVersion{ReplicaSetVersion(rs)}, true},
+		{"a newer ReplicaSet", []ObjectVersion{{Kind: KindReplicaSet, Name: "web-1", ResourceVersion: "12"}}, false},
+		{"a ReplicaSet it does not hold", []ObjectVersion{{Kind: KindReplicaSet, Name: "web-2", ResourceVersion: "1"}}, false},
+		{"a ReplicaSet gone", []ObjectVersion{ReplicaSetGone("web-2")}, true},
+		{"a ReplicaSet that should be gone", []ObjectVersion{ReplicaSetGone("web-1")}, false},
+		{"an unparsable version", []ObjectVersion{{Kind: KindDeployment, Name: "web", ResourceVersion: "x"}}, false},
+		{"an unknown kind", []ObjectVersion{{Kind: "Pod", Name: "web"}}, false},
+	}
+	for _, tt := range tests {
+		if got := s.Holds(tt.want); got != tt.held {
+			t.Errorf("%s: Holds = %t, want %t", tt.name, got, tt.held)
+		}
+	}
+}

@@ -38,3 +38,35 @@ func (v ObjectVersion) SeenBy(have string) bool {
 	w, err2 := strconv.ParseUint(v.ResourceVersion, 10, 64)
 	return err1 == nil && err2 == nil && h >= w
 }
+
+// Holds reports whether snapshot s holds every version in want, as the informer cache's
+// CaughtUp does: the Deployment or ReplicaSet of that name at that resourceVersion or later, and
+// no ReplicaSet that must be gone. An object the snapshot leaves out (a ReplicaSet that is
+// neither owned nor matched) is not held.
+func (s Snapshot) Holds(want []ObjectVersion) bool {
+	for _, w := range want {
+		rv, found := "", false
+		switch w.Kind {
+		case KindDeployment:
+			if d := s.Deployment; d != nil && d.Name == w.Name {
+				rv, found = d.ResourceVersion, true
+			}
+		case KindReplicaSet:
+			for _, rs := range s.ReplicaSets {
+				if rs.Name == w.Name {
+					rv, found = rs.ResourceVersion, true
+					break
+				}
+			}
+		default:
+			return false
+		}
+		switch {
+		case !found && w.Gone:
+			continue
+		case !found, w.Gone, !w.SeenBy(rv):
+			return false
+		}
+	}
+	return true
+}

@@ -54,18 +54,24 @@ var a *activities.Activities
 //     (Observe says so): an opted-in Deployment is parked, driven beside kube-controller-
 //     manager's Deployment controller, and handed back (the run ends "Released") when it opts
 //     out. In full mode nothing changes.
+//   - versionTriggerSeen syncs on AwaitChange's snapshot only when it holds every version the
+//     sync must see (Snapshot.Holds): a trigger that came in the same workflow task as the
+//     wait's result, naming a newer Deployment (a status refresh written meanwhile by the
+//     watcher, say), makes the sync observe again instead of deciding on the older snapshot
+//     and dropping the trigger's versions.
 //
 // A run continued from an older version asks upgradeChangeID(its version), so new code reaches
 // every Deployment while histories recorded before an upgrade replay unchanged.
 const (
-	versionFoldStatus workflow.Version = 1
-	versionChain      workflow.Version = 2
-	versionAwait      workflow.Version = 3
-	versionLocalAwait workflow.Version = 4
-	versionSteps      workflow.Version = 5
-	versionManaged    workflow.Version = 6
-	versionMax                         = versionManaged
-	changeID                           = "fold-status-into-write"
+	versionFoldStatus  workflow.Version = 1
+	versionChain       workflow.Version = 2
+	versionAwait       workflow.Version = 3
+	versionLocalAwait  workflow.Version = 4
+	versionSteps       workflow.Version = 5
+	versionManaged     workflow.Version = 6
+	versionTriggerSeen workflow.Version = 7
+	versionMax                          = versionTriggerSeen
+	changeID                            = "fold-status-into-write"
 	// chainChangeID gates versionChain in runs continued from a version-1 run.
 	chainChangeID = "chain-rolling-moves"
 )
@@ -629,7 +635,7 @@ func (r *rollout) setImage(ctx workflow.Context) error {
 func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	r.syncs++
 	var obs activities.ObserveResult
-	if r.observed != nil && !r.liveNext {
+	if r.observed != nil && !r.liveNext && (r.version < versionTriggerSeen || r.observed.Holds(r.atLeast)) {
 		obs = activities.ObserveResult{Found: true, Snapshot: *r.observed, FromCache: true}
 	} else if err := workflow.ExecuteLocalActivity(ctx, a.Observe, activities.ObserveInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, AtLeast: r.atLeast, Live: r.liveNext,

@@ -66,6 +66,9 @@ type fakeCluster struct {
 	// localMoves: how many local waits (versionLocalAwait) see a move within their window;
 	// the rest see none.
 	localMoves int
+	// awaitSnapshot: the AwaitChange activity returns the snapshot it decided on, as the real
+	// one does, and the sync may decide on it without an Observe.
+	awaitSnapshot bool
 }
 
 func newFakeCluster(d *appsv1.Deployment, rss ...*appsv1.ReplicaSet) *fakeCluster {
@@ -192,7 +195,12 @@ func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (
 		return activities.AwaitResult{Reason: activities.AwaitResync}, nil
 	}
 	defer f.done("AwaitChange", false, new(error))
-	return activities.AwaitResult{Reason: activities.AwaitDecide}, nil
+	res := activities.AwaitResult{Reason: activities.AwaitDecide}
+	if f.awaitSnapshot && f.d != nil {
+		snap := f.snapshot()
+		res.Snapshot = &snap
+	}
+	return res, nil
 }
 
 // wrote bumps the call count and, for a write that succeeded, runs the afterWrite hook once the
@@ -221,10 +229,15 @@ func (f *fakeCluster) Observe(_ context.Context, in activities.ObserveInput) (_ 
 	if f.d == nil || f.d.Namespace != in.Namespace || f.d.Name != in.Name {
 		return activities.ObserveResult{Found: false}, nil
 	}
+	return activities.ObserveResult{Found: true, Snapshot: f.snapshot()}, nil
+}
+
+// snapshot is what a sync sees of the fake cluster. Call it with the lock held.
+func (f *fakeCluster) snapshot() k8s.Snapshot {
 	snap := k8s.Snapshot{Deployment: f.d.DeepCopy()}
 	sel, serr := metav1.LabelSelectorAsSelector(f.d.Spec.Selector)
 	if serr != nil {
-		return activities.ObserveResult{Found: true, Snapshot: snap}, nil
+		return snap
 	}
 	for _, rs := range f.rss {
 		ref := metav1.GetControllerOf(rs)
@@ -233,7 +246,7 @@ func (f *fakeCluster) Observe(_ context.Context, in activities.ObserveInput) (_ 
 		}
 	}
 	sort.Slice(snap.ReplicaSets, func(i, j int) bool { return snap.ReplicaSets[i].Name < snap.ReplicaSets[j].Name })
-	return activities.ObserveResult{Found: true, Snapshot: snap}, nil
+	return snap
 }
 
 func (f *fakeCluster) SetPaused(_ context.Context, in activities.SetPausedInput) (_ activities.SetPausedResult, err error) {
@@ -1098,6 +1111,42 @@ func TestSignalDuringFinalSyncIsKept(t *testing.T) {
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
 }
 
+// 8b. A trigger naming a Deployment newer than the snapshot the wait returns (the watcher wrote
+// a status refresh meanwhile) makes the sync observe again rather than decide on the wait's
+// older snapshot (versionTriggerSeen); without the trigger the sync decides on that snapshot.
+func TestTriggerNewerThanWaitSnapshot(t *testing.T) {
+	for _, trigger := range []bool{false, true} {
+		t.Run(fmt.Sprintf("trigger=%t", trigger), func(t *testing.T) {
+			f := midRollout()
+			f.awaitSnapshot = true
+			f.d.ResourceVersion = "10"
+			env := newEnv(t, f)
+			var observedBefore int
+			at(env, 30*time.Second, func() {
+				observedBefore = f.callCount("Observe")
+				if trigger {
+					env.SignalWorkflow(SignalTrigger, Trigger{Versions: []k8s.ObjectVersion{{Kind: k8s.KindDeployment, Name: testName, ResourceVersion: "11"}}})
+				}
+			})
+			var observedAfter int
+			at(env, 90*time.Second, func() { observedAfter = f.callCount("Observe") })
+			endByDeletion(env, f, 2*time.Hour)
+			env.ExecuteWorkflow(WorkflowType, input())
+
+			if f.callCount("AwaitChange") == 0 {
+				t.Fatalf("no AwaitChange activity ran")
+			}
+			want := observedBefore
+			if trigger {
+				want++
+			}
+			if observedAfter != want {
+				t.Errorf("Observe calls after the wait: got %d, want %d (%d before it)", observedAfter, want, observedBefore)
+			}
+		})
+	}
+}
+
 // 9. Cancellation ends the workflow whether it is idle or waiting for the next resync of a
 // rollout (it used to be ignored when idle and to spin when a resync timer was pending).
 func TestCancel(t *testing.T) {
@@ -1170,6 +1219,7 @@ func TestVersionCarriedAcrossRuns(t *testing.T) {
 		{name: "continued from a version-3 run", give: &Carry{Version: versionAwait}, want: versionMax},
 		{name: "continued from a version-4 run", give: &Carry{Version: versionLocalAwait}, want: versionMax},
 		{name: "continued from a version-5 run", give: &Carry{Version: versionSteps}, want: versionMax},
+		{name: "continued from a version-6 run", give: &Carry{Version: versionManaged}, want: versionMax},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
