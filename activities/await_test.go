@@ -234,9 +234,9 @@ func TestAwaitChange(t *testing.T) {
 		wantWrites int            // StatusWrites
 		// wantCompleted: Completed
 		wantCompleted bool
-		wantAfter  time.Duration  // returns no sooner
-		wantBefore time.Duration  // returns sooner
-		check      func(t *testing.T, f *fixture)
+		wantAfter     time.Duration // returns no sooner
+		wantBefore    time.Duration // returns sooner
+		check         func(t *testing.T, f *fixture)
 	}{
 		{
 			name: "a new image wakes it to decide on a create",
