@@ -206,6 +206,17 @@ func finishing(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet, *appsv1.
 	return plan.Steps[0].Deployment, rss, old
 }
 
+// setReplicaSetStatus changes a ReplicaSet's status as the ReplicaSet controller would.
+func (f *fixture) setReplicaSetStatus(ctx context.Context, name string, change func(*appsv1.ReplicaSetStatus)) error {
+	rs, err := f.client.AppsV1().ReplicaSets(testNS).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	change(&rs.Status)
+	_, err = f.client.AppsV1().ReplicaSets(testNS).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+	return err
+}
+
 // after runs change once delay has passed, from another goroutine, as another writer would.
 func after(t *testing.T, delay time.Duration, change func() error) {
 	t.Helper()
@@ -288,13 +299,7 @@ func TestAwaitChange(t *testing.T) {
 				d, rss, newRS := midRollout(t)
 				f := awaitFixture(t, d, rss)
 				after(t, delay, func() error {
-					rs, err := f.client.AppsV1().ReplicaSets(testNS).Get(ctx, newRS.Name, metav1.GetOptions{})
-					if err != nil {
-						return err
-					}
-					rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = 1, 1
-					_, err = f.client.AppsV1().ReplicaSets(testNS).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
-					return err
+					return f.setReplicaSetStatus(ctx, newRS.Name, func(st *appsv1.ReplicaSetStatus) { st.ReadyReplicas, st.AvailableReplicas = 1, 1 })
 				})
 				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
 			},
@@ -312,13 +317,7 @@ func TestAwaitChange(t *testing.T) {
 				}
 				f := awaitFixture(t, d, rss)
 				after(t, delay, func() error {
-					rs, err := f.client.AppsV1().ReplicaSets(testNS).Get(ctx, newRS.Name, metav1.GetOptions{})
-					if err != nil {
-						return err
-					}
-					rs.Status.ReadyReplicas = 1 // minReadySeconds not passed yet
-					_, err = f.client.AppsV1().ReplicaSets(testNS).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
-					return err
+					return f.setReplicaSetStatus(ctx, newRS.Name, func(st *appsv1.ReplicaSetStatus) { st.ReadyReplicas = 1 }) // minReadySeconds not passed yet
 				})
 				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 1500 * time.Millisecond}
 			},
@@ -346,13 +345,7 @@ func TestAwaitChange(t *testing.T) {
 				d, rss, old := finishing(t)
 				f := awaitFixture(t, d, rss)
 				after(t, delay, func() error {
-					rs, err := f.client.AppsV1().ReplicaSets(testNS).Get(ctx, old.Name, metav1.GetOptions{})
-					if err != nil {
-						return err
-					}
-					rs.Status.Replicas, rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = 0, 0, 0
-					_, err = f.client.AppsV1().ReplicaSets(testNS).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
-					return err
+					return f.setReplicaSetStatus(ctx, old.Name, func(st *appsv1.ReplicaSetStatus) { st.Replicas, st.ReadyReplicas, st.AvailableReplicas = 0, 0, 0 })
 				})
 				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
 			},
