@@ -153,16 +153,23 @@ func atRest(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 	return settle(t, rolloutDeployment(3, "nginx:1"), nil, allReady)
 }
 
-// midRollout is default/web rolling from nginx:1 to nginx:2 with 3 pods, maxSurge 1 and
-// maxUnavailable 0: the new ReplicaSet has its surge pod, not ready yet, so nothing can move
-// until it is available.
-func midRollout(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet, *appsv1.ReplicaSet) {
+// rolledTo2 is default/web at rest at nginx:1, then given nginx:2 and settled with the pods
+// that pods says.
+func rolledTo2(t *testing.T, pods readyPods) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 	t.Helper()
 	d, rss := atRest(t)
 	d = d.DeepCopy()
 	d.Spec.Template = podTemplate("nginx:2", "")
 	d.Generation = 2
-	d, rss = settle(t, d, rss, func(rs *appsv1.ReplicaSet) (int32, int32) {
+	return settle(t, d, rss, pods)
+}
+
+// midRollout is default/web rolling from nginx:1 to nginx:2 with 3 pods, maxSurge 1 and
+// maxUnavailable 0: the new ReplicaSet has its surge pod, not ready yet, so nothing can move
+// until it is available.
+func midRollout(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet, *appsv1.ReplicaSet) {
+	t.Helper()
+	d, rss := rolledTo2(t, func(rs *appsv1.ReplicaSet) (int32, int32) {
 		if rs.Spec.Template.Spec.Containers[0].Image == "nginx:2" {
 			return 0, 0
 		}
@@ -183,11 +190,7 @@ func midRollout(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet, *appsv1
 // when that pod is gone. It returns the old ReplicaSet too.
 func finishing(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet, *appsv1.ReplicaSet) {
 	t.Helper()
-	d, rss := atRest(t)
-	d = d.DeepCopy()
-	d.Spec.Template = podTemplate("nginx:2", "")
-	d.Generation = 2
-	d, rss = settle(t, d, rss, allReady)
+	d, rss := rolledTo2(t, allReady)
 	var old *appsv1.ReplicaSet
 	for i, rs := range rss {
 		if rs.Spec.Template.Spec.Containers[0].Image == "nginx:1" {
