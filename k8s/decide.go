@@ -40,7 +40,8 @@ type planner struct {
 	keepLastOld bool
 	// found memoizes FindNewReplicaSet over rss for d's template (foundOK: it is set): a sync
 	// asks for the new ReplicaSet several times, and the template comparison is its costliest
-	// part. setRSS and rollbackToRevision, the only writers of rss and of d's template, reset it.
+	// part. The writers of rss and of d's template keep it true: setRSS and rollbackToRevision
+	// reset it, and getNewReplicaSet sets it to the ReplicaSet it creates.
 	found   *appsv1.ReplicaSet
 	foundOK bool
 }
