@@ -152,20 +152,11 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 			case plan.CanaryStale || stepReached || annotated:
 				// The template changed under a stepped rollout, or the rollout reached its
 				// step's weight: the workflow takes its next step.
-				res.Reason = AwaitDecide
-				for _, st := range plan.Steps {
-					res.Steps = append(res.Steps, st.Kind)
-				}
-				recorded := redactSnapshot(snap)
-				res.Snapshot = &recorded
-				return res, nil
+				return res.decide(plan, snap), nil
 			case len(plan.Steps) == 0 && res.Completed:
 				// Our completing write (below) is in the cache: the workflow syncs on it,
 				// finds nothing to write, and converges.
-				res.Reason = AwaitDecide
-				recorded := redactSnapshot(snap)
-				res.Snapshot = &recorded
-				return res, nil
+				return res.decide(plan, snap), nil
 			case len(plan.Steps) == 0:
 			case statusRefresh(plan, d) || completion(plan, d, in.Request):
 				res.Completed = plan.Phase == k8s.PhaseComplete
@@ -185,13 +176,7 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				// see the old status and write it once more.
 				atLeast, catchUpBy = wr.Wrote, time.Now().Add(catchUpBound)
 			default:
-				res.Reason = AwaitDecide
-				for _, st := range plan.Steps {
-					res.Steps = append(res.Steps, st.Kind)
-				}
-				recorded := redactSnapshot(snap)
-				res.Snapshot = &recorded
-				return res, nil
+				return res.decide(plan, snap), nil
 			}
 			recheck = nil
 			if plan.RecheckAt != nil {
@@ -211,6 +196,18 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 		case <-wake:
 		}
 	}
+}
+
+// decide is the result that asks the workflow to sync: the writes the plan would make, and the
+// snapshot it was weighed on, redacted as Observe's.
+func (res AwaitResult) decide(plan k8s.Plan, snap k8s.Snapshot) AwaitResult {
+	res.Reason = AwaitDecide
+	for _, st := range plan.Steps {
+		res.Steps = append(res.Steps, st.Kind)
+	}
+	recorded := redactSnapshot(snap)
+	res.Snapshot = &recorded
+	return res
 }
 
 // statusRefresh reports whether a plan only writes the Deployment's status, with no event and

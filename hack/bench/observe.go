@@ -150,11 +150,7 @@ func (t *tracker) specs(names []string) map[string]boundSpec {
 		if err != nil {
 			continue
 		}
-		replicas := int32(1)
-		if d.Spec.Replicas != nil {
-			replicas = *d.Spec.Replicas
-		}
-		out[n] = boundSpec{replicas: replicas, surge: k8s.MaxSurge(d), unavailable: k8s.MaxUnavailable(d), recreate: !k8s.IsRollingUpdate(d)}
+		out[n] = boundSpec{replicas: replicasOf(d), surge: k8s.MaxSurge(d), unavailable: k8s.MaxUnavailable(d), recreate: !k8s.IsRollingUpdate(d)}
 	}
 	return out
 }

@@ -72,21 +72,13 @@ func (t *timelineState) onChange(name string, d *appsv1.Deployment, rss []*appsv
 		return
 	}
 	if _, ok := t.podsAt[name]; !ok {
-		c := expectedStatus(d, rss)
-		if r := replicasOf(d); c.updated >= r && c.replicas <= c.updated && c.available >= c.updated {
+		if countsComplete(replicasOf(d), expectedStatus(d, rss)) {
 			t.podsAt[name] = at
 		}
 	}
 	if _, ok := t.doneAt[name]; !ok && rolloutComplete(d, want) {
 		t.doneAt[name] = at
 	}
-}
-
-func replicasOf(d *appsv1.Deployment) int32 {
-	if d.Spec.Replicas == nil {
-		return 1
-	}
-	return *d.Spec.Replicas
 }
 
 // summary is the Timeline of the Deployments that completed.

@@ -585,12 +585,21 @@ func rolloutComplete(d *appsv1.Deployment, want int64) bool {
 	if d.Generation < want || d.Status.ObservedGeneration < d.Generation {
 		return false
 	}
-	replicas := int32(1)
-	if d.Spec.Replicas != nil {
-		replicas = *d.Spec.Replicas
+	return countsComplete(replicasOf(d), actualStatus(d))
+}
+
+// countsComplete is `kubectl rollout status`'s rule on the three counts: every replica updated,
+// no other pods, every updated one available.
+func countsComplete(replicas int32, c statusCounts) bool {
+	return c.updated >= replicas && c.replicas <= c.updated && c.available >= c.updated
+}
+
+// replicasOf is spec.replicas, 1 when unset.
+func replicasOf(d *appsv1.Deployment) int32 {
+	if d.Spec.Replicas == nil {
+		return 1
 	}
-	st := d.Status
-	return st.UpdatedReplicas >= replicas && st.Replicas <= st.UpdatedReplicas && st.AvailableReplicas >= st.UpdatedReplicas
+	return *d.Spec.Replicas
 }
 
 // parallel runs f for every name with bounded concurrency and returns the first error.
