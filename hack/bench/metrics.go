@@ -14,6 +14,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -318,4 +319,93 @@ func sumOf(xs []int) int {
 		n += x
 	}
 	return n
+}
+
+// StartPath splits our side's reaction to a created Deployment along its workflow's first
+// run, in seconds from the phase's start (medians and maxima over the Deployments):
+//
+//   - Started: the WorkflowExecutionStarted event (the watcher saw the Deployment and its
+//     signal-with-start reached the Temporal server);
+//   - Picked: the first WorkflowTaskStarted (matching handed the task to a worker's poll);
+//   - Decided: the first WorkflowTaskCompleted (the first sync, which creates the ReplicaSet
+//     in a local activity, is done).
+type StartPath struct {
+	Deployments   int     `json:"deployments"`
+	StartedMedian float64 `json:"startedMedian"`
+	StartedMax    float64 `json:"startedMax"`
+	PickedMedian  float64 `json:"pickedMedian"`
+	PickedMax     float64 `json:"pickedMax"`
+	DecidedMedian float64 `json:"decidedMedian"`
+	DecidedMax    float64 `json:"decidedMax"`
+}
+
+func startPath(ctx context.Context, tc client.Client, ns string, names []string, t0 time.Time) (*StartPath, error) {
+	type one struct{ started, picked, decided float64 }
+	results := make([]one, len(names))
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			id := workflows.WorkflowID(ns, name)
+			var first *workflowpb.WorkflowExecutionInfo
+			var token []byte
+			for {
+				resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+					Query: fmt.Sprintf("WorkflowId = %q", id), NextPageToken: token})
+				if err != nil {
+					errs[i] = fmt.Errorf("list runs of %s: %w", id, err)
+					return
+				}
+				for _, ex := range resp.Executions {
+					if first == nil || ex.StartTime.AsTime().Before(first.StartTime.AsTime()) {
+						first = ex
+					}
+				}
+				if token = resp.NextPageToken; len(token) == 0 {
+					break
+				}
+			}
+			if first == nil {
+				errs[i] = fmt.Errorf("no run of %s", id)
+				return
+			}
+			it := tc.GetWorkflowHistory(ctx, id, first.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			for it.HasNext() && results[i].decided == 0 {
+				ev, err := it.Next()
+				if err != nil {
+					errs[i] = fmt.Errorf("history of %s: %w", id, err)
+					return
+				}
+				at := ev.EventTime.AsTime().Sub(t0).Seconds()
+				switch ev.EventType {
+				case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+					results[i].started = at
+				case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+					if results[i].picked == 0 {
+						results[i].picked = at
+					}
+				case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+					results[i].decided = at
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var started, picked, decided []float64
+	for i, r := range results {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		started, picked, decided = append(started, r.started), append(picked, r.picked), append(decided, r.decided)
+	}
+	for _, xs := range [][]float64{started, picked, decided} {
+		sort.Float64s(xs)
+	}
+	return &StartPath{Deployments: len(names),
+		StartedMedian: quantile(started, 0.5), StartedMax: quantile(started, 1),
+		PickedMedian: quantile(picked, 0.5), PickedMax: quantile(picked, 1),
+		DecidedMedian: quantile(decided, 0.5), DecidedMax: quantile(decided, 1)}, nil
 }

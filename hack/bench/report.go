@@ -266,6 +266,21 @@ func (r *Report) tables() []table {
 		}
 	}
 
+	starts := table{title: "Our reaction to a create, along the workflow's first run",
+		header: []string{"workload", "budget", "Deployments", "started, median / max", "first task picked, median / max", "first task done, median / max", "react (above), median / max"},
+		notes: []string{
+			"From the create phase's start, by the Temporal server's event times: started is the WorkflowExecutionStarted event (the watcher saw the Deployment and its signal-with-start reached the server); picked is the first WorkflowTaskStarted (a worker's poll took the task); done is the first WorkflowTaskCompleted (the first sync, which creates the ReplicaSet in a local activity, returned its decisions). The ReplicaSet is written between picked and done.",
+		}}
+	for _, res := range r.Results {
+		p, tl := res.StartPath, res.CreateTimeline
+		if p == nil || tl == nil {
+			continue
+		}
+		starts.rows = append(starts.rows, []string{res.Workload, res.Budget.Short(), strconv.Itoa(p.Deployments),
+			fmtSecs(p.StartedMedian) + " / " + fmtSecs(p.StartedMax), fmtSecs(p.PickedMedian) + " / " + fmtSecs(p.PickedMax),
+			fmtSecs(p.DecidedMedian) + " / " + fmtSecs(p.DecidedMax), fmtSecs(tl.ReactMedian) + " / " + fmtSecs(tl.ReactMax)})
+	}
+
 	runs := table{title: "Every run: times, writes, bounds",
 		header: []string{"workload", "budget", "controller", "create→available", "update→complete", "writes, create (deploy + rs)", "writes, update (deploy + rs)", "worst breach (surge / unavailable)"},
 		notes: []string{
@@ -357,6 +372,9 @@ func (r *Report) tables() []table {
 	out := []table{compare, fresh}
 	if len(where.rows) > 0 {
 		out = append(out, where)
+	}
+	if len(starts.rows) > 0 {
+		out = append(out, starts)
 	}
 	out = append(out, runs, procs)
 	if len(temporal.rows) > 0 {

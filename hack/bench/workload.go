@@ -145,6 +145,8 @@ type Result struct {
 	// worker, watcher and temporal.
 	Procs    map[string]*ProcStats `json:"procs"`
 	Temporal *TemporalStats        `json:"temporal,omitempty"`
+	// StartPath: our side's reaction to the creates, along each workflow's first run.
+	StartPath *StartPath `json:"startPath,omitempty"`
 	// Progress is Σ status.updatedReplicas (counted once a Deployment has observed the new
 	// generation) over the rolled Deployments, every ~500ms since the update.
 	Progress []Point `json:"progress"`
@@ -436,6 +438,9 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 		res.Temporal = ts
+		if res.StartPath, err = startPath(ctx, tc, benchNamespace, names, t0); err != nil {
+			return err
+		}
 	}
 	return ctx.Err()
 }
