@@ -10,12 +10,15 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/temporal-rollout/rollout/internal/stack"
+	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
@@ -351,4 +354,72 @@ func TestBadInput(t *testing.T) {
 		}
 		waitWorkflowResult(t, ns, "gone", workflows.OutcomeDeleted)
 	})
+}
+
+// TestWorkerWatches runs the watcher inside the worker (worker --watch) and no `starter
+// watch`: a created Deployment's workflow is started with its trigger in the input and no
+// signal (an eager start, whose first workflow task this worker takes), rolls out, and rolls
+// forward on an image update, which the in-process watcher signals.
+func TestWorkerWatches(t *testing.T) {
+	ns := newNamespace(t)
+	recordHistories(t, ns, "web")
+	restart := stopOurs(t)
+	defer func() { env.stack.StopProcess("worker"); restart() }()
+	if err := startWorker("--watch", "--search-attributes"); err != nil {
+		t.Fatal(err)
+	}
+
+	create(t, newDeployment(ns, "web", 4, "nginx:1.25", rolling("25%", "25%")))
+	d := waitComplete(t, ns, "web")
+	first := expectedRSName(d)
+	if got, want := rsSummary(replicaSets(t, ns)), first+":r1:4"; got != want {
+		t.Fatalf("replicasets = %s, want %s", got, want)
+	}
+
+	// The first run: started with the trigger, no signal before its first task completed.
+	ctx := context.Background()
+	id := workflowID(ns, "web")
+	resp, err := env.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", id)})
+	if err != nil || len(resp.Executions) == 0 {
+		t.Fatalf("list runs of %s: %v (%d runs)", id, err, len(resp.GetExecutions()))
+	}
+	run := resp.Executions[0]
+	for _, e := range resp.Executions {
+		if e.StartTime.AsTime().Before(run.StartTime.AsTime()) {
+			run = e
+		}
+	}
+	it := env.tc.GetWorkflowHistory(ctx, id, run.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var in workflows.Input
+	var seq []string
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", id, err)
+		}
+		if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+			if err := converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &in); err != nil {
+				t.Fatalf("decode the first run's input: %v", err)
+			}
+		}
+		seq = append(seq, ev.EventType.String())
+		if ev.EventType == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+			break
+		}
+	}
+	if want := "[WorkflowExecutionStarted WorkflowTaskScheduled WorkflowTaskStarted WorkflowTaskCompleted]"; fmt.Sprint(seq) != want {
+		t.Errorf("first run's events up to its first completed task = %v, want %s", seq, want)
+	}
+	if in.Trigger == nil || len(in.Trigger.Versions) == 0 || in.Trigger.Versions[0].Kind != k8s.KindDeployment || in.Trigger.Versions[0].Name != "web" {
+		t.Errorf("first run's input trigger = %+v, want the Deployment's version first", in.Trigger)
+	}
+
+	setImage(t, ns, "web", "nginx:1.26")
+	d = waitComplete(t, ns, "web")
+	if got, want := rsSummary(replicaSets(t, ns)), fmt.Sprintf("%s:r2:4 %s:r1:0", expectedRSName(d), first); got != want {
+		t.Fatalf("after the update replicasets = %s, want %s", got, want)
+	}
+	if d.Status.Replicas != 4 || d.Status.UpdatedReplicas != 4 || d.Status.AvailableReplicas != 4 || d.Status.ObservedGeneration != d.Generation {
+		t.Errorf("status = %+v, want 4/4/4 at generation %d", d.Status, d.Generation)
+	}
 }

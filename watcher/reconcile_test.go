@@ -302,13 +302,67 @@ func TestSignal(t *testing.T) {
 	rss[0].ResourceVersion = "41"
 	id := workflows.WorkflowID("prod", "web")
 	in := workflows.Input{Namespace: "prod", Name: "web"}
+	// fresh is web as just created: no controller has synced it.
+	fresh := d.DeepCopy()
+	fresh.Status = appsv1.DeploymentStatus{}
+	freshTrigger := workflows.Trigger{Versions: []k8s.ObjectVersion{
+		{Kind: k8s.KindDeployment, Name: "web", ResourceVersion: "42"},
+		{Kind: k8s.KindReplicaSet, Name: rss[0].Name, ResourceVersion: "41"},
+	}}
+	eagerOpts := StartOptions("tq", false, in)
+	eagerOpts.EnableEagerStart, eagerOpts.WorkflowExecutionErrorWhenAlreadyStarted = true, true
+	eagerIn := in
+	eagerIn.Trigger = &freshTrigger
 	tests := []struct {
-		name     string
-		give     string // the queue key
-		giveObjs []runtime.Object
-		giveMock func(*mocks.Client)
-		wantErr  bool
+		name      string
+		give      string // the queue key
+		giveObjs  []runtime.Object
+		giveEager bool
+		giveMock  func(*mocks.Client)
+		wantErr   bool
 	}{
+		{
+			name:      "eager: a Deployment no controller synced gets an eager start carrying the trigger",
+			give:      "prod/web",
+			giveObjs:  objects(fresh, rss),
+			giveEager: true,
+			giveMock: func(tc *mocks.Client) {
+				tc.On("ExecuteWorkflow", mock.Anything, eagerOpts, workflows.WorkflowType, eagerIn).Return(nil, nil).Once()
+			},
+		},
+		{
+			name:      "eager: its workflow runs already, so it is signalled",
+			give:      "prod/web",
+			giveObjs:  objects(fresh, rss),
+			giveEager: true,
+			giveMock: func(tc *mocks.Client) {
+				tc.On("ExecuteWorkflow", mock.Anything, eagerOpts, workflows.WorkflowType, eagerIn).
+					Return(nil, serviceerror.NewWorkflowExecutionAlreadyStarted("running", "req", "run")).Once()
+				tc.On("SignalWithStartWorkflow", mock.Anything, id, workflows.SignalTrigger, freshTrigger,
+					StartOptions("tq", false, in), workflows.WorkflowType, in).Return(nil, nil).Once()
+			},
+		},
+		{
+			name:      "eager: the start fails: retried, not signalled",
+			give:      "prod/web",
+			giveObjs:  objects(fresh, rss),
+			giveEager: true,
+			giveMock: func(tc *mocks.Client) {
+				tc.On("ExecuteWorkflow", mock.Anything, eagerOpts, workflows.WorkflowType, eagerIn).
+					Return(nil, serviceerror.NewUnavailable("down")).Once()
+			},
+			wantErr: true,
+		},
+		{
+			name:      "eager: a Deployment synced before gets signal-with-start",
+			give:      "prod/web",
+			giveObjs:  objects(d, rss),
+			giveEager: true,
+			giveMock: func(tc *mocks.Client) {
+				tc.On("SignalWithStartWorkflow", mock.Anything, id, workflows.SignalTrigger, freshTrigger,
+					StartOptions("tq", false, in), workflows.WorkflowType, in).Return(nil, nil).Once()
+			},
+		},
 		{
 			name:     "signal-with-start with the versions the watcher saw",
 			give:     "prod/web",
@@ -367,6 +421,7 @@ func TestSignal(t *testing.T) {
 			tc := &mocks.Client{}
 			tt.giveMock(tc)
 			w, _ := startWatcher(t, tc, tt.giveObjs...)
+			w.opts.EagerStart = tt.giveEager
 
 			err := w.signal(ctx, tt.give)
 

@@ -23,6 +23,7 @@ package watcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -68,6 +69,13 @@ type Options struct {
 	// Status, when set, writes the status-count refreshes of Deployments at rest at once
 	// (activities.StatusOnly plans) instead of signalling a sync for them.
 	Status StatusWriter
+	// EagerStart: the watcher runs in the worker's process (worker --watch), so a Deployment
+	// no controller has synced yet (status.observedGeneration 0) gets its workflow by a plain
+	// start with eager execution: the Temporal server hands the first workflow task back in
+	// the start's response, to this process's worker, instead of through matching and a
+	// poll. The trigger travels in the input (workflows.Input.Trigger). A workflow that
+	// already runs gets the trigger by signal-with-start, as without the option.
+	EagerStart bool
 }
 
 // StatusWriter writes a Deployment's status; *activities.Activities is one.
@@ -372,7 +380,22 @@ func (w *Watcher) signal(ctx context.Context, key string) error {
 		return err
 	}
 	in := workflows.Input{Namespace: ns, Name: name}
-	_, err = w.tc.SignalWithStartWorkflow(ctx, id, workflows.SignalTrigger, w.trigger(d), StartOptions(w.opts.TaskQueue, w.opts.SearchAttributes, in), workflows.WorkflowType, in)
+	opts := StartOptions(w.opts.TaskQueue, w.opts.SearchAttributes, in)
+	trigger := w.trigger(d)
+	if w.opts.EagerStart && d.Status.ObservedGeneration == 0 {
+		eager := in
+		eager.Trigger = &trigger
+		o := opts
+		o.EnableEagerStart, o.WorkflowExecutionErrorWhenAlreadyStarted = true, true
+		_, err := w.tc.ExecuteWorkflow(ctx, o, workflows.WorkflowType, eager)
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if !errors.As(err, &started) {
+			return err
+		}
+		// Its workflow runs already (a Deployment recreated under the same name, or one
+		// created before its workflow's last sync): signal it.
+	}
+	_, err = w.tc.SignalWithStartWorkflow(ctx, id, workflows.SignalTrigger, trigger, opts, workflows.WorkflowType, in)
 	return err
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/temporal-rollout/rollout/internal/lifecycle"
 	"github.com/temporal-rollout/rollout/internal/obs"
 	"github.com/temporal-rollout/rollout/kube"
+	"github.com/temporal-rollout/rollout/watcher"
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
@@ -92,9 +93,6 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	}
 	// Cancel before Shutdown, or Shutdown waits for the informers forever.
 	defer func() { stopper.Step("stop the informers"); cancel(); cache.Shutdown() }()
-	if err := cache.StartWithin(ctx, cfg.StartupTimeout); err != nil {
-		return err
-	}
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
@@ -152,12 +150,35 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	}
 	w.RegisterActivity(acts)
 
+	// The watcher's handlers go on the informers before they start.
+	var wat *watcher.Watcher
+	if cfg.Watch {
+		if wat, err = watcher.New(cache, tc, watcher.Options{
+			TaskQueue: cfg.TaskQueue, SearchAttributes: cfg.SearchAttributes, Resync: cfg.Resync,
+			Managed: cfg.Managed(), ManagedGuard: cfg.ManagedGuard, Status: acts,
+			// This process's worker takes the first workflow task of the workflows it starts.
+			EagerStart: true,
+		}, logger.With("component", "watcher")); err != nil {
+			return err
+		}
+	}
+	if err := cache.StartWithin(ctx, cfg.StartupTimeout); err != nil {
+		return err
+	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker on task queue %s: %w", cfg.TaskQueue, err)
 	}
 	ready.Set(obs.TemporalReady(ctx, tc))
-	logger.Info("Worker running")
+	logger.Info("Worker running", "watch", cfg.Watch)
+	watched := make(chan struct{})
+	if wat != nil {
+		go func() { defer close(watched); wat.Run(ctx) }()
+	} else {
+		close(watched)
+	}
 	<-ctx.Done()
+	stopper.Step("stop the watcher")
+	<-watched
 	logger.Info("Stopping worker", "shutdownTimeout", cfg.ShutdownTimeout)
 	stopper.Step("stop the Temporal worker (running activities end with the stop)")
 	w.Stop()

@@ -81,6 +81,10 @@ type Input struct {
 	Image map[string]string `json:"image,omitempty"`
 	// Carry is state handed over by Continue-As-New. Users leave it out.
 	Carry *Carry `json:"carry,omitempty"`
+	// Trigger is the watcher's first trigger when it starts the workflow itself (an eager
+	// start, see watcher.Options.EagerStart) instead of by signal-with-start: the versions the
+	// first sync must see. Users leave it out.
+	Trigger *Trigger `json:"trigger,omitempty"`
 }
 
 // Carry is what one run hands to the next.

@@ -244,6 +244,10 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			r.dirty = true
 		}
 	}
+	if in.Trigger != nil {
+		// Started by the watcher without a signal: the trigger it would have signalled.
+		r.atLeast = append(r.atLeast, in.Trigger.Versions...)
+	}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) {
 		return r.queryStatus(), nil
 	}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"log/slog"
 	"sort"
 	"strings"
@@ -59,6 +60,7 @@ type fakeCluster struct {
 	events    []k8s.Event
 	rollbacks []*appsv1.Deployment // RollbackDeployment inputs
 	created   []string             // names of created ReplicaSets
+	observed  []activities.ObserveInput
 
 	// afterWrite, if set, runs (without the lock held) after every successful write, with the
 	// activity name.
@@ -226,6 +228,7 @@ func (f *fakeCluster) findRS(name string) int {
 func (f *fakeCluster) Observe(_ context.Context, in activities.ObserveInput) (_ activities.ObserveResult, err error) {
 	f.mu.Lock()
 	defer f.done("Observe", false, &err)
+	f.observed = append(f.observed, in)
 	if f.d == nil || f.d.Namespace != in.Namespace || f.d.Name != in.Name {
 		return activities.ObserveResult{Found: false}, nil
 	}
@@ -1144,6 +1147,28 @@ func TestTriggerNewerThanWaitSnapshot(t *testing.T) {
 				t.Errorf("Observe calls after the wait: got %d, want %d (%d before it)", observedAfter, want, observedBefore)
 			}
 		})
+	}
+}
+
+// 8c. A workflow the watcher started eagerly gets its first trigger in the input: the first
+// sync waits for the versions it names, as it would for a signalled trigger.
+func TestTriggerInInput(t *testing.T) {
+	f := newFakeCluster(newDeployment("nginx:v1", 3, ""))
+	env := newEnv(t, f)
+	endByDeletion(env, f, time.Hour)
+	in := input()
+	want := []k8s.ObjectVersion{{Kind: k8s.KindDeployment, Name: testName, ResourceVersion: "7"}}
+	in.Trigger = &Trigger{Versions: want}
+	env.ExecuteWorkflow(WorkflowType, in)
+
+	if len(f.observed) == 0 {
+		t.Fatalf("no Observe ran")
+	}
+	if got := f.observed[0].AtLeast; !reflect.DeepEqual(got, want) {
+		t.Errorf("first Observe's AtLeast: got %v, want %v", got, want)
+	}
+	if len(f.created) == 0 {
+		t.Errorf("no ReplicaSet created")
 	}
 }
 

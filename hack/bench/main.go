@@ -100,6 +100,9 @@ type Config struct {
 	Rolled int
 	// Workers is how many of our workers share the task queue (our side).
 	Workers int
+	// SeparateWatcher: our side runs the watcher as its own process (`starter watch`)
+	// instead of inside each worker (`worker --watch`).
+	SeparateWatcher bool
 	// Profile runs our processes with --pprof and saves their heap after the idle period and
 	// their CPU profile over the first CPUProfile of the update phase.
 	Profile    bool
@@ -198,6 +201,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.DurationVar(&c.Idle, "idle", time.Minute, "scale workload: idle time before the rollout")
 	fs.IntVar(&c.Rolled, "rolled", 100, "scale workload: Deployments rolled at once")
 	fs.IntVar(&c.Workers, "workers", 1, "our side: workers sharing the task queue (worker, worker-2, ...)")
+	fs.BoolVar(&c.SeparateWatcher, "separate-watcher", false, "our side: run the watcher as its own process (starter watch) instead of inside each worker (worker --watch)")
 	fs.BoolVar(&c.Profile, "profile", false, "our side: run the worker(s) and watcher with --pprof, save their heap profiles after the scale workload's idle period and CPU profiles of the update phase (--cpu-profile long) to <out>/profiles/")
 	fs.DurationVar(&c.CPUProfile, "cpu-profile", 30*time.Second, "with --profile: how long the CPU profiles of the update phase run")
 	temporalMode := fs.String("temporal", "dev", "our side's Temporal: dev (the dev server, one shard) or cluster (the Temporal server on PostgreSQL, 4 history shards)")

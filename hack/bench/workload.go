@@ -268,14 +268,20 @@ func (r *runner) run(ctx context.Context) error {
 
 	if r.side == SideOurs {
 		common := ourArgs(r.s.Kubeconfig, r.s.TemporalAddress, r.b)
+		workerArgs := common
+		if !cfg.SeparateWatcher {
+			workerArgs = append([]string{"--watch", "--search-attributes"}, common...)
+		}
 		for _, name := range workerNames(cfg.Workers) {
-			if _, err := r.s.StartProcess(name, filepath.Join(cfg.Bin, "worker"), r.withProfiling(name, common)...); err != nil {
+			if _, err := r.s.StartProcess(name, filepath.Join(cfg.Bin, "worker"), r.withProfiling(name, workerArgs)...); err != nil {
 				return err
 			}
 		}
-		watchArgs := append([]string{"watch", "--search-attributes"}, common...)
-		if _, err := r.s.StartProcess("watcher", filepath.Join(cfg.Bin, "starter"), r.withProfiling("watcher", watchArgs)...); err != nil {
-			return err
+		if cfg.SeparateWatcher {
+			watchArgs := append([]string{"watch", "--search-attributes"}, common...)
+			if _, err := r.s.StartProcess("watcher", filepath.Join(cfg.Bin, "starter"), r.withProfiling("watcher", watchArgs)...); err != nil {
+				return err
+			}
 		}
 	}
 	for _, ns := range []string{benchNamespace, warmupNamespace} {

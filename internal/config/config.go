@@ -71,6 +71,9 @@ type Config struct {
 	Mode string `mapstructure:"mode"`
 	// ManagedGuard: deploy/managed/guard.yaml's ReplicaSet policy is installed (managed mode).
 	ManagedGuard bool `mapstructure:"managed-guard"`
+	// Watch: the worker runs the watcher too, on its own informer cache and Temporal client,
+	// and starts new Deployments' workflows eagerly (worker).
+	Watch bool `mapstructure:"watch"`
 	// StartupTimeout bounds each start-up wait: for the API server, for Temporal and for the
 	// informer caches' first lists (worker and watcher).
 	StartupTimeout time.Duration `mapstructure:"startup-timeout"`
@@ -122,6 +125,7 @@ func flags(fs *pflag.FlagSet, metricsAddress string) {
 	fs.String("mode", ModeFull, "worker and watcher: full (every Deployment; kube-controller-manager runs with --controllers=*,-deployment) or managed (only Deployments annotated temporal-rollout.io/managed: \"true\", beside kube-controller-manager's Deployment controller); both must agree")
 	fs.Bool("managed-guard", false, "worker and watcher, managed mode: deploy/managed/guard.yaml's ReplicaSet policy is installed (it denies kube-controller-manager's deployment-controller any scale of a parked Deployment's ReplicaSets; needs --use-service-account-credentials on kube-controller-manager), so Recreate and maxSurge 0 are driven too")
 	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
+	fs.Bool("watch", false, "worker: run the watcher in this process too, on the worker's informer cache, so a created Deployment's workflow starts eagerly (its first workflow task comes back in the start's answer, to this worker, with no trip through matching); `starter watch` is then not needed")
 	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
 }
 
