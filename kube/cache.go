@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -41,6 +43,10 @@ type Cache struct {
 
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{} // by namespace/name
+
+	// rsSeen is the highest resourceVersion of a ReplicaSet event handled (the indexer held
+	// it by then); see ReplicaSetsSeen.
+	rsSeen atomic.Uint64
 }
 
 // NewCache builds the informers; namespace "" watches every namespace. Deployments keep their
@@ -132,7 +138,20 @@ func (c *Cache) StartWithin(ctx context.Context, timeout time.Duration) error {
 		}
 		return fmt.Errorf("the informer caches' first lists (%s) did not complete within %s (--startup-timeout; can the credentials list and watch them?)", strings.Join(unsynced, ", "), timeout)
 	}
+	// The first list holds the ReplicaSets as of its resourceVersion, which may be past every
+	// listed ReplicaSet's own.
+	c.sawReplicaSets(c.rsInf.LastSyncResourceVersion())
 	return nil
+}
+
+// sawReplicaSets raises rsSeen to rv.
+func (c *Cache) sawReplicaSets(rv string) {
+	v, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return
+	}
+	for seen := c.rsSeen.Load(); v > seen && !c.rsSeen.CompareAndSwap(seen, v); seen = c.rsSeen.Load() {
+	}
 }
 
 // Shutdown stops the informers and waits for them. Cancel Start's context first.
@@ -255,6 +274,18 @@ func (c *Cache) notify(key string) {
 	}
 }
 
+// ReplicaSetsSeen reports whether the ReplicaSet informer has handled an event at
+// resourceVersion rv or later (resourceVersions are etcd revisions, compared as numbers; one
+// that does not parse is never seen). It is how a writer tells that the cache's ReplicaSets
+// are not older than another object written at rv, say a Deployment status decided on
+// ReplicaSet counts: the informers of two kinds lag each other independently. It can say no
+// while the cache is current (no ReplicaSet changed since rv); callers then defer to a reader
+// that knows more.
+func (c *Cache) ReplicaSetsSeen(rv string) bool {
+	v, err := strconv.ParseUint(rv, 10, 64)
+	return err == nil && c.rsSeen.Load() >= v
+}
+
 func (c *Cache) subscribed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -269,7 +300,11 @@ func (c *Cache) notifyDeployment(obj any) {
 
 func (c *Cache) notifyReplicaSet(obj any) {
 	rs, ok := unwrap(obj).(*appsv1.ReplicaSet)
-	if !ok || !c.subscribed() {
+	if !ok {
+		return
+	}
+	c.sawReplicaSets(rs.ResourceVersion)
+	if !c.subscribed() {
 		return
 	}
 	if ref := metav1.GetControllerOf(rs); ref != nil {

@@ -141,6 +141,29 @@ func TestCacheCaughtUp(t *testing.T) {
 	}
 }
 
+// ReplicaSetsSeen: the ReplicaSet informer has handled an event at that resourceVersion or
+// later, and moves on as ReplicaSet events arrive.
+func TestCacheReplicaSetsSeen(t *testing.T) {
+	web := deployment("prod", "web", "web-uid", "10")
+	rs := replicaSet("prod", "web-a", "web-a-uid", "web", web, "20")
+	c, client := startCache(t, "prod", web, rs)
+	eventually(t, "the listed ReplicaSet handled", func() bool { return c.ReplicaSetsSeen("20") })
+	for _, tt := range []struct {
+		give string
+		want bool
+	}{{"19", true}, {"20", true}, {"21", false}, {"x", false}, {"", false}} {
+		if got := c.ReplicaSetsSeen(tt.give); got != tt.want {
+			t.Errorf("ReplicaSetsSeen(%q) = %t, want %t", tt.give, got, tt.want)
+		}
+	}
+	next := rs.DeepCopy()
+	next.ResourceVersion = "30"
+	if _, err := client.AppsV1().ReplicaSets("prod").Update(context.Background(), next, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the update handled", func() bool { return c.ReplicaSetsSeen("25") })
+}
+
 // A Deployment created after the cache started is not caught up (not taken for deleted)
 // until the informer delivers it.
 func TestCacheCaughtUpWaitsForNewDeployment(t *testing.T) {

@@ -691,21 +691,27 @@ func (s *statusRecorder) UpdateDeploymentStatus(_ context.Context, in activities
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.wrote = append(s.wrote, in.Deployment.DeepCopy())
-	return activities.DeploymentWriteResult{}, nil
+	// As the API server would number the write (above any the tests give).
+	return activities.DeploymentWriteResult{Wrote: []k8s.ObjectVersion{{Kind: k8s.KindDeployment, Name: in.Deployment.Name, ResourceVersion: "1000"}}}, nil
 }
 
 // TestRefreshStatusLeavingRest: a status refresh of a Deployment at rest is written at once;
 // when the refreshed status takes it out of rest (a complete Deployment lost available pods),
 // the workflow is signalled too, so that its sync hands the next moves to the worker's wait.
-// A refresh that keeps it at rest (paused) signals nothing.
+// A refresh that keeps it at rest (paused) signals nothing. A refresh decided on ReplicaSets
+// the informer handled before the Deployment's last write is not written: the workflow is
+// signalled instead, with the Deployment's version.
 func TestRefreshStatusLeavingRest(t *testing.T) {
 	tests := []struct {
 		name       string
 		paused     bool
+		rsOlder    bool // the ReplicaSet's resourceVersion is below the Deployment's
+		wantWrite  bool
 		wantSignal bool
 	}{
-		{name: "complete Deployment loses a pod", wantSignal: true},
-		{name: "paused Deployment loses a pod", paused: true, wantSignal: false},
+		{name: "complete Deployment loses a pod", wantWrite: true, wantSignal: true},
+		{name: "paused Deployment loses a pod", paused: true, wantWrite: true, wantSignal: false},
+		{name: "ReplicaSets older than the Deployment's last write", rsOlder: true, wantSignal: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -717,6 +723,10 @@ func TestRefreshStatusLeavingRest(t *testing.T) {
 			}
 			rs := rss[0].DeepCopy()
 			rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = 1, 1
+			d.ResourceVersion, rs.ResourceVersion = "10", "11"
+			if tt.rsOlder {
+				rs.ResourceVersion = "9"
+			}
 			w, _ := startWatcher(t, nil, d, rs)
 			rec := &statusRecorder{}
 			w.opts.Status = rec
@@ -731,11 +741,17 @@ func TestRefreshStatusLeavingRest(t *testing.T) {
 				t.Fatalf("queued %v, want the status refresh only", got)
 			}
 			w.refreshStatus(context.Background(), "prod/web")
-			if len(rec.wrote) != 1 {
+			if !tt.wantWrite {
+				if len(rec.wrote) != 0 {
+					t.Errorf("status writes: %d, want none", len(rec.wrote))
+				}
+			} else if len(rec.wrote) != 1 {
 				t.Fatalf("status writes: %d, want 1", len(rec.wrote))
-			}
-			if got := rec.wrote[0].Status.AvailableReplicas; got != 1 {
+			} else if got := rec.wrote[0].Status.AvailableReplicas; got != 1 {
 				t.Errorf("written availableReplicas %d, want 1", got)
+			} else if got := w.trigger(cached).Versions[0]; got.ResourceVersion != "1000" {
+				// The cache does not show the write yet: the trigger names it all the same.
+				t.Errorf("trigger after the refresh names the Deployment at %+v, want the refresh's resourceVersion 1000", got)
 			}
 			var want []string
 			if tt.wantSignal {

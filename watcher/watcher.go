@@ -103,6 +103,9 @@ type Watcher struct {
 	tc    client.Client
 	log   *slog.Logger
 	queue workqueue.TypedRateLimitingInterface[string]
+	// written: by namespace/name, the Deployment version of the watcher's last status
+	// refresh, until its cache shows it (see trigger).
+	written sync.Map
 }
 
 // New registers the watcher's handlers on the cache's informers. Call it before the cache
@@ -341,12 +344,28 @@ func (w *Watcher) refreshStatus(ctx context.Context, key string) {
 	case err != nil || (len(plan.Steps) > 0 && !activities.StatusOnly(plan)):
 		w.queue.Add(key)
 	case len(plan.Steps) == 0:
+	case !w.cache.ReplicaSetsSeen(d.ResourceVersion):
+		// The ReplicaSet informer has handled nothing since the Deployment's last write, so
+		// its counts may be older than the ones that write was decided on (the informers lag
+		// each other; on a starved machine, for seconds). Rewriting the status from them
+		// could undo a newer one, and the workflow would not be told. The workflow decides
+		// instead, on the worker's cache.
+		w.log.Debug("ReplicaSets older than the Deployment's last write, signalling a sync", "namespace", ns, "deployment", name)
+		w.queue.Add(key)
 	default:
 		next := plan.Steps[0].Deployment
-		if _, err := w.opts.Status.UpdateDeploymentStatus(ctx, activities.DeploymentWriteInput{Deployment: next}); err != nil {
+		res, err := w.opts.Status.UpdateDeploymentStatus(ctx, activities.DeploymentWriteInput{Deployment: next})
+		if err != nil {
 			w.log.Debug("Status refresh failed, signalling a sync", "namespace", ns, "deployment", name, "error", err)
 			w.queue.Add(key)
 			return
+		}
+		// A signal sent before the informer shows this write still names it, so the sync
+		// does not decide on a Deployment from before it.
+		for _, v := range res.Wrote {
+			if v.Kind == k8s.KindDeployment {
+				w.written.Store(key, v)
+			}
 		}
 		w.log.Debug("Status refreshed", "namespace", ns, "deployment", name, "replicas", next.Status.Replicas,
 			"available", next.Status.AvailableReplicas, "terminating", deref(next.Status.TerminatingReplicas))
@@ -400,9 +419,19 @@ func (w *Watcher) signal(ctx context.Context, key string) error {
 }
 
 // trigger carries the versions this watcher has seen of the Deployment and its ReplicaSets,
-// so the sync waits for the worker's cache to have them too.
+// so the sync waits for the worker's cache to have them too; for the Deployment, the
+// watcher's own last status write when its cache does not show it yet.
 func (w *Watcher) trigger(d *appsv1.Deployment) workflows.Trigger {
-	t := workflows.Trigger{Versions: []k8s.ObjectVersion{k8s.DeploymentVersion(d)}}
+	dv := k8s.DeploymentVersion(d)
+	key := d.Namespace + "/" + d.Name
+	if v, ok := w.written.Load(key); ok {
+		if wv := v.(k8s.ObjectVersion); wv.Name == d.Name && !wv.SeenBy(d.ResourceVersion) {
+			dv = wv
+		} else {
+			w.written.CompareAndDelete(key, v)
+		}
+	}
+	t := workflows.Trigger{Versions: []k8s.ObjectVersion{dv}}
 	for _, rs := range w.cache.Snapshot(d).ReplicaSets {
 		t.Versions = append(t.Versions, k8s.ReplicaSetVersion(rs))
 	}

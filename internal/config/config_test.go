@@ -76,6 +76,7 @@ temporal-address: file:7233
 log-level: debug
 resync: 1m
 search-attributes: true
+watch: true
 `
 	tests := []struct {
 		name     string
@@ -93,7 +94,7 @@ search-attributes: true
 			giveFile: file,
 			want: func(c *Config) {
 				c.KubeQPS, c.KubeBurst, c.WatchNamespace, c.TemporalAddress = 5, 50, "from-file", "file:7233"
-				c.LogLevel, c.Resync, c.SearchAttributes = "debug", time.Minute, true
+				c.LogLevel, c.Resync, c.SearchAttributes, c.Watch = "debug", time.Minute, true, true
 			},
 		},
 		{
@@ -105,12 +106,12 @@ search-attributes: true
 			},
 			want: func(c *Config) {
 				c.KubeQPS, c.KubeBurst, c.WatchNamespace, c.TemporalAddress = 7, 50, "from-file", "env:7233"
-				c.LogLevel, c.Resync, c.SearchAttributes = "warn", 3*time.Second, false
+				c.LogLevel, c.Resync, c.SearchAttributes, c.Watch = "warn", 3*time.Second, false, true
 			},
 		},
 		{
 			name:     "flags beat env and file",
-			giveArgs: []string{"--kube-qps=9", "--temporal-address=flag:7233", "--resync=0s", "--log-format=text", "--log-level=error"},
+			giveArgs: []string{"--kube-qps=9", "--temporal-address=flag:7233", "--resync=0s", "--log-format=text", "--log-level=error", "--watch=false"},
 			giveFile: file,
 			giveEnv: map[string]string{
 				"ROLLOUT_KUBE_QPS": "7", "ROLLOUT_TEMPORAL_ADDRESS": "env:7233", "ROLLOUT_LOG_FORMAT": "json",
@@ -603,6 +604,7 @@ func TestWatcherFlags(t *testing.T) {
 	}{
 		{give: "resync", want: true, wantDefault: "10m0s"},
 		{give: "search-attributes", want: true, wantDefault: "false"},
+		{give: "watch", want: true, wantDefault: "false"},
 		{give: "coalesce"},
 		{give: "min-signal-interval"},
 		{give: "max-signal-interval"},
