@@ -19,20 +19,28 @@ import (
 )
 
 // TestDeployManifests applies deploy/ to the real apiserver, checks the ServiceAccount's
-// least-privilege RBAC, then runs our worker and watcher with nothing but that ServiceAccount's
-// token through a RollingUpdate and a Recreate rollout, and reads their /metrics.
+// least-privilege RBAC, then runs our worker as the manifest does (running the watcher too:
+// --watch) with nothing but that ServiceAccount's token through a RollingUpdate and a Recreate
+// rollout, and reads its /metrics.
 func TestDeployManifests(t *testing.T) {
 	ctx := context.Background()
 	out := kubectl(t, "apply", "--server-side", "-k", "../deploy")
 	for _, want := range []string{"serviceaccount/temporal-rollout", "clusterrole.rbac.authorization.k8s.io/temporal-rollout",
-		"statefulset.apps/temporal-rollout-worker", "statefulset.apps/temporal-rollout-watcher", "configmap/temporal-rollout"} {
+		"statefulset.apps/temporal-rollout-worker", "configmap/temporal-rollout"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("apply output lacks %s:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "temporal-rollout-watcher") {
+		t.Errorf("apply output has a watcher of its own; the workers run it (--watch):\n%s", out)
+	}
 	t.Cleanup(func() { _, _ = runKubectl("delete", "-k", "../deploy", "--wait=false") })
-	if _, err := env.kube.AppsV1().StatefulSets("temporal-rollout").Get(ctx, "temporal-rollout-worker", metav1.GetOptions{}); err != nil {
+	sts, err := env.kube.AppsV1().StatefulSets("temporal-rollout").Get(ctx, "temporal-rollout-worker", metav1.GetOptions{})
+	if err != nil {
 		t.Fatalf("worker StatefulSet: %v", err)
+	}
+	if args := strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--watch") {
+		t.Errorf("worker args %q lack --watch (the run below uses it)", args)
 	}
 
 	sa := "system:serviceaccount:temporal-rollout:temporal-rollout"
@@ -61,15 +69,11 @@ func TestDeployManifests(t *testing.T) {
 	restart := stopOurs(t)
 	defer func() {
 		env.stack.StopProcess("worker")
-		env.stack.StopProcess("watcher")
 		restart()
 	}()
 	wport, _ := stack.FreePort()
 	args := []string{"--kubeconfig", kc, "--temporal-address", env.stack.TemporalAddress, "--log-format", "json"}
-	if _, err := env.stack.StartProcess("worker", filepath.Join(env.bin, "worker"), append(args, "--metrics-address", fmt.Sprintf("127.0.0.1:%d", wport))...); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.stack.StartProcess("watcher", filepath.Join(env.bin, "starter"), append([]string{"watch", "--search-attributes", "--metrics-address", ""}, args...)...); err != nil {
+	if _, err := env.stack.StartProcess("worker", filepath.Join(env.bin, "worker"), append(args, "--metrics-address", fmt.Sprintf("127.0.0.1:%d", wport), "--watch", "--search-attributes")...); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,8 +1,8 @@
 // Command devstack is `make dev`: it starts the local stack (etcd, kube-apiserver,
 // kube-controller-manager without its Deployment controller, kube-scheduler, kwok, the
-// Temporal dev server and UI), then our worker and watcher, prints how to use it, and stops
-// everything on Ctrl-C. With KUBECONFIG and ROLLOUT_TEMPORAL_ADDRESS set it skips the stack
-// and runs just the worker and watcher against them.
+// Temporal dev server and UI), then our worker (running the watcher too: --watch), prints how
+// to use it, and stops everything on Ctrl-C. With KUBECONFIG and ROLLOUT_TEMPORAL_ADDRESS set
+// it skips the stack and runs just the worker against them.
 package main
 
 import (
@@ -59,14 +59,12 @@ func run(ctx context.Context, dir, bin string, nodes int, delay, jitter time.Dur
 	}
 	defer s.Stop()
 	common := []string{"--kubeconfig", s.Kubeconfig, "--temporal-address", s.TemporalAddress, "--log-format", "text"}
-	if _, err := s.StartProcess("worker", filepath.Join(bin, "worker"), append(common, "--metrics-address", "127.0.0.1:9090")...); err != nil {
-		return err
-	}
-	watchArgs := append(common, "--metrics-address", "127.0.0.1:9091")
+	// The worker runs the watcher too (--watch): new Deployments' workflows start eagerly.
+	workerArgs := append(common, "--metrics-address", "127.0.0.1:9090", "--watch")
 	if !external {
-		watchArgs = append(watchArgs, "--search-attributes")
+		workerArgs = append(workerArgs, "--search-attributes")
 	}
-	if _, err := s.StartProcess("watcher", filepath.Join(bin, "starter"), append([]string{"watch"}, watchArgs...)...); err != nil {
+	if _, err := s.StartProcess("worker", filepath.Join(bin, "worker"), workerArgs...); err != nil {
 		return err
 	}
 	fmt.Printf(`
@@ -75,7 +73,7 @@ Ready. Logs are in %[1]s/*.log.
   export KUBECONFIG=%[2]s
   Temporal UI:      %[3]s
   Temporal address: %[4]s
-  Metrics:          http://127.0.0.1:9090/metrics (worker), http://127.0.0.1:9091/metrics (watcher)
+  Metrics:          http://127.0.0.1:9090/metrics (the worker, which also runs the watcher)
 
 Try it (kubectl and temporal are the pinned builds in %[6]s):
   export PATH=%[5]s:$PATH
@@ -105,7 +103,7 @@ Ctrl-C stops everything.
 			fmt.Println("\nStopping...")
 			return nil
 		case <-time.After(time.Second):
-			for _, name := range []string{"worker", "watcher"} {
+			for _, name := range []string{"worker"} {
 				if ok, err := s.Proc(name).Exited(); ok {
 					return fmt.Errorf("%s exited (%v); log tail:\n%s", name, err, s.Proc(name).Tail(3000))
 				}

@@ -133,11 +133,8 @@ func runSide(ctx context.Context, o options, side string) (res sideResult) {
 		common := []string{"--kubeconfig", s.Kubeconfig, "--temporal-address", s.TemporalAddress,
 			"--kube-qps", strconv.Itoa(o.qps), "--kube-burst", strconv.Itoa(o.burst),
 			"--metrics-address", "", "--log-format", "text"}
-		if _, err := s.StartProcess("worker", filepath.Join(o.bin, "worker"), common...); err != nil {
-			res.Err = err.Error()
-			return res
-		}
-		if _, err := s.StartProcess("watcher", filepath.Join(o.bin, "starter"), append([]string{"watch", "--search-attributes"}, common...)...); err != nil {
+		// The worker runs the watcher too, as deploy/ does.
+		if _, err := s.StartProcess("worker", filepath.Join(o.bin, "worker"), append([]string{"--watch", "--search-attributes"}, common...)...); err != nil {
 			res.Err = err.Error()
 			return res
 		}
@@ -214,7 +211,7 @@ func readReport(path string) ([]specResult, error) {
 
 func render(results []sideResult, o options) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Upstream e2e specs (%s), client QPS %d / burst %d for kube-controller-manager and for our worker and watcher\n\n", o.focus, o.qps, o.burst)
+	fmt.Fprintf(&b, "Upstream e2e specs (%s), client QPS %d / burst %d for kube-controller-manager and for our worker\n\n", o.focus, o.qps, o.burst)
 	bySide := map[string]map[string]specResult{}
 	var names []string
 	seen := map[string]bool{}

@@ -60,9 +60,13 @@ func TestComposeServices(t *testing.T) {
 		got = append(got, name)
 	}
 	sort.Strings(got)
-	want := "postgresql temporal temporal-admin-tools temporal-ui watcher worker"
+	want := "postgresql temporal temporal-admin-tools temporal-ui worker"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("services = %v, want %s", got, want)
+	}
+	// No watcher service: the worker runs it.
+	if cmd := strings.Join(c.Services["worker"].Command, " "); !strings.Contains(cmd, "--watch") {
+		t.Errorf("worker command %q lacks --watch: nothing would start the workflows", cmd)
 	}
 }
 
@@ -105,7 +109,7 @@ func TestComposeDependsOn(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"postgresql", "temporal", "worker", "watcher"} {
+	for _, name := range []string{"postgresql", "temporal", "worker"} {
 		if c.Services[name].Healthcheck == nil {
 			t.Errorf("service %s has no healthcheck", name)
 		}
@@ -129,7 +133,7 @@ func TestComposeEnvMatchesConfig(t *testing.T) {
 			published[name+":"+ctr] = host
 		}
 	}
-	for _, name := range []string{"worker", "watcher"} {
+	for _, name := range []string{"worker"} {
 		s := c.Services[name]
 		for k := range s.Environment {
 			if strings.HasPrefix(k, config.EnvPrefix+"_") && !known[k] {
