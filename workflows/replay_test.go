@@ -46,6 +46,10 @@ import (
 // *-testrollingupdate-*-v6.json histories, recorded by TestRollingUpdate on 2026-11-25 (full
 // mode), are rollouts whose completing status write AwaitChange made itself (its result says
 // completed: true) and whose last sync wrote nothing; the workflow code did not change for it.
+// The *-worker-watches-eager-*-v7.json histories, recorded by TestWorkerWatches on 2026-11-25,
+// are the runs of a Deployment whose workflow the watcher in the worker started eagerly: the
+// first run's input carries the trigger (Input.Trigger) and no signal precedes its first
+// workflow task; then the rollout of an image update, and the idle run after it.
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {
