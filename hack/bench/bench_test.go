@@ -96,10 +96,17 @@ func TestQuick(t *testing.T) {
 			} else if ts.WorkflowTasks[0] < 1 || ts.LocalActivities[0] < 1 {
 				t.Errorf("%s: Temporal stats %+v; want workflow tasks and local activities", name, ts)
 			}
-			for _, p := range []string{"worker", "watcher"} {
-				if st := res.Procs[p]; st == nil || st.CPUSeconds <= 0 || st.PeakRSSKB <= 0 {
-					t.Errorf("%s: no %s CPU/RSS: %+v", name, p, st)
-				}
+			if st := res.Procs["worker"]; st == nil || st.CPUSeconds <= 0 || st.PeakRSSKB <= 0 {
+				t.Errorf("%s: no worker CPU/RSS: %+v", name, st)
+			}
+			// The worker runs the watcher (--watch): no process of its own.
+			if st := res.Procs["watcher"]; st != nil {
+				t.Errorf("%s: a watcher process ran (%+v); the worker runs it", name, st)
+			}
+			// The create along the workflow's first run: started, then picked, then done.
+			if p := res.StartPath; p == nil || p.Deployments != 1 || p.StartedMedian <= 0 ||
+				p.PickedMedian < p.StartedMedian || p.DecidedMedian < p.PickedMedian {
+				t.Errorf("%s: start path %+v; want started ≤ picked ≤ done, all after the creates began", name, p)
 			}
 		case SideBuiltin:
 			if res.Temporal != nil {

@@ -181,7 +181,7 @@ func (r *Report) tables() []table {
 	compare := table{title: "Ours against the built-in controller, per client budget",
 		header: []string{"workload", "figure"},
 		notes: []string{
-			"Each budget is the client QPS / burst of kube-controller-manager (`--kube-api-qps`, `--kube-api-burst`, on both sides) and of our worker and watcher (`--kube-qps`, `--kube-burst`). QPS 20 / burst 30 is kube-controller-manager's default.",
+			"Each budget is the client QPS / burst of kube-controller-manager (`--kube-api-qps`, `--kube-api-burst`, on both sides) and of our worker, which runs the watcher (`--kube-qps`, `--kube-burst`). QPS 20 / burst 30 is kube-controller-manager's default.",
 			"update→complete: from the image update of every rolled Deployment until all of them are complete by `kubectl rollout status` rules. create→available: from creating every Deployment until all are available.",
 			"status stale p99: the 99th percentile of the stale intervals of the update phase (see Status freshness). ours / built-in below 1 means ours is faster or fresher.",
 		}}
@@ -487,7 +487,7 @@ func (r *Report) budgetList() string {
 func (r *Report) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Benchmark: built-in Deployment controller vs Temporal workflows (%s, %d cores, %s)\n", r.Machine.CPUModel, r.Machine.Cores, r.Machine.MemTotal)
-	fmt.Fprintf(&b, "Client budgets, each the same for kube-controller-manager and for our worker and watcher: %s. kwok pod ready delay %s + up to %s jitter.\n\n", r.budgetList(), r.Cfg.PodReadyDelay, r.Cfg.PodReadyJitter)
+	fmt.Fprintf(&b, "Client budgets, each the same for kube-controller-manager and for our worker (and watcher): %s. kwok pod ready delay %s + up to %s jitter.\n\n", r.budgetList(), r.Cfg.PodReadyDelay, r.Cfg.PodReadyJitter)
 	for _, t := range r.tables() {
 		b.WriteString(t.title + "\n\n" + t.render())
 		for _, n := range t.notes {
