@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -227,6 +228,51 @@ const localActivityMarker = "LocalActivity"
 func temporalStats(ctx context.Context, tc client.Client, ns string, names []string, since time.Time) (*TemporalStats, error) {
 	type one struct{ runs, events, wft, la, act int }
 	results := make([]one, len(names))
+	err := forEachWorkflow(ctx, tc, ns, names, func(i int, id string, runs []*workflowpb.WorkflowExecutionInfo) error {
+		for _, ex := range runs {
+			running := ex.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+			if !running && (ex.CloseTime == nil || ex.CloseTime.AsTime().Before(since)) {
+				continue
+			}
+			results[i].runs++
+			it := tc.GetWorkflowHistory(ctx, id, ex.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			for it.HasNext() {
+				ev, err := it.Next()
+				if err != nil {
+					return fmt.Errorf("history of %s run %s: %w", id, ex.Execution.RunId, err)
+				}
+				results[i].events++
+				switch ev.EventType {
+				case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+					results[i].wft++
+				case enumspb.EVENT_TYPE_MARKER_RECORDED:
+					if ev.GetMarkerRecordedEventAttributes().GetMarkerName() == localActivityMarker {
+						results[i].la++
+					}
+				case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+					results[i].act++
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	st := &TemporalStats{Rollouts: len(names)}
+	for _, r := range results {
+		st.Runs += r.runs
+		st.Events = append(st.Events, r.events)
+		st.WorkflowTasks = append(st.WorkflowTasks, r.wft)
+		st.LocalActivities = append(st.LocalActivities, r.la)
+		st.Activities = append(st.Activities, r.act)
+	}
+	return st, nil
+}
+
+// forEachWorkflow calls fn, 8 at a time, with every run of each named Deployment's workflow,
+// and returns the first error.
+func forEachWorkflow(ctx context.Context, tc client.Client, ns string, names []string, fn func(i int, id string, runs []*workflowpb.WorkflowExecutionInfo) error) error {
 	errs := make([]error, len(names))
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
@@ -235,6 +281,7 @@ func temporalStats(ctx context.Context, tc client.Client, ns string, names []str
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			id := workflows.WorkflowID(ns, name)
+			var runs []*workflowpb.WorkflowExecutionInfo
 			var token []byte
 			for {
 				resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
@@ -243,52 +290,16 @@ func temporalStats(ctx context.Context, tc client.Client, ns string, names []str
 					errs[i] = fmt.Errorf("list runs of %s: %w", id, err)
 					return
 				}
-				for _, ex := range resp.Executions {
-					running := ex.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
-					if !running && (ex.CloseTime == nil || ex.CloseTime.AsTime().Before(since)) {
-						continue
-					}
-					results[i].runs++
-					it := tc.GetWorkflowHistory(ctx, id, ex.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-					for it.HasNext() {
-						ev, err := it.Next()
-						if err != nil {
-							errs[i] = fmt.Errorf("history of %s run %s: %w", id, ex.Execution.RunId, err)
-							return
-						}
-						results[i].events++
-						switch ev.EventType {
-						case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-							results[i].wft++
-						case enumspb.EVENT_TYPE_MARKER_RECORDED:
-							if ev.GetMarkerRecordedEventAttributes().GetMarkerName() == localActivityMarker {
-								results[i].la++
-							}
-						case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-							results[i].act++
-						}
-					}
-				}
-				token = resp.NextPageToken
-				if len(token) == 0 {
-					return
+				runs = append(runs, resp.Executions...)
+				if token = resp.NextPageToken; len(token) == 0 {
+					break
 				}
 			}
+			errs[i] = fn(i, id, runs)
 		})
 	}
 	wg.Wait()
-	st := &TemporalStats{Rollouts: len(names)}
-	for i, r := range results {
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
-		st.Runs += r.runs
-		st.Events = append(st.Events, r.events)
-		st.WorkflowTasks = append(st.WorkflowTasks, r.wft)
-		st.LocalActivities = append(st.LocalActivities, r.la)
-		st.Activities = append(st.Activities, r.act)
-	}
-	return st, nil
+	return errors.Join(errs...)
 }
 
 // median and maxOf summarise per-rollout counts.
@@ -340,66 +351,39 @@ type StartPath struct {
 }
 
 func startPath(ctx context.Context, tc client.Client, ns string, names []string, t0 time.Time) (*StartPath, error) {
-	type one struct{ started, picked, decided float64 }
-	results := make([]one, len(names))
-	errs := make([]error, len(names))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			id := workflows.WorkflowID(ns, name)
-			var first *workflowpb.WorkflowExecutionInfo
-			var token []byte
-			for {
-				resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-					Query: fmt.Sprintf("WorkflowId = %q", id), NextPageToken: token})
-				if err != nil {
-					errs[i] = fmt.Errorf("list runs of %s: %w", id, err)
-					return
-				}
-				for _, ex := range resp.Executions {
-					if first == nil || ex.StartTime.AsTime().Before(first.StartTime.AsTime()) {
-						first = ex
-					}
-				}
-				if token = resp.NextPageToken; len(token) == 0 {
-					break
-				}
+	started, picked, decided := make([]float64, len(names)), make([]float64, len(names)), make([]float64, len(names))
+	err := forEachWorkflow(ctx, tc, ns, names, func(i int, id string, runs []*workflowpb.WorkflowExecutionInfo) error {
+		var first *workflowpb.WorkflowExecutionInfo
+		for _, ex := range runs {
+			if first == nil || ex.StartTime.AsTime().Before(first.StartTime.AsTime()) {
+				first = ex
 			}
-			if first == nil {
-				errs[i] = fmt.Errorf("no run of %s", id)
-				return
-			}
-			it := tc.GetWorkflowHistory(ctx, id, first.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-			for it.HasNext() && results[i].decided == 0 {
-				ev, err := it.Next()
-				if err != nil {
-					errs[i] = fmt.Errorf("history of %s: %w", id, err)
-					return
-				}
-				at := ev.EventTime.AsTime().Sub(t0).Seconds()
-				switch ev.EventType {
-				case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-					results[i].started = at
-				case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-					if results[i].picked == 0 {
-						results[i].picked = at
-					}
-				case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-					results[i].decided = at
-				}
-			}
-		})
-	}
-	wg.Wait()
-	var started, picked, decided []float64
-	for i, r := range results {
-		if errs[i] != nil {
-			return nil, errs[i]
 		}
-		started, picked, decided = append(started, r.started), append(picked, r.picked), append(decided, r.decided)
+		if first == nil {
+			return fmt.Errorf("no run of %s", id)
+		}
+		it := tc.GetWorkflowHistory(ctx, id, first.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() && decided[i] == 0 {
+			ev, err := it.Next()
+			if err != nil {
+				return fmt.Errorf("history of %s: %w", id, err)
+			}
+			at := ev.EventTime.AsTime().Sub(t0).Seconds()
+			switch ev.EventType {
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+				started[i] = at
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+				if picked[i] == 0 {
+					picked[i] = at
+				}
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				decided[i] = at
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, xs := range [][]float64{started, picked, decided} {
 		sort.Float64s(xs)
