@@ -389,6 +389,7 @@ func (w *Watcher) signal(ctx context.Context, key string) error {
 	id := workflows.WorkflowID(ns, name)
 	d, err := w.cache.Deployment(ns, name)
 	if apierrors.IsNotFound(err) {
+		w.written.Delete(key)
 		err := w.tc.SignalWorkflow(ctx, id, "", workflows.SignalTrigger, nil)
 		if _, ok := err.(*serviceerror.NotFound); ok {
 			return nil
@@ -425,7 +426,7 @@ func (w *Watcher) trigger(d *appsv1.Deployment) workflows.Trigger {
 	dv := k8s.DeploymentVersion(d)
 	key := d.Namespace + "/" + d.Name
 	if v, ok := w.written.Load(key); ok {
-		if wv := v.(k8s.ObjectVersion); wv.Name == d.Name && !wv.SeenBy(d.ResourceVersion) {
+		if wv := v.(k8s.ObjectVersion); !wv.SeenBy(d.ResourceVersion) {
 			dv = wv
 		} else {
 			w.written.CompareAndDelete(key, v)
