@@ -460,8 +460,9 @@ func nodesFor(w Workload, min int) int {
 	return max(n, min)
 }
 
-// ourArgs are the flags our worker and watcher start with (the watcher also gets
-// `watch --search-attributes`); everything else stays at its default.
+// ourArgs are the flags our worker (and, with --separate-watcher, `starter watch`) start with;
+// the worker adds `--watch --search-attributes`, the watcher `watch --search-attributes`;
+// everything else stays at its default.
 func ourArgs(kubeconfig, temporal string, b Budget) []string {
 	return []string{"--kubeconfig", kubeconfig, "--temporal-address", temporal,
 		"--kube-qps", strconv.FormatFloat(b.QPS, 'f', -1, 64), "--kube-burst", strconv.Itoa(b.Burst),
