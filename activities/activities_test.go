@@ -1018,6 +1018,7 @@ func TestUpdateDeploymentStatus(t *testing.T) {
 		give          *appsv1.Deployment
 		giveEvents    []k8s.Event
 		giveConflicts int
+		giveStrict    bool
 
 		want            DeploymentWriteResult
 		wantErr         string
@@ -1049,6 +1050,26 @@ func TestUpdateDeploymentStatus(t *testing.T) {
 			}).Annotations,
 			wantEvents:  []string{"Normal DeploymentRollout done"},
 			wantActions: []string{"get deployments", "update deployments/status", "get deployments", "update deployments/status"},
+		},
+		{
+			name:            "strict: written on the decision's version, with no read",
+			giveStored:      testDeployment(),
+			give:            want,
+			giveStrict:      true,
+			wantStatus:      want.Status,
+			wantAnnotations: want.Annotations,
+			wantActions:     []string{"update deployments/status"},
+		},
+		{
+			name:            "strict: a conflict is stale, not retried on a fresh read",
+			giveStored:      concurrent,
+			give:            want,
+			giveStrict:      true,
+			giveConflicts:   1,
+			wantErr:         ErrStale,
+			wantStatus:      concurrent.Status,
+			wantAnnotations: concurrent.Annotations,
+			wantActions:     []string{"update deployments/status"},
 		},
 		{
 			name:            "a deployment with a new generation since the decision is stale before any write",
@@ -1100,7 +1121,7 @@ func TestUpdateDeploymentStatus(t *testing.T) {
 				f.failFirst("update", "deployments/status", tt.giveConflicts, conflict(dGR, "web"))
 			}
 
-			got, err := f.a.UpdateDeploymentStatus(context.Background(), DeploymentWriteInput{Deployment: tt.give, Events: tt.giveEvents})
+			got, err := f.a.UpdateDeploymentStatus(context.Background(), DeploymentWriteInput{Deployment: tt.give, Events: tt.giveEvents, Strict: tt.giveStrict})
 
 			checkErr(t, err, tt.wantErr)
 			got.Wrote = nil // versions are checked in TestWritesReportVersions

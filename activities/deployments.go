@@ -21,6 +21,11 @@ import (
 type DeploymentWriteInput struct {
 	Deployment *appsv1.Deployment `json:"deployment"`
 	Events     []k8s.Event        `json:"events,omitempty"`
+	// Strict (UpdateDeploymentStatus): the Deployment's resourceVersion is the write's
+	// precondition as decided. A Deployment written since, by anyone, makes the write stale
+	// (ErrStale) instead of retried on a fresh read: for a refresh that must never land over a
+	// newer status (the watcher's k8s.TemplateChangeStatus, which keeps observedGeneration).
+	Strict bool `json:"strict,omitempty"`
 }
 
 // DeploymentWriteResult reports the generation after the write.
@@ -33,7 +38,7 @@ type DeploymentWriteResult struct {
 // precondition, while its generation and UID are the decision's: the status is computed from
 // the ReplicaSets and the spec, so labels and annotations other clients change meanwhile do not
 // make it stale, and a conflict they cause is retried on a fresh read. A new generation is
-// stale.
+// stale. With Strict, any write since the decision is stale.
 func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWriteInput) (DeploymentWriteResult, error) {
 	want := in.Deployment
 	if want == nil || want.Name == "" {
@@ -45,6 +50,11 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 		if d, err := a.Cache.Deployment(want.Namespace, want.Name); err == nil && d.UID == want.UID && d.ResourceVersion == want.ResourceVersion {
 			have = d
 		}
+	}
+	if in.Strict && have == nil {
+		// The cache holds another version (or none): the write would land on a Deployment
+		// the decision did not see.
+		have = want
 	}
 	for i := 0; ; i++ {
 		if have == nil {
@@ -71,6 +81,9 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 		if err == nil {
 			a.record(refOf(want), in.Events)
 			return DeploymentWriteResult{Wrote: []k8s.ObjectVersion{k8s.DeploymentVersion(updated)}}, nil
+		}
+		if in.Strict && apierrors.IsConflict(err) {
+			return DeploymentWriteResult{}, nonRetryable(ErrStale, "deployment %s/%s written since the decision (resourceVersion %s): %v", want.Namespace, want.Name, want.ResourceVersion, err)
 		}
 		if !apierrors.IsConflict(err) || i >= conflictRetries {
 			return DeploymentWriteResult{}, classify("update status of deployment "+want.Namespace+"/"+want.Name, err)

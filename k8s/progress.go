@@ -113,3 +113,32 @@ func replicaFailures(all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) []appsv
 	}
 	return out
 }
+
+// TemplateChangeStatus is the status refresh a new pod template calls for before any sync has
+// acted on it. Until a ReplicaSet runs the new template no pod is updated, so upstream's
+// calculateStatus (over a nil new ReplicaSet) gives status.updatedReplicas 0, while the old
+// ReplicaSets' pods still count in replicas and availableReplicas, whose counts the template
+// does not change. Worked: 10 replicas at rest (10/10/10), image changed: the status is
+// 10 replicas, 0 updated, 10 available from the moment of the change, not from the sync's
+// first write, which may be a ReplicaSet create and a scale-down later.
+//
+// It returns a copy of s.Deployment with updatedReplicas 0 and nothing else changed:
+// observedGeneration and the conditions are the sync's to write, once it has acted, so
+// `kubectl rollout status` still waits for the new generation to be observed. It returns nil
+// when there is nothing to refresh: the Deployment was never synced (observedGeneration 0) or
+// its generation is observed already, it is being deleted, a ReplicaSet of the snapshot runs
+// the template already (a rollback to an earlier revision, an orphan to adopt, or a sync got
+// there first: its counts are the sync's to weigh), or the status says 0 already.
+func TemplateChangeStatus(s Snapshot) *appsv1.Deployment {
+	d := s.Deployment
+	if d == nil || d.DeletionTimestamp != nil || d.Status.ObservedGeneration == 0 ||
+		d.Status.ObservedGeneration >= d.Generation || d.Status.UpdatedReplicas == 0 {
+		return nil
+	}
+	if FindNewReplicaSet(d, s.ReplicaSets) != nil {
+		return nil
+	}
+	out := d.DeepCopy()
+	out.Status.UpdatedReplicas = 0
+	return out
+}

@@ -202,3 +202,84 @@ func TestDecideReplicaFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestTemplateChangeStatus: a new pod template no ReplicaSet runs yet makes updatedReplicas 0
+// at once, and nothing else; every other case is the sync's.
+func TestTemplateChangeStatus(t *testing.T) {
+	settled := func(image string) (*appsv1.Deployment, *appsv1.ReplicaSet) {
+		d := webDeployment(10, "nginx:1")
+		d.Status = settledStatus(d, 10)
+		rs := ownedRS(d, "nginx:1", 1, 10, 10, ago(time.Hour))
+		d = d.DeepCopy()
+		d.Spec.Template = templateFor(d, image)
+		if image != "nginx:1" {
+			d.Generation = 2
+		}
+		return d, rs
+	}
+	tests := []struct {
+		name string
+		give func() Snapshot
+		want bool // a refresh to updatedReplicas 0
+	}{
+		{name: "new image, no ReplicaSet runs it", want: true, give: func() Snapshot {
+			d, rs := settled("nginx:2")
+			return NewSnapshot(d, []*appsv1.ReplicaSet{rs}, nil)
+		}},
+		{name: "generation observed already", give: func() Snapshot {
+			d, rs := settled("nginx:2")
+			d.Status.ObservedGeneration = 2
+			return NewSnapshot(d, []*appsv1.ReplicaSet{rs}, nil)
+		}},
+		{name: "never synced", give: func() Snapshot {
+			d, rs := settled("nginx:2")
+			d.Status = appsv1.DeploymentStatus{}
+			return NewSnapshot(d, []*appsv1.ReplicaSet{rs}, nil)
+		}},
+		{name: "scaled, same template", give: func() Snapshot {
+			d, rs := settled("nginx:1")
+			d.Generation, d.Spec.Replicas = 2, ptrTo(int32(12))
+			return NewSnapshot(d, []*appsv1.ReplicaSet{rs}, nil)
+		}},
+		{name: "rolled back to a revision a ReplicaSet runs", give: func() Snapshot {
+			d, rs := settled("nginx:0")
+			old := ownedRS(d, "nginx:0", 0, 0, 0, ago(2*time.Hour))
+			return NewSnapshot(d, []*appsv1.ReplicaSet{old, rs}, nil)
+		}},
+		{name: "updatedReplicas 0 already", give: func() Snapshot {
+			d, rs := settled("nginx:2")
+			d.Status.UpdatedReplicas = 0
+			return NewSnapshot(d, []*appsv1.ReplicaSet{rs}, nil)
+		}},
+		{name: "being deleted", give: func() Snapshot {
+			d, rs := settled("nginx:2")
+			now := ago(0)
+			d.DeletionTimestamp = &now
+			return NewSnapshot(d, []*appsv1.ReplicaSet{rs}, nil)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.give()
+			before := s.Deployment.DeepCopy()
+			got := TemplateChangeStatus(s)
+			if !reflect.DeepEqual(s.Deployment, before) {
+				t.Fatalf("the snapshot's Deployment was modified")
+			}
+			if !tt.want {
+				if got != nil {
+					t.Fatalf("got a refresh (status %+v), want none", got.Status)
+				}
+				return
+			}
+			if got == nil {
+				t.Fatalf("got no refresh, want updatedReplicas 0")
+			}
+			want := before.DeepCopy()
+			want.Status.UpdatedReplicas = 0
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got status %+v, want %+v", got.Status, want.Status)
+			}
+		})
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/mocks"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -683,14 +684,16 @@ func TestOwnSpecWrites(t *testing.T) {
 
 // statusRecorder is a StatusWriter that records what it is asked to write.
 type statusRecorder struct {
-	mu    sync.Mutex
-	wrote []*appsv1.Deployment
+	mu     sync.Mutex
+	wrote  []*appsv1.Deployment
+	strict []bool
 }
 
 func (s *statusRecorder) UpdateDeploymentStatus(_ context.Context, in activities.DeploymentWriteInput) (activities.DeploymentWriteResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.wrote = append(s.wrote, in.Deployment.DeepCopy())
+	s.strict = append(s.strict, in.Strict)
 	// As the API server would number the write (above any the tests give).
 	return activities.DeploymentWriteResult{Wrote: []k8s.ObjectVersion{{Kind: k8s.KindDeployment, Name: in.Deployment.Name, ResourceVersion: "1000"}}}, nil
 }
@@ -759,6 +762,88 @@ func TestRefreshStatusLeavingRest(t *testing.T) {
 			}
 			if got := drain(w); !reflect.DeepEqual(got, want) {
 				t.Errorf("queued after the refresh %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestTemplateChangeRefresh: another client's new pod template queues the signal and, with a
+// StatusWriter in full mode, a strict refresh to updatedReplicas 0 that keeps observedGeneration
+// and the conditions. A change that keeps the template (a scale), managed mode, or no
+// StatusWriter queues the signal only.
+func TestTemplateChangeRefresh(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name        string
+		giveChange  func(d *appsv1.Deployment)
+		giveManaged bool
+		giveNoWrite bool
+		wantRefresh bool
+	}{
+		{name: "new image", giveChange: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "nginx:2" }, wantRefresh: true},
+		{name: "scaled", giveChange: func(d *appsv1.Deployment) { three := int32(3); d.Spec.Replicas = &three }},
+		{name: "new image, managed mode", giveManaged: true, giveChange: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "nginx:2" }},
+		{name: "new image, no status writer", giveNoWrite: true, giveChange: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "nginx:2" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			web, webRSs := atRest(t, "web")
+			if tt.giveManaged {
+				// Opted in already: the change is a new template, not an opt-in.
+				web = web.DeepCopy()
+				web.Annotations = map[string]string{k8s.ManagedAnnotation: "true"}
+			}
+			kc := fake.NewSimpleClientset(objects(web, webRSs)...)
+			w, _ := startWatcherOn(t, &mocks.Client{}, kc)
+			rec := &statusRecorder{}
+			if !tt.giveNoWrite {
+				w.opts.Status = rec
+			}
+			w.opts.Managed = tt.giveManaged
+			t.Cleanup(w.templates.ShutDown)
+
+			d, err := kc.AppsV1().Deployments("prod").Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.giveChange(d)
+			d.Generation++
+			if _, err := kc.AppsV1().Deployments("prod").Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			deadline := time.Now().Add(waitFor)
+			for !contains(keys, "prod/web") {
+				if time.Now().After(deadline) {
+					t.Fatalf("prod/web not queued after %s (queued %q)", waitFor, keys)
+				}
+				time.Sleep(5 * time.Millisecond)
+				keys = append(keys, drain(w)...)
+			}
+			if got := w.templates.Len(); got != map[bool]int{true: 1}[tt.wantRefresh] {
+				t.Fatalf("template refreshes queued: %d, want %t", got, tt.wantRefresh)
+			}
+			if !tt.wantRefresh {
+				return
+			}
+			key, _ := w.templates.Get()
+			w.refreshTemplate(ctx, key)
+			w.templates.Done(key)
+			if len(rec.wrote) != 1 {
+				t.Fatalf("status writes: %d, want 1", len(rec.wrote))
+			}
+			got := rec.wrote[0]
+			want := web.Status.DeepCopy()
+			want.UpdatedReplicas = 0
+			if !equality.Semantic.DeepEqual(got.Status, *want) || !rec.strict[0] {
+				t.Errorf("wrote status %+v (strict %t), want %+v (strict)", got.Status, rec.strict[0], *want)
+			}
+			changed, err := w.cache.Deployment("prod", "web")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ResourceVersion != changed.ResourceVersion || got.Generation != web.Generation+1 {
+				t.Errorf("written on resourceVersion %s generation %d, want the change's: %s, %d", got.ResourceVersion, got.Generation, changed.ResourceVersion, web.Generation+1)
 			}
 		})
 	}

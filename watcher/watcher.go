@@ -103,6 +103,10 @@ type Watcher struct {
 	tc    client.Client
 	log   *slog.Logger
 	queue workqueue.TypedRateLimitingInterface[string]
+	// templates: Deployments whose new pod template calls for a status refresh before their
+	// sync (see refreshTemplate), a queue of its own so that the writes never wait behind
+	// the signals, nor the signals behind them.
+	templates workqueue.TypedInterface[string]
 	// written: by namespace/name, the Deployment version of the watcher's last status
 	// refresh, until its cache shows it (see trigger).
 	written sync.Map
@@ -118,6 +122,7 @@ func New(c *kube.Cache, tc client.Client, opts Options, logger *slog.Logger) (*W
 		opts: opts, cache: c, tc: tc, log: logger,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployments"}),
+		templates: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "templates"}),
 	}
 	if _, err := c.DeploymentInformer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
@@ -142,6 +147,10 @@ func New(c *kube.Cache, tc client.Client, opts Options, logger *slog.Logger) (*W
 				// A new generation (or UID, or deletion): always the workflow's to see.
 				w.log.Debug("Deployment changed", "namespace", n.Namespace, "deployment", n.Name, "generation", n.Generation)
 				w.enqueue(n.Namespace, n.Name)
+				if w.opts.Status != nil && !w.opts.Managed &&
+					!equality.Semantic.DeepEqual(o.Spec.Template, n.Spec.Template) {
+					w.templates.Add(n.Namespace + "/" + n.Name)
+				}
 			case WorkerCovers(o) && !WorkerCovers(n):
 				// The rollout ended (or paused): changes the worker's wait skipped until now
 				// are the watcher's again.
@@ -203,9 +212,18 @@ func (w *Watcher) Run(ctx context.Context) {
 			}
 		})
 	}
+	if w.opts.Status != nil {
+		for range w.opts.Workers {
+			wg.Go(func() {
+				for w.processTemplate(ctx) {
+				}
+			})
+		}
+	}
 	wg.Go(func() { w.resyncLoop(ctx) })
 	<-ctx.Done()
 	w.queue.ShutDown()
+	w.templates.ShutDown()
 	wg.Wait()
 }
 
@@ -377,6 +395,47 @@ func (w *Watcher) refreshStatus(ctx context.Context, key string) {
 			w.queue.Add(key)
 		}
 	}
+}
+
+func (w *Watcher) processTemplate(ctx context.Context) bool {
+	key, quit := w.templates.Get()
+	if quit {
+		return false
+	}
+	defer w.templates.Done(key)
+	w.refreshTemplate(ctx, key)
+	return true
+}
+
+// refreshTemplate writes the status a new pod template calls for at once
+// (k8s.TemplateChangeStatus: updatedReplicas 0 while no ReplicaSet runs it), beside the signal
+// that wakes the workflow, as the template change reaches this cache: `kubectl get deploy`
+// shows no pod up to date from the change on, not from the sync's first writes, which wait for
+// a workflow task and may queue behind other Deployments' writes on the client budget.
+//
+// The write keeps observedGeneration and the conditions (the sync writes those once it has
+// acted) and is strict: its precondition is the resourceVersion it was decided on, with no
+// retry, so it never lands over a status the sync wrote meanwhile. A sync that wrote first
+// makes it stale, and it is dropped; one that writes after it retries its own status write
+// on a fresh read (UpdateDeploymentStatus). Nothing is signalled: the change itself was.
+func (w *Watcher) refreshTemplate(ctx context.Context, key string) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return
+	}
+	d, err := w.cache.Deployment(ns, name)
+	if err != nil {
+		return
+	}
+	next := k8s.TemplateChangeStatus(w.cache.Snapshot(d))
+	if next == nil {
+		return
+	}
+	if _, err := w.opts.Status.UpdateDeploymentStatus(ctx, activities.DeploymentWriteInput{Deployment: next, Strict: true}); err != nil {
+		w.log.Debug("Template change's status refresh not written", "namespace", ns, "deployment", name, "error", err)
+		return
+	}
+	w.log.Debug("Template change's status written", "namespace", ns, "deployment", name, "generation", d.Generation)
 }
 
 // signal sends the trigger: signal-with-start while the Deployment exists, a plain signal (so
