@@ -15,7 +15,6 @@ import (
 	appsclient "k8s.io/client-go/kubernetes/typed/apps/v1"
 
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/kube"
 )
 
 // DeploymentWriteInput is the whole desired Deployment, as decided from a snapshot.
@@ -46,8 +45,6 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 		return DeploymentWriteResult{}, nonRetryable(ErrInvalid, "update status of deployment: no deployment given")
 	}
 	dc := a.Client.AppsV1().Deployments(want.Namespace)
-	// What kubectl shows goes first on the client budget (kube.PriorityLimiter).
-	ctx = kube.Urgent(ctx)
 	var have *appsv1.Deployment
 	if a.Cache != nil {
 		if d, err := a.Cache.Deployment(want.Namespace, want.Name); err == nil && d.UID == want.UID && d.ResourceVersion == want.ResourceVersion {

@@ -59,10 +59,6 @@ func NewClientsetAs(userAgent, kubeconfig string, qps float32, burst int) (kuber
 		return nil, nil, err
 	}
 	cfg.UserAgent = userAgent
-	if qps > 0 && burst > 0 {
-		// The same budget, with Deployment status writes first (see PriorityLimiter).
-		cfg.RateLimiter = NewPriorityLimiter(qps, burst)
-	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("build clientset: %w", err)
