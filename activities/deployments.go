@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	appsclient "k8s.io/client-go/kubernetes/typed/apps/v1"
 
 	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/kube"
 )
 
 // DeploymentWriteInput is the whole desired Deployment, as decided from a snapshot.
@@ -77,6 +79,10 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 			obj.Annotations[k8s.RevisionAnnotation] = rev
 		}
 		updated, err := dc.UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+		if errors.Is(err, kube.ErrBudgetBusy) {
+			// Not sent (kube.IfBudgetFree): not a write.
+			return DeploymentWriteResult{}, fmt.Errorf("update status of deployment %s/%s: %w", want.Namespace, want.Name, err)
+		}
 		a.countWrite("update", "deployments/status", err)
 		if err == nil {
 			a.record(refOf(want), in.Events)

@@ -59,6 +59,10 @@ func NewClientsetAs(userAgent, kubeconfig string, qps float32, burst int) (kuber
 		return nil, nil, err
 	}
 	cfg.UserAgent = userAgent
+	if qps > 0 && burst > 0 {
+		// client-go's token bucket of the same QPS and burst, which also serves IfBudgetFree.
+		cfg.RateLimiter = newBudget(qps, burst)
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("build clientset: %w", err)

@@ -93,6 +93,11 @@ type StatusWriter interface {
 // waits on the same Temporal server.
 const DefaultWorkers = 4
 
+// templateWorkers write the status refreshes of new pod templates in parallel: each is one
+// small write that never waits for the client budget, and a template change to every
+// Deployment of an app at once is common.
+const templateWorkers = 32
+
 // statusKey prefixes the queue keys of status refreshes.
 const statusKey = "status:"
 
@@ -213,7 +218,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		})
 	}
 	if w.opts.Status != nil {
-		for range w.opts.Workers {
+		for range templateWorkers {
 			wg.Go(func() {
 				for w.processTemplate(ctx) {
 				}
@@ -417,7 +422,9 @@ func (w *Watcher) processTemplate(ctx context.Context) bool {
 // acted) and is strict: its precondition is the resourceVersion it was decided on, with no
 // retry, so it never lands over a status the sync wrote meanwhile. A sync that wrote first
 // makes it stale, and it is dropped; one that writes after it retries its own status write
-// on a fresh read (UpdateDeploymentStatus). Nothing is signalled: the change itself was.
+// on a fresh read (UpdateDeploymentStatus). It is sent only while the client budget has a
+// token free (kube.IfBudgetFree): on a saturated budget the syncs' writes, their statuses among
+// them, go first. Nothing is signalled: the change itself was.
 func (w *Watcher) refreshTemplate(ctx context.Context, key string) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -431,7 +438,7 @@ func (w *Watcher) refreshTemplate(ctx context.Context, key string) {
 	if next == nil {
 		return
 	}
-	if _, err := w.opts.Status.UpdateDeploymentStatus(ctx, activities.DeploymentWriteInput{Deployment: next, Strict: true}); err != nil {
+	if _, err := w.opts.Status.UpdateDeploymentStatus(kube.IfBudgetFree(ctx), activities.DeploymentWriteInput{Deployment: next, Strict: true}); err != nil {
 		w.log.Debug("Template change's status refresh not written", "namespace", ns, "deployment", name, "error", err)
 		return
 	}

@@ -1,0 +1,66 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// TestBudgetIfFree: an IfBudgetFree request goes while a token is free and fails with
+// ErrBudgetBusy, unsent, once the burst is spent or anyone waits; ordinary requests wait as
+// with client-go's token bucket.
+func TestBudgetIfFree(t *testing.T) {
+	b := newBudget(10, 2)
+	defer b.Stop()
+	ctx := context.Background()
+	for i := range 2 {
+		if err := b.Wait(IfBudgetFree(ctx)); err != nil {
+			t.Fatalf("IfBudgetFree request %d within the burst: %v", i, err)
+		}
+	}
+	if err := b.Wait(IfBudgetFree(ctx)); !errors.Is(err, ErrBudgetBusy) {
+		t.Fatalf("IfBudgetFree request past the burst: %v, want ErrBudgetBusy", err)
+	}
+	start := time.Now()
+	if err := b.Wait(ctx); err != nil {
+		t.Fatalf("ordinary request: %v", err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Errorf("ordinary request past the burst went after %s, want about 100ms (10 QPS)", d)
+	}
+}
+
+// TestBudgetThroughClientGo: client-go hands the request's context to the budget, and a busy
+// budget fails the request before it reaches the API server.
+func TestBudgetThroughClientGo(t *testing.T) {
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"prod"}}`))
+	}))
+	defer srv.Close()
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, RateLimiter: newBudget(1, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := IfBudgetFree(context.Background())
+	if _, err := cs.AppsV1().Deployments("prod").Get(ctx, "web", metav1.GetOptions{}); err != nil {
+		t.Fatalf("first request: %v", err)
+	}
+	_, err = cs.AppsV1().Deployments("prod").Get(ctx, "web", metav1.GetOptions{})
+	if !errors.Is(err, ErrBudgetBusy) {
+		t.Fatalf("second request: %v, want ErrBudgetBusy", err)
+	}
+	if got := served.Load(); got != 1 {
+		t.Errorf("API server served %d requests, want 1", got)
+	}
+}
