@@ -14,22 +14,33 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// TestBudgetIfFree: an IfBudgetFree request goes while a token is free and fails with
-// ErrBudgetBusy, unsent, once the burst is spent or anyone waits; ordinary requests wait as
+// TestBudgetWithin: an IfBudgetWithin request goes if its token comes within its time, and
+// otherwise fails at once with ErrBudgetBusy, reserving nothing; ordinary requests wait as
 // with client-go's token bucket.
-func TestBudgetIfFree(t *testing.T) {
+func TestBudgetWithin(t *testing.T) {
 	b := newBudget(10, 2)
 	defer b.Stop()
 	ctx := context.Background()
 	for i := range 2 {
-		if err := b.Wait(IfBudgetFree(ctx)); err != nil {
-			t.Fatalf("IfBudgetFree request %d within the burst: %v", i, err)
+		if err := b.Wait(IfBudgetWithin(ctx, 0)); err != nil {
+			t.Fatalf("request %d within the burst: %v", i, err)
 		}
 	}
-	if err := b.Wait(IfBudgetFree(ctx)); !errors.Is(err, ErrBudgetBusy) {
-		t.Fatalf("IfBudgetFree request past the burst: %v, want ErrBudgetBusy", err)
-	}
 	start := time.Now()
+	if err := b.Wait(IfBudgetWithin(ctx, 20*time.Millisecond)); !errors.Is(err, ErrBudgetBusy) {
+		t.Fatalf("request past the burst, its token 100ms away, willing to wait 20ms: %v, want ErrBudgetBusy", err)
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("the refused request took %s, want it refused at once", d)
+	}
+	// Nothing was reserved: the next token is still about 100ms from the burst.
+	if err := b.Wait(IfBudgetWithin(ctx, time.Second)); err != nil {
+		t.Fatalf("request willing to wait 1s for a token 100ms away: %v", err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond || d > 150*time.Millisecond {
+		t.Errorf("it went after %s, want about 100ms (10 QPS, nothing reserved by the refused one)", d)
+	}
+	start = time.Now()
 	if err := b.Wait(ctx); err != nil {
 		t.Fatalf("ordinary request: %v", err)
 	}
@@ -52,7 +63,7 @@ func TestBudgetThroughClientGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := IfBudgetFree(context.Background())
+	ctx := IfBudgetWithin(context.Background(), 10*time.Millisecond)
 	if _, err := cs.AppsV1().Deployments("prod").Get(ctx, "web", metav1.GetOptions{}); err != nil {
 		t.Fatalf("first request: %v", err)
 	}
