@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -416,6 +417,60 @@ func TestWorkerWatches(t *testing.T) {
 
 	setImage(t, ns, "web", "nginx:1.26")
 	d = waitComplete(t, ns, "web")
+	if got, want := rsSummary(replicaSets(t, ns)), fmt.Sprintf("%s:r2:4 %s:r1:0", expectedRSName(d), first); got != want {
+		t.Fatalf("after the update replicasets = %s, want %s", got, want)
+	}
+	if d.Status.Replicas != 4 || d.Status.UpdatedReplicas != 4 || d.Status.AvailableReplicas != 4 || d.Status.ObservedGeneration != d.Generation {
+		t.Errorf("status = %+v, want 4/4/4 at generation %d", d.Status, d.Generation)
+	}
+}
+
+// TestTemplateChangeStatus: a new pod template's status is written by the watcher alone, as it
+// sees the change: with no worker running, so no sync can write first, the Deployment shows
+// updatedReplicas 0 at once, with everything else as the last sync left it (observedGeneration
+// still the old generation, so `kubectl rollout status` waits, and the same conditions). Once a
+// worker runs again, the rollout completes as usual.
+func TestTemplateChangeStatus(t *testing.T) {
+	ns := newNamespace(t)
+	create(t, newDeployment(ns, "web", 4, "nginx:1.25", rolling("25%", "25%")))
+	before := waitComplete(t, ns, "web")
+	first := expectedRSName(before)
+
+	env.stack.StopProcess("worker")
+	workerUp := false
+	defer func() {
+		if !workerUp {
+			if err := startWorker(); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	setImage(t, ns, "web", "nginx:1.26")
+	var got *appsv1.Deployment
+	eventually(t, 15*time.Second, func() string {
+		got = getDeployment(t, ns, "web")
+		if got.Status.UpdatedReplicas != 0 {
+			return fmt.Sprintf("status.updatedReplicas %d, want 0", got.Status.UpdatedReplicas)
+		}
+		return ""
+	})
+	want := before.Status.DeepCopy()
+	want.UpdatedReplicas = 0
+	if !equality.Semantic.DeepEqual(got.Status, *want) {
+		t.Errorf("status after the template change = %+v, want the last sync's with updatedReplicas 0: %+v", got.Status, *want)
+	}
+	if got.Generation != before.Generation+1 || got.Status.ObservedGeneration != before.Generation {
+		t.Errorf("generation %d observed %d, want %d observed %d", got.Generation, got.Status.ObservedGeneration, before.Generation+1, before.Generation)
+	}
+	if got, want := rsSummary(replicaSets(t, ns)), first+":r1:4"; got != want {
+		t.Errorf("replicasets before any sync = %s, want %s", got, want)
+	}
+
+	if err := startWorker(); err != nil {
+		t.Fatal(err)
+	}
+	workerUp = true
+	d := waitComplete(t, ns, "web")
 	if got, want := rsSummary(replicaSets(t, ns)), fmt.Sprintf("%s:r2:4 %s:r1:0", expectedRSName(d), first); got != want {
 		t.Fatalf("after the update replicasets = %s, want %s", got, want)
 	}
