@@ -80,7 +80,7 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 		}
 		updated, err := dc.UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
 		if errors.Is(err, kube.ErrBudgetBusy) {
-			// Not sent (kube.IfBudgetFree): not a write.
+			// Not sent (kube.IfBudgetWithin): not a write.
 			return DeploymentWriteResult{}, fmt.Errorf("update status of deployment %s/%s: %w", want.Namespace, want.Name, err)
 		}
 		a.countWrite("update", "deployments/status", err)

@@ -60,7 +60,7 @@ func NewClientsetAs(userAgent, kubeconfig string, qps float32, burst int) (kuber
 	}
 	cfg.UserAgent = userAgent
 	if qps > 0 && burst > 0 {
-		// client-go's token bucket of the same QPS and burst, which also serves IfBudgetFree.
+		// client-go's token bucket of the same QPS and burst, which also serves IfBudgetWithin.
 		cfg.RateLimiter = newBudget(qps, burst)
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
