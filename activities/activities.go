@@ -8,6 +8,7 @@ package activities
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	appsv1 "k8s.io/api/apps/v1"
@@ -56,6 +57,9 @@ type Activities struct {
 	Managed bool
 	// ManagedGuard: --managed-guard (see k8s.Request.ManagedGuard).
 	ManagedGuard bool
+	// LocalWait is --local-wait. Observe reports it, so the workflow decides (and a replay
+	// decides again) on the value the run saw.
+	LocalWait time.Duration
 }
 
 // DeploymentRef names a Deployment and pins its UID.

@@ -153,8 +153,10 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				// The template changed under a stepped rollout, or the rollout reached its
 				// step's weight: the workflow takes its next step.
 				return res.decide(plan, snap), nil
-			case len(plan.Steps) == 0 && res.Completed:
-				// Our completing write (below) is in the cache: the workflow syncs on it,
+			case len(plan.Steps) == 0 && (res.Completed || plan.Phase.Converged()):
+				// Our completing write (below) is in the cache, or the rollout had converged
+				// before this wait began (a wait run again after its workflow task was lost,
+				// whose first run wrote the completing status): the workflow syncs on it,
 				// finds nothing to write, and converges.
 				return res.decide(plan, snap), nil
 			case len(plan.Steps) == 0:

@@ -255,14 +255,14 @@ func TestAwaitChange(t *testing.T) {
 		{
 			name: "a new image wakes it to decide on a create",
 			give: func(t *testing.T) (*fixture, AwaitInput) {
-				d, rss := atRest(t)
+				d, rss, _ := midRollout(t)
 				f := awaitFixture(t, d, rss)
 				after(t, delay, func() error {
 					d, err := f.client.AppsV1().Deployments(testNS).Get(ctx, "web", metav1.GetOptions{})
 					if err != nil {
 						return err
 					}
-					d.Spec.Template.Spec.Containers[0].Image = "nginx:2"
+					d.Spec.Template.Spec.Containers[0].Image = "nginx:3"
 					d.Generation++
 					_, err = f.client.AppsV1().Deployments(testNS).Update(ctx, d, metav1.UpdateOptions{})
 					return err
@@ -277,7 +277,7 @@ func TestAwaitChange(t *testing.T) {
 		{
 			name: "a scale-up wakes it to decide",
 			give: func(t *testing.T) (*fixture, AwaitInput) {
-				d, rss := atRest(t)
+				d, rss, _ := midRollout(t)
 				f := awaitFixture(t, d, rss)
 				after(t, delay, func() error {
 					d, err := f.client.AppsV1().Deployments(testNS).Get(ctx, "web", metav1.GetOptions{})
@@ -370,7 +370,7 @@ func TestAwaitChange(t *testing.T) {
 		{
 			name: "deletion is gone",
 			give: func(t *testing.T) (*fixture, AwaitInput) {
-				d, rss := atRest(t)
+				d, rss, _ := midRollout(t)
 				f := awaitFixture(t, d, rss)
 				after(t, delay, func() error {
 					return f.client.AppsV1().Deployments(testNS).Delete(ctx, "web", metav1.DeleteOptions{})
@@ -394,7 +394,7 @@ func TestAwaitChange(t *testing.T) {
 		{
 			name: "nothing happens: resync after MaxWait",
 			give: func(t *testing.T) (*fixture, AwaitInput) {
-				d, rss := atRest(t)
+				d, rss, _ := midRollout(t)
 				f := awaitFixture(t, d, rss)
 				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 100 * time.Millisecond}
 			},
@@ -403,7 +403,26 @@ func TestAwaitChange(t *testing.T) {
 			wantBefore: 10 * time.Second,
 			check: func(t *testing.T, f *fixture) {
 				if got := f.actionsOf("update", "deployments/status"); len(got) != 0 {
-					t.Errorf("status updates = %d, want none at rest", len(got))
+					t.Errorf("status updates = %d, want none while no pod changes", len(got))
+				}
+			},
+		},
+		{
+			// The wait whose completing write this was lost its workflow task (a worker
+			// killed, a signal that rejected the task's completion): the wait run again finds
+			// nothing to write, and the workflow must still sync and converge, not wait out
+			// MaxWait with its rollout shown Progressing.
+			name: "a rollout already complete when it starts is decided at once",
+			give: func(t *testing.T) (*fixture, AwaitInput) {
+				d, rss := atRest(t)
+				f := awaitFixture(t, d, rss)
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+			},
+			want:       AwaitDecide,
+			wantBefore: 10 * time.Second,
+			check: func(t *testing.T, f *fixture) {
+				if got := f.actionsOf("update", "deployments/status"); len(got) != 0 {
+					t.Errorf("status updates = %d, want none: the status is already complete", len(got))
 				}
 			},
 		},

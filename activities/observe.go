@@ -33,6 +33,8 @@ type ObserveResult struct {
 	Managed bool `json:"managed,omitempty"`
 	// ManagedGuard: --managed-guard (see k8s.Request.ManagedGuard).
 	ManagedGuard bool `json:"managedGuard,omitempty"`
+	// LocalWait: --local-wait (see Activities.LocalWait).
+	LocalWait time.Duration `json:"localWait,omitempty"`
 }
 
 // cacheCatchUp bounds how long Observe waits for the cache before reading live.
@@ -46,7 +48,7 @@ const cacheCatchUp = time.Second
 // hold the Deployment, it reads live: only the API server may say a Deployment is gone.
 func (a *Activities) Observe(ctx context.Context, in ObserveInput) (ObserveResult, error) {
 	res, err := a.observe(ctx, in)
-	res.Managed, res.ManagedGuard = a.Managed, a.Managed && a.ManagedGuard
+	res.Managed, res.ManagedGuard, res.LocalWait = a.Managed, a.Managed && a.ManagedGuard, a.LocalWait
 	return res, err
 }
 

@@ -23,11 +23,12 @@ import (
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
-// localWaitsPerSync: a worker runs up to this many rollouts' waits for their next move inside
-// a workflow task (local AwaitChange, a goroutine asleep on the informer cache) per sync slot;
-// past that a rollout waits in the AwaitChange activity, which costs a round trip through the
-// Temporal server per move. A local wait that sees a move syncs in its own workflow task, so
-// at most (1 + localWaitsPerSync) × max-concurrent-syncs workflow tasks run at once.
+// localWaitsPerSync: with --local-wait, a worker runs up to this many rollouts' waits for their
+// next move inside a workflow task (local AwaitChange, a goroutine asleep on the informer
+// cache) per sync slot; past that a rollout waits in the AwaitChange activity, which costs a
+// round trip through the Temporal server per move. A local wait that sees a move syncs in its
+// own workflow task, so at most (1 + localWaitsPerSync) × max-concurrent-syncs workflow tasks
+// run at once. Without --local-wait, at most max-concurrent-syncs.
 const localWaitsPerSync = 5
 
 // workflowTaskPollers and activityTaskPollers: concurrent long polls per worker (see
@@ -111,7 +112,10 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	// and replays its (short, continued-as-new) history on its next task.
 	worker.SetStickyWorkflowCacheSize(cfg.WorkflowCacheSize)
 	metrics := activities.NewMetrics(reg)
-	localWaitSlots := localWaitsPerSync * cfg.MaxSyncs
+	localWaitSlots := 0
+	if cfg.LocalWait > 0 {
+		localWaitSlots = localWaitsPerSync * cfg.MaxSyncs
+	}
 	w := worker.New(tc, cfg.TaskQueue, worker.Options{
 		Interceptors: []interceptor.WorkerInterceptor{&activities.ErrorCounter{Metrics: metrics}},
 		// Syncs write through one client rate limiter. Running only a bounded number at once
@@ -143,6 +147,7 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		Managed:    cfg.Managed(),
 
 		ManagedGuard: cfg.ManagedGuard,
+		LocalWait:    cfg.LocalWait,
 	}
 	if prom != nil {
 		acts.Prometheus = prom

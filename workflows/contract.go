@@ -9,9 +9,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
-	"go.temporal.io/sdk/workflow"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/temporal-rollout/rollout/k8s"
@@ -96,22 +97,25 @@ type Carry struct {
 	RollbackTo *int64 `json:"rollbackTo,omitempty"`
 	Pause      *bool  `json:"pause,omitempty"`
 	Runs       int    `json:"runs,omitempty"`
-	// Version is the workflow version the previous run used; see versionChain.
-	Version workflow.Version `json:"version,omitempty"`
+	// UID is the Deployment's UID as the previous run last saw it, so the events a run
+	// records before its first sync (a step timer that fires, a promote) name the object.
+	UID types.UID `json:"uid,omitempty"`
+	// LocalWait is the worker's --local-wait as the previous run last saw it.
+	LocalWait time.Duration `json:"localWait,omitempty"`
 	// Status is the last known status, so the query answers before the first sync.
 	Status *Status `json:"status,omitempty"`
 	// AtLeast and LiveNext carry read-your-writes over: the versions the next sync must see,
 	// and whether it must read live (after a stale decision).
 	AtLeast  []k8s.ObjectVersion `json:"atLeast,omitempty"`
 	LiveNext bool                `json:"liveNext,omitempty"`
-	// A stepped rollout in progress (versionSteps): its state and steps, the stable template,
+	// A stepped rollout in progress: its state and steps, the stable template,
 	// an abort under way, and the invalid annotation already warned about.
 	Steps      *stepsState       `json:"steps,omitempty"`
 	StepList   []k8s.RolloutStep `json:"stepList,omitempty"`
 	StableHash string            `json:"stableHash,omitempty"`
 	Abort      *abortState       `json:"abort,omitempty"`
 	Warned     string            `json:"warned,omitempty"`
-	// Managed: the worker ran in managed mode (versionManaged).
+	// Managed: the worker ran in managed mode.
 	Managed bool `json:"managed,omitempty"`
 	// ManagedProgress: the rollout's Progressing condition in managed mode.
 	ManagedProgress *appsv1.DeploymentCondition `json:"managedProgress,omitempty"`

@@ -19,66 +19,15 @@ import (
 )
 
 const (
-	// resyncInterval re-checks a rollout in progress even if no watcher signal comes. The
-	// watcher signals every change that matters (and retries until Temporal takes the signal),
-	// so this is a safety net: from versionChain on it fires after 5 minutes without a sync
-	// (a 1-minute net cost a long rollout a sync, 5-6 history events, every minute).
-	resyncInterval   = time.Minute
-	resyncIntervalV2 = 5 * time.Minute
-	maxBackoff       = 5 * time.Minute
-	// staleRetriesV3: stale decisions synced again at once, in a row (see failed).
-	staleRetriesV3 = 10
+	maxBackoff = 5 * time.Minute
+	// staleRetries: stale decisions synced again at once, from a live read, in a row before
+	// backing off (see failed).
+	staleRetries = 10
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
 )
 
 var a *activities.Activities
-
-// Workflow versions, all under one change ID ("fold-status-into-write") so a new run records
-// one marker for them:
-//   - versionFoldStatus folds the status write into the ReplicaSet write before it;
-//   - versionChain lets a RollingUpdate sync make every scaling move its observation allows
-//     (k8s.Request.Chain) instead of one, and resyncs a rollout after 5 minutes, not 1.
-//   - versionAwait waits for the next move of a rollout under way in the worker (the
-//     AwaitChange activity on its informer cache) instead of for the watcher's signals, and
-//     leaves status-count refreshes to it.
-//   - versionLocalAwait first waits for that move inside the workflow task, as a local
-//     activity, for localAwaitWindow: a move that comes within it is synced in the same task,
-//     with no round trip through the Temporal server; otherwise the AwaitChange activity waits.
-//   - versionSteps runs stepped rollouts (the temporal-rollout.io/steps annotation: canary
-//     weights, pauses, analysis), takes the promote and abort updates, aborts on a progress
-//     deadline with temporal-rollout.io/auto-rollback, and records each step as an event, in
-//     the memo and in the RolloutWaitingFor search attribute. A Deployment without those
-//     annotations rolls out exactly as in versionLocalAwait.
-//   - versionManaged decides with k8s.Request.Managed when the worker runs in managed mode
-//     (Observe says so): an opted-in Deployment is parked, driven beside kube-controller-
-//     manager's Deployment controller, and handed back (the run ends "Released") when it opts
-//     out. In full mode nothing changes.
-//   - versionTriggerSeen syncs on AwaitChange's snapshot only when it holds every version the
-//     sync must see (Snapshot.Holds): a trigger that came in the same workflow task as the
-//     wait's result, naming a newer Deployment (a status refresh written meanwhile by the
-//     watcher, say), makes the sync observe again instead of deciding on the older snapshot
-//     and dropping the trigger's versions.
-//
-// A run continued from an older version asks upgradeChangeID(its version), so new code reaches
-// every Deployment while histories recorded before an upgrade replay unchanged.
-const (
-	versionFoldStatus  workflow.Version = 1
-	versionChain       workflow.Version = 2
-	versionAwait       workflow.Version = 3
-	versionLocalAwait  workflow.Version = 4
-	versionSteps       workflow.Version = 5
-	versionManaged     workflow.Version = 6
-	versionTriggerSeen workflow.Version = 7
-	versionMax                          = versionTriggerSeen
-	changeID                            = "fold-status-into-write"
-	// chainChangeID gates versionChain in runs continued from a version-1 run.
-	chainChangeID = "chain-rolling-moves"
-)
-
-// upgradeChangeID is the change ID under which a run continued from version v records the
-// version it upgrades to.
-func upgradeChangeID(v workflow.Version) string { return fmt.Sprintf("upgrade-from-v%d", v) }
 
 // awaitMaxWait bounds one AwaitChange: a rollout under way is synced at least this often.
 const awaitMaxWait = 5 * time.Minute
@@ -92,16 +41,13 @@ var awaitOptions = workflow.ActivityOptions{
 	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 }
 
-// localAwaitWindow bounds the wait for a rollout's next move inside the workflow task (from
-// versionLocalAwait on). Signals and queries that arrive meanwhile are delivered when the task
-// completes: when the window ends without a move, or when the SDK heartbeats a task whose local
-// activities have run for 80% of the workflow task timeout (8s of the default 10s).
-const localAwaitWindow = 3 * time.Second
-
-// localAwaitOptions: the local wait is not retried; on any error the AwaitChange activity waits.
-var localAwaitOptions = workflow.LocalActivityOptions{
-	StartToCloseTimeout: localAwaitWindow + 10*time.Second,
-	RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+// localAwaitOptions: a local wait (see rollout.localWait) is not retried; on any error the
+// AwaitChange activity waits.
+func localAwaitOptions(window time.Duration) workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		StartToCloseTimeout: window + 10*time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	}
 }
 
 // localActivityOptions: every Kubernetes read and write is a local activity, recorded as one
@@ -129,27 +75,31 @@ type rollout struct {
 	rollbackTo   *int64
 	uid          types.UID
 	fromRevision int64
-	// version is the workflow version of this run (see versionChain).
-	version workflow.Version
 	// atLeast: versions the next Observe must see (from the watcher and our own writes);
 	// liveNext: read live, after a stale decision.
 	atLeast  []k8s.ObjectVersion
 	liveNext bool
 	// pauseBlocked: the last SetPaused failed; wait for the backoff timer or a signal.
 	pauseBlocked bool
-	// rolling: the last sync left a rollout under way (from versionAwait on, AwaitChange
-	// waits for its next move).
+	// rolling: the last sync left a rollout under way; AwaitChange waits for its next move.
 	rolling     bool
 	await       workflow.Future
 	cancelAwait workflow.CancelFunc
-	// awaitLocal: the pending wait is the local one (versionLocalAwait); awaitRemote: it ended
-	// without a move, so the next wait before a sync is the AwaitChange activity.
+	// localWait is the worker's --local-wait, as its last Observe reported it (so a replay
+	// decides as the run did): how long the wait for a rollout's next move runs first inside
+	// the workflow task, as a local AwaitChange. 0: the wait is always the AwaitChange
+	// activity, and the workflow task completes after every sync. Signals, updates and
+	// queries that arrive during a local wait are delivered when it ends.
+	localWait time.Duration
+	// awaitLocal: the pending wait is the local one; awaitRemote: it ended without a move, so
+	// the next wait before a sync is the AwaitChange activity.
 	awaitLocal, awaitRemote bool
-	// recordRollback: a sync rolled back; the next wait is the activity, so the workflow task
-	// completes and records the rollback before any more local waits. A rollback to "the
-	// previous revision" is not idempotent: re-run after the task failed (a continue-as-new
-	// that a late signal rejects re-runs the task's local activities on the cluster as it then
-	// is), it would roll back once more.
+	// recordRollback: a sync rolled back; the sync that rolls the restored template out and
+	// any local wait come after the workflow task that rolled back completed, with the
+	// rollback recorded. A rollback to "the previous revision" is not idempotent once the next
+	// sync has bumped the restored ReplicaSet's revision: re-run from before it (a lost task,
+	// or a continue-as-new that a late signal rejects, re-runs the task's local activities on
+	// the cluster as it then is), it would roll back once more.
 	recordRollback bool
 	// recordUpdate: an update was applied; the next wait is the activity too, so the workflow
 	// task that accepted it completes and records it at once. A task held open by local waits
@@ -159,7 +109,7 @@ type rollout struct {
 	// observed: the snapshot AwaitChange decided on; the next sync uses it instead of an
 	// Observe of its own.
 	observed *k8s.Snapshot
-	// managed: the worker runs in managed mode (versionManaged; Observe says so).
+	// managed: the worker runs in managed mode (Observe says so).
 	managed bool
 	// managedGuard: --managed-guard (Observe says so).
 	managedGuard bool
@@ -178,7 +128,7 @@ type rollout struct {
 
 	trigger, pause, resume, rollback workflow.ReceiveChannel
 
-	// Stepped rollouts (versionSteps): see steps.go.
+	// Stepped rollouts: see steps.go.
 	steps     *stepsState
 	stepList  []k8s.RolloutStep
 	canaryReq *k8s.Canary
@@ -240,6 +190,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		r.atLeast, r.liveNext = c.AtLeast, c.LiveNext
 		r.steps, r.stepList, r.stableHash, r.abort, r.warned = c.Steps, c.StepList, c.StableHash, c.Abort, c.Warned
 		r.managed, r.managedGuard, r.progress = c.Managed, c.ManagedGuard, c.ManagedProgress
+		r.uid, r.localWait = c.UID, c.LocalWait
 		if c.Abort != nil {
 			r.dirty = true
 		}
@@ -256,32 +207,8 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 	if err := r.registerUpdates(ctx); err != nil {
 		return Result{}, err
 	}
-	// Runs continued from a run at the current version carry it, which saves the marker
-	// GetVersion records; others ask GetVersion, so histories recorded before a change replay
-	// unchanged: one without the marker gets DefaultVersion, one with it the version it
-	// recorded.
-	switch {
-	case in.Carry != nil && in.Carry.Version >= versionChain:
-		r.version = in.Carry.Version
-		if r.version < versionMax {
-			if v := workflow.GetVersion(ctx, upgradeChangeID(r.version), workflow.DefaultVersion, versionMax); v != workflow.DefaultVersion {
-				r.version = v
-			}
-		}
-	case in.Carry != nil && in.Carry.Version == versionFoldStatus:
-		// Continued from a version-1 run, which recorded no marker of its own: chaining came
-		// later, under its own change ID, so such runs recorded before it replay unchained.
-		r.version = versionFoldStatus
-		if workflow.GetVersion(ctx, chainChangeID, workflow.DefaultVersion, 1) >= 1 {
-			r.version = versionChain
-		}
-	default:
-		r.version = workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, versionMax)
-	}
 	ctx = workflow.WithLocalActivityOptions(ctx, localActivityOptions)
-	if r.version >= versionSteps {
-		r.resumeStepWaits(ctx)
-	}
+	r.resumeStepWaits(ctx)
 
 	if len(in.Image) > 0 {
 		if err := r.setImage(ctx); err != nil {
@@ -291,7 +218,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 
 	for {
 		if !r.dirty && (r.pendingPause == nil || r.pauseBlocked) {
-			if r.version >= versionAwait && r.rolling && r.failures == 0 && r.await == nil {
+			if r.rolling && r.failures == 0 && r.await == nil {
 				r.startAwait(ctx)
 			}
 			r.waitForWork(ctx)
@@ -300,15 +227,13 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			// Canceled: stop driving the Deployment and leave it as it is (in managed mode,
 			// handed back to kube-controller-manager).
 			r.log.Info("Workflow canceled, no longer driving the deployment")
-			if r.managed && r.version >= versionManaged {
+			if r.managed {
 				r.releaseOnCancel(ctx)
 			}
 			return Result{}, err
 		}
 		r.drainSignals(ctx)
-		if r.version >= versionSteps {
-			r.applyUpdates(ctx)
-		}
+		r.applyUpdates(ctx)
 		if r.pendingPause != nil {
 			r.applyPause(ctx)
 		}
@@ -401,10 +326,9 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 		ManagedGuard: r.managedGuard,
 
 		ManagedProgress: r.progress,
+		UID:             r.uid,
+		LocalWait:       r.localWait,
 	}}
-	if r.version >= versionFoldStatus {
-		next.Carry.Version = r.version
-	}
 	r.stopAwait()
 	if r.in.Carry != nil {
 		next.Carry.Runs = r.in.Carry.Runs + 1
@@ -460,18 +384,16 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 func (r *rollout) startAwait(ctx workflow.Context) {
 	in := activities.AwaitInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, AtLeast: r.atLeast,
-		Request: k8s.Request{RollbackTo: r.rollbackTo, Chain: true, Canary: r.canaryReq, Managed: r.managedRequest()}, MaxWait: awaitMaxWait,
+		Request: k8s.Request{RollbackTo: r.rollbackTo, Chain: true, Canary: r.canaryReq, Managed: r.managed}, MaxWait: awaitMaxWait,
 	}
 	if in.Request.Managed {
 		in.Request.ManagedProgress, in.Request.ManagedGuard = r.progress, r.managedGuard
 	}
-	if r.version >= versionSteps {
-		ann := r.rolloutAnnotations
-		in.RolloutAnnotations = &ann
-	}
-	if r.version >= versionLocalAwait && !r.awaitRemote && !r.recordRollback && !r.recordUpdate {
-		in.MaxWait = localAwaitWindow
-		lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, localAwaitOptions))
+	ann := r.rolloutAnnotations
+	in.RolloutAnnotations = &ann
+	if r.localWait > 0 && !r.awaitRemote && !r.recordRollback && !r.recordUpdate {
+		in.MaxWait = r.localWait
+		lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, localAwaitOptions(r.localWait)))
 		r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteLocalActivity(lctx, a.AwaitChange, in), cancel, true
 		return
 	}
@@ -540,9 +462,7 @@ func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 		r.dirty = true
 		r.log.Info("Rollback requested", "revision", rev)
 	})
-	if r.version >= versionSteps {
-		r.addStepWaits(ctx, sel)
-	}
+	r.addStepWaits(ctx, sel)
 }
 
 // receive takes the next value off a signal channel as raw JSON. It receives the payload
@@ -639,15 +559,15 @@ func (r *rollout) setImage(ctx workflow.Context) error {
 func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	r.syncs++
 	var obs activities.ObserveResult
-	if r.observed != nil && !r.liveNext && (r.version < versionTriggerSeen || r.observed.Holds(r.atLeast)) {
+	if r.observed != nil && !r.liveNext && r.observed.Holds(r.atLeast) {
 		obs = activities.ObserveResult{Found: true, Snapshot: *r.observed, FromCache: true}
 	} else if err := workflow.ExecuteLocalActivity(ctx, a.Observe, activities.ObserveInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, AtLeast: r.atLeast, Live: r.liveNext,
 	}).Get(ctx, &obs); err != nil {
 		r.observed = nil
 		return k8s.Plan{}, false, fmt.Errorf("observe: %w", err)
-	} else if r.version >= versionManaged {
-		r.managed, r.managedGuard = obs.Managed, obs.ManagedGuard
+	} else {
+		r.managed, r.managedGuard, r.localWait = obs.Managed, obs.ManagedGuard, obs.LocalWait
 	}
 	r.observed = nil
 	r.atLeast, r.liveNext = nil, false
@@ -659,15 +579,13 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		r.log.Info("Deployment was recreated", "uid", d.UID)
 	}
 	r.uid = d.UID
-	req := k8s.Request{RollbackTo: r.rollbackTo, Chain: r.version >= versionChain, Managed: r.managedRequest()}
+	req := k8s.Request{RollbackTo: r.rollbackTo, Chain: true, Managed: r.managed}
 	if req.Managed {
 		req.ManagedProgress, req.ManagedGuard = r.progress, r.managedGuard
 	}
-	if r.version >= versionSteps {
-		req.Canary = r.canaryRequest(ctx, obs.Snapshot)
-		r.canaryReq = req.Canary
-		r.rolloutAnnotations = k8s.RolloutAnnotations(d.Annotations)
-	}
+	req.Canary = r.canaryRequest(ctx, obs.Snapshot)
+	r.canaryReq = req.Canary
+	r.rolloutAnnotations = k8s.RolloutAnnotations(d.Annotations)
 	plan, err := k8s.Decide(obs.Snapshot, req, workflow.Now(ctx))
 	if err != nil {
 		return k8s.Plan{}, true, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalid, nil)
@@ -677,11 +595,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	}
 	ref := activities.DeploymentRef{Namespace: d.Namespace, Name: d.Name, UID: d.UID}
 	wrote, restarted := false, false
-	steps := plan.Steps
-	if r.version >= versionFoldStatus {
-		steps = foldStatus(steps)
-	}
-	for _, step := range steps {
+	for _, step := range foldStatus(plan.Steps) {
 		if step.Kind != k8s.StepEvent && step.Kind != k8s.StepUpdateStatus {
 			wrote = true
 		}
@@ -708,14 +622,10 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	}
 	r.report(obs.Snapshot, plan)
 	r.status.LastError = ""
-	if r.version >= versionSteps {
-		r.afterSync(ctx, obs.Snapshot, plan)
-	}
+	r.afterSync(ctx, obs.Snapshot, plan)
 	workflow.SetCurrentDetails(ctx, r.details())
-	if plan.Phase == k8s.PhaseRollingBack {
-		// The template changed: roll it out now.
-		r.dirty = true
-	}
+	// After a rollback (PhaseRollingBack) the restored template is rolled out by the next
+	// sync, which AwaitChange asks for at once, in a workflow task of its own (recordRollback).
 	return plan, true, nil
 }
 
@@ -810,21 +720,18 @@ func foldStatus(steps []k8s.Step) []k8s.Step {
 func (r *rollout) failed(ctx workflow.Context, err error) {
 	r.status.LastError = err.Error()
 	r.failures++
-	// From versionAwait on, a conflict is a stale decision by design (the write is not
-	// retried with the same target), and conflicts are routine while the ReplicaSet controller
-	// and other clients write the same objects: they sync again at once, from a live read, up
-	// to staleRetries in a row before backing off.
-	staleRetries := 3
-	if r.version >= versionAwait {
-		staleRetries = staleRetriesV3
-	}
-	if (activities.IsKind(err, activities.ErrStale) || activities.IsKind(err, activities.ErrNotFound)) && r.failures <= staleRetries {
+	// A conflict is a stale decision by design (the write is not retried with the same
+	// target), and conflicts are routine while the ReplicaSet controller and other clients
+	// write the same objects: they sync again at once, from a live read, up to staleRetries in
+	// a row before backing off.
+	stale := activities.IsKind(err, activities.ErrStale) || activities.IsKind(err, activities.ErrNotFound)
+	if stale && r.failures <= staleRetries {
 		r.log.Info("Decision was stale, syncing again from a live read", "error", err)
 		r.dirty, r.liveNext = true, true
 		return
 	}
 	n := r.failures
-	if stale := activities.IsKind(err, activities.ErrStale) || activities.IsKind(err, activities.ErrNotFound); stale && r.version >= versionAwait {
+	if stale {
 		n -= staleRetries
 	}
 	backoff := backoffFor(n)
@@ -837,31 +744,14 @@ func backoffFor(failures int) time.Duration {
 	return min(time.Second<<min(max(failures, 1), 9), maxBackoff)
 }
 
-// scheduleWake keeps one timer: the progress deadline recheck or, while a rollout is under way,
-// a periodic resync in case a watcher signal is missed.
+// scheduleWake keeps one timer for a converged Deployment: the recheck its plan asks for (a
+// progress deadline, minReadySeconds). A rollout under way is woken by AwaitChange, which also
+// wakes it at its progress deadline and after awaitMaxWait.
 func (r *rollout) scheduleWake(ctx workflow.Context, plan k8s.Plan) {
-	var at time.Time
-	if plan.RecheckAt != nil {
-		at = plan.RecheckAt.Time
-	}
-	if r.version >= versionAwait && !plan.Phase.Converged() {
-		// AwaitChange wakes the rollout at its progress deadline and after awaitMaxWait.
+	if !plan.Phase.Converged() || plan.RecheckAt == nil {
 		return
 	}
-	if !plan.Phase.Converged() {
-		every := resyncInterval
-		if r.version >= versionChain {
-			every = resyncIntervalV2
-		}
-		resync := workflow.Now(ctx).Add(every)
-		if at.IsZero() || resync.Before(at) {
-			at = resync
-		}
-	}
-	if at.IsZero() {
-		return
-	}
-	r.setWake(ctx, at)
+	r.setWake(ctx, plan.RecheckAt.Time)
 }
 
 // setWake starts the timer unless one already fires no later than at (within a second).

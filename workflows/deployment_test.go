@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -40,6 +41,8 @@ const (
 	testNS   = "default"
 	testName = "web"
 	testUID  = types.UID("deployment-uid-1")
+	// testLocalWait is a worker's --local-wait in tests that run local waits.
+	testLocalWait = 300 * time.Millisecond
 )
 
 var baseTime = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -65,9 +68,12 @@ type fakeCluster struct {
 	// afterWrite, if set, runs (without the lock held) after every successful write, with the
 	// activity name.
 	afterWrite func(activity string)
-	// localMoves: how many local waits (versionLocalAwait) see a move within their window;
-	// the rest see none.
+	// localWait is the worker's --local-wait that Observe reports (0: no local waits).
+	localWait time.Duration
+	// localMoves: how many local waits see a move within their window; the rest see none.
 	localMoves int
+	// order lists every activity call in order.
+	order []string
 	// awaitSnapshot: the AwaitChange activity returns the snapshot it decided on, as the real
 	// one does, and the sync may decide on it without an Observe.
 	awaitSnapshot bool
@@ -180,7 +186,7 @@ func (f *fakeCluster) register(env *testsuite.TestWorkflowEnvironment) {
 	// the workflow task) sees no move within its window, unless localMoves says otherwise; the
 	// AwaitChange activity then lasts a minute of workflow time (the old resync), which lets
 	// tests land signals mid-rollout, and then asks for a sync.
-	isLocal := func(in activities.AwaitInput) bool { return in.MaxWait == localAwaitWindow }
+	isLocal := func(in activities.AwaitInput) bool { return in.MaxWait != awaitMaxWait }
 	env.OnActivity(a.AwaitChange, mock.Anything, mock.MatchedBy(isLocal)).Return(f.AwaitChange)
 	env.OnActivity(a.AwaitChange, mock.Anything, mock.MatchedBy(func(in activities.AwaitInput) bool { return !isLocal(in) })).
 		After(time.Minute).Return(f.AwaitChange)
@@ -188,7 +194,7 @@ func (f *fakeCluster) register(env *testsuite.TestWorkflowEnvironment) {
 
 func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (activities.AwaitResult, error) {
 	f.mu.Lock()
-	if in.MaxWait == localAwaitWindow {
+	if in.MaxWait != awaitMaxWait {
 		defer f.done("LocalAwaitChange", false, new(error))
 		if f.localMoves > 0 {
 			f.localMoves--
@@ -209,6 +215,7 @@ func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (
 // lock is released.
 func (f *fakeCluster) done(activity string, write bool, err *error) {
 	f.calls[activity]++
+	f.order = append(f.order, activity)
 	hook := f.afterWrite
 	f.mu.Unlock()
 	if write && *err == nil && hook != nil {
@@ -232,7 +239,7 @@ func (f *fakeCluster) Observe(_ context.Context, in activities.ObserveInput) (_ 
 	if f.d == nil || f.d.Namespace != in.Namespace || f.d.Name != in.Name {
 		return activities.ObserveResult{Found: false}, nil
 	}
-	return activities.ObserveResult{Found: true, Snapshot: f.snapshot()}, nil
+	return activities.ObserveResult{Found: true, Snapshot: f.snapshot(), LocalWait: f.localWait}, nil
 }
 
 // snapshot is what a sync sees of the fake cluster. Call it with the lock held.
@@ -837,7 +844,7 @@ func TestRollback(t *testing.T) {
 			f := steadyAtV2()
 			// Every local wait sees a move: only the rollback sends the wait after it to the
 			// activity (see recordRollback).
-			f.localMoves = 100
+			f.localWait, f.localMoves = testLocalWait, 100
 			env := newEnv(t, f)
 			at(env, 5*time.Second, func() {
 				st := queryStatus(t, env)
@@ -872,6 +879,13 @@ func TestRollback(t *testing.T) {
 			}
 			if n := f.callCount("AwaitChange"); n != 1 {
 				t.Fatalf("AwaitChange activities: %d, want 1 (the wait after the rollback, which completes the workflow task that recorded it)", n)
+			}
+			// The sync that rolls the restored template out (and bumps its ReplicaSet's
+			// revision) comes after that wait, in a workflow task of its own: re-run from
+			// before it, a rollback to the previous revision would otherwise roll back again.
+			after := f.order[slices.Index(f.order, "RollbackDeployment")+1:]
+			if len(after) == 0 || after[0] != "AwaitChange" {
+				t.Fatalf("activities after the rollback: got %v, want AwaitChange first", after)
 			}
 			want := podTemplate(tt.wantImage)
 			if got := f.rollbacks[0].Spec.Template; !k8s.EqualIgnoreHash(&got, &want) {
@@ -1228,37 +1242,16 @@ func TestParseTrigger(t *testing.T) {
 	}
 }
 
-// The workflow version is decided once (GetVersion) and carried to the next run, so a continued
-// run at the newest version records no marker; a run continued from a version-1 run asks for
-// chaining under its own change ID, and one from an older version asks to upgrade.
-func TestVersionCarriedAcrossRuns(t *testing.T) {
-	tests := []struct {
-		name string
-		give *Carry
-		want workflow.Version
-	}{
-		{name: "first run", give: nil, want: versionMax},
-		// Chaining first; the run after upgrades again.
-		{name: "continued from a version-1 run", give: &Carry{Version: versionFoldStatus}, want: versionChain},
-		{name: "continued from a version-2 run", give: &Carry{Version: versionChain}, want: versionMax},
-		{name: "continued from a version-3 run", give: &Carry{Version: versionAwait}, want: versionMax},
-		{name: "continued from a version-4 run", give: &Carry{Version: versionLocalAwait}, want: versionMax},
-		{name: "continued from a version-5 run", give: &Carry{Version: versionSteps}, want: versionMax},
-		{name: "continued from a version-6 run", give: &Carry{Version: versionManaged}, want: versionMax},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := midRollout()
-			env := newEnv(t, f)
-			in := input()
-			in.Carry = tt.give
-			env.ExecuteWorkflow(WorkflowType, in)
-			next := continuedAsNew(t, env)
-			if next.Carry.Version != tt.want {
-				t.Errorf("carried version = %d, want %d", next.Carry.Version, tt.want)
-			}
-			assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
-		})
+// A continued run carries the Deployment's UID, so the events it records before its first
+// sync (a step timer that fires, a promote) name the object; and the worker's --local-wait.
+func TestCarryKeepsUID(t *testing.T) {
+	f := midRollout()
+	f.localWait = testLocalWait
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(WorkflowType, input())
+	next := continuedAsNew(t, env)
+	if next.Carry.UID != testUID || next.Carry.LocalWait != testLocalWait {
+		t.Fatalf("carry: got uid %q local wait %s, want %q, %s", next.Carry.UID, next.Carry.LocalWait, testUID, testLocalWait)
 	}
 }
 
@@ -1313,7 +1306,7 @@ func TestRollbackSurvivesHashCollision(t *testing.T) {
 
 	env := newEnv(t, f)
 	in := input()
-	in.Carry = &Carry{Version: versionAwait, RollbackTo: int64p(1)}
+	in.Carry = &Carry{RollbackTo: int64p(1)}
 	env.ExecuteWorkflow(WorkflowType, in)
 
 	continuedAsNew(t, env)
@@ -1328,13 +1321,14 @@ func TestRollbackSurvivesHashCollision(t *testing.T) {
 	}
 }
 
-// From versionLocalAwait on, a move that comes within the local wait's window is synced in the
-// same workflow task: a rollout whose every move comes quickly runs no AwaitChange activity at
-// all. One whose local waits see nothing waits in the activity after each of them.
+// With --local-wait, a move that comes within the local wait's window is synced in the same
+// workflow task: a rollout whose every move comes quickly runs no AwaitChange activity at all.
+// One whose local waits see nothing waits in the activity after each of them.
 func TestLocalAwait(t *testing.T) {
 	for _, quick := range []bool{true, false} {
 		t.Run(fmt.Sprintf("every move within the window=%t", quick), func(t *testing.T) {
 			f := midRollout()
+			f.localWait = testLocalWait
 			if quick {
 				f.localMoves = 100
 			}
@@ -1354,5 +1348,20 @@ func TestLocalAwait(t *testing.T) {
 				t.Errorf("AwaitChange activities: %d after %d local waits, want %d", remote, local, want)
 			}
 		})
+	}
+}
+
+// Without --local-wait (the default) every wait for a rollout's next move is the AwaitChange
+// activity: the workflow task ends after each sync, so signals, updates and queries never wait
+// for a wait.
+func TestNoLocalWait(t *testing.T) {
+	f := midRollout()
+	f.localMoves = 100
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(WorkflowType, input())
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
+	if local, remote := f.callCount("LocalAwaitChange"), f.callCount("AwaitChange"); local != 0 || remote == 0 {
+		t.Fatalf("waits: %d local, %d AwaitChange activities; want 0 local and at least one activity", local, remote)
 	}
 }

@@ -9,12 +9,6 @@ import (
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
-// managedRequest is k8s.Request.Managed for this run: the worker runs in managed mode, from
-// versionManaged on.
-func (r *rollout) managedRequest() bool {
-	return r.managed && r.version >= versionManaged
-}
-
 // released ends the run of a Deployment that is kube-controller-manager's (k8s.PhaseReleased):
 // it opted out and was handed back, never opted in, or cannot be parked, which a
 // ManagedStrategyUnsupported warning says on the Deployment.

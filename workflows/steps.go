@@ -15,7 +15,7 @@ import (
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
-// Stepped rollouts (from versionSteps on). A Deployment whose temporal-rollout.io/steps
+// Stepped rollouts. A Deployment whose temporal-rollout.io/steps
 // annotation lists steps rolls a new template out step by step: setWeight caps the new
 // ReplicaSet (k8s.Canary), pause waits on a durable timer or for promote, analysis measures a
 // Prometheus query. The state is the workflow's, carried over Continue-As-New, so a worker that
@@ -190,9 +190,6 @@ func (r *rollout) awaitUpdate(ctx workflow.Context, u *update) (Status, error) {
 }
 
 func (r *rollout) canPromote(req PromoteRequest) error {
-	if r.version < versionSteps {
-		return errors.New("this run predates stepped rollouts; it takes promote from its next rollout on")
-	}
 	s := r.steps
 	if s == nil || s.Full {
 		return fmt.Errorf("no stepped rollout is in progress for %s/%s", r.in.Namespace, r.in.Name)
@@ -210,9 +207,6 @@ func (r *rollout) canPromote(req PromoteRequest) error {
 }
 
 func (r *rollout) canAbort() error {
-	if r.version < versionSteps {
-		return errors.New("this run predates abort; it takes abort from its next rollout on")
-	}
 	switch {
 	case r.abort != nil:
 		return fmt.Errorf("%s/%s is already aborting: %s", r.in.Namespace, r.in.Name, r.abort.Reason)

@@ -127,7 +127,7 @@ func TestUpdatesRejected(t *testing.T) {
 	updateAt(env, 2*time.Second, UpdateAbort, nil, &abort)
 	endByDeletion(env, f, time.Minute)
 	tmpl := podTemplate("nginx:v1")
-	env.ExecuteWorkflow(WorkflowType, Input{Namespace: testNS, Name: testName, Carry: &Carry{Version: versionSteps, Idle: true, StableHash: k8s.PodTemplateHash(&tmpl, nil)}})
+	env.ExecuteWorkflow(WorkflowType, Input{Namespace: testNS, Name: testName, Carry: &Carry{Idle: true, StableHash: k8s.PodTemplateHash(&tmpl, nil)}})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}

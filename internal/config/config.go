@@ -59,6 +59,9 @@ type Config struct {
 	Resync           time.Duration `mapstructure:"resync"`
 	SearchAttributes bool          `mapstructure:"search-attributes"`
 	MaxSyncs         int           `mapstructure:"max-concurrent-syncs"`
+	// LocalWait (worker): how long a rollout's wait for its next move runs first inside the
+	// workflow task that synced it; 0 waits in the AwaitChange activity only.
+	LocalWait time.Duration `mapstructure:"local-wait"`
 	// WorkflowCacheSize bounds the worker's sticky cache of workflow executions (worker).
 	WorkflowCacheSize int `mapstructure:"workflow-cache-size"`
 	// Pprof serves /debug/pprof/ beside /metrics (worker and watcher).
@@ -122,12 +125,17 @@ func flags(fs *pflag.FlagSet, metricsAddress string) {
 	fs.Int("workflow-cache-size", 2000, "worker: workflow executions kept in memory between their tasks (the SDK's sticky cache); one evicted replays its short history on its next task")
 	fs.Bool("pprof", false, "serve Go's /debug/pprof/ on the metrics address (worker and watcher)")
 	fs.Int("max-concurrent-syncs", 20, "worker: workflow tasks (syncs) run at once; more wait in the task queue, not on the client rate limiter")
+	fs.Duration("local-wait", 0, "worker: how long a rollout's wait for its next move runs first inside the workflow task that made the last move (a local activity), so a move within it costs no round trip through Temporal; signals, updates and queries to that workflow wait for it to end, so keep it at most 500ms; 0 (the default) always waits in the AwaitChange activity")
 	fs.String("mode", ModeFull, "worker and watcher: full (every Deployment; kube-controller-manager runs with --controllers=*,-deployment) or managed (only Deployments annotated temporal-rollout.io/managed: \"true\", beside kube-controller-manager's Deployment controller); both must agree")
 	fs.Bool("managed-guard", false, "worker and watcher, managed mode: deploy/managed/guard.yaml's ReplicaSet policy is installed (it denies kube-controller-manager's deployment-controller any scale of a parked Deployment's ReplicaSets; needs --use-service-account-credentials on kube-controller-manager), so Recreate and maxSurge 0 are driven too")
 	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
 	fs.Bool("watch", false, "worker: run the watcher in this process too, on the worker's informer cache, so a created Deployment's workflow starts eagerly (its first workflow task comes back in the start's answer, to this worker, with no trip through matching); `starter watch` is then not needed")
 	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
 }
+
+// MaxLocalWait bounds --local-wait: a user's pause, promote or status query waits for a local
+// wait to end, and must take effect within a second.
+const MaxLocalWait = 500 * time.Millisecond
 
 // Values of --temporal-compression.
 const (
@@ -212,6 +220,9 @@ func (c Config) Validate() error {
 	}
 	if c.WorkflowCacheSize <= 0 {
 		errs = append(errs, fmt.Errorf("workflow-cache-size must be > 0, got %d", c.WorkflowCacheSize))
+	}
+	if c.LocalWait < 0 || c.LocalWait > MaxLocalWait {
+		errs = append(errs, fmt.Errorf("local-wait must be between 0 and %s (signals, updates and queries wait for it), got %s", MaxLocalWait, c.LocalWait))
 	}
 	if c.MaxSyncs <= 0 {
 		errs = append(errs, fmt.Errorf("max-concurrent-syncs must be > 0, got %d", c.MaxSyncs))
