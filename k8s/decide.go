@@ -228,7 +228,7 @@ func (p *planner) finish(phase Phase, msg string) Plan {
 		switch c := GetCondition(d.Status, appsv1.DeploymentProgressing); {
 		case c != nil && c.Reason == TimedOutReason:
 			phase = PhaseDeadlineExceeded
-		case DeploymentComplete(d, &d.Status):
+		case p.rolloutComplete(&d.Status):
 			phase = PhaseComplete
 		default:
 			phase = PhaseProgressing

@@ -22,7 +22,7 @@ func (p *planner) syncRolloutStatus(all []*appsv1.ReplicaSet, newRS *appsv1.Repl
 	complete := st.Replicas == st.UpdatedReplicas && cur != nil && cur.Reason == NewRSAvailableReason
 	if HasProgressDeadline(d) && !complete && !p.holding() {
 		switch {
-		case DeploymentComplete(d, &st):
+		case p.rolloutComplete(&st):
 			msg := fmt.Sprintf("Deployment %q has successfully progressed.", d.Name)
 			if newRS != nil {
 				msg = fmt.Sprintf("ReplicaSet %q has successfully progressed.", newRS.Name)
@@ -58,6 +58,15 @@ func (p *planner) syncRolloutStatus(all []*appsv1.ReplicaSet, newRS *appsv1.Repl
 		d.Status = st
 	}
 	p.recheck = recheckAt(d, &st)
+}
+
+// rolloutComplete is DeploymentComplete for the phase and the Progressing condition. A stepped
+// rollout with a step in force (Request.Canary) is not complete, whatever its counts: a
+// setWeight that covers every replica (1 replica at 20%, or any at 100%) leaves the counts
+// complete while a pause or an analysis after it still holds. It completes once the workflow
+// asks for no step (every step passed, or promoted in full).
+func (p *planner) rolloutComplete(st *appsv1.DeploymentStatus) bool {
+	return p.canary == nil && DeploymentComplete(p.d, st)
 }
 
 // timedOut reports whether the Progressing condition was last updated more than

@@ -32,7 +32,7 @@ func (p *planner) rolloutRolling() {
 	defer p.checkCanaryReached(newRS, old)
 	moved := false
 	for range maxChainMoves {
-		if !p.reconcileNewReplicaSet(all, newRS) && !p.reconcileOldReplicaSets(all, filterActive(old), newRS) {
+		if !p.reconcileStableReplicaSet(all, old) && !p.reconcileNewReplicaSet(all, newRS) && !p.reconcileOldReplicaSets(all, filterActive(old), newRS) {
 			break
 		}
 		moved = true
@@ -51,32 +51,73 @@ func (p *planner) rolloutRolling() {
 }
 
 // setNewCap sets, for a stepped rollout, the new ReplicaSet's size at this step (see Canary):
-// its weight's share, or more where replicas already moved further, since a step never moves
-// them back. -1 without a step.
+// its share (StepShares), or more where it already runs more, since a step never moves pods
+// back. It never grows the new ReplicaSet above its share to make up for old ones below
+// theirs: reconcileStableReplicaSet scales those up. 10 replicas at 30%, an old ReplicaSet
+// scaled by hand to 4 and the new one at 3: the cap stays 3 (not 10 − 4 = 6), and the old
+// one goes back to 7. -1 without a step.
 func (p *planner) setNewCap() {
 	p.newCap = -1
 	c := p.canary
 	if c == nil {
 		return
 	}
-	d := p.d
-	n := replicas(d)
+	n := replicas(p.d)
+	share, _ := StepShares(c.Weight, n, MaxSurge(p.d))
 	var cur int32
 	if rs := p.newReplicaSet(); rs != nil {
 		cur = min(rsReplicas(rs), n)
 	}
-	oldActive := filterActive(p.oldReplicaSets())
-	p.newCap = min(max(WeightReplicas(c.Weight, n), cur, n-sumSpec(oldActive)), n)
+	p.newCap = max(share, cur)
+}
+
+// oldShare is, for a stepped rollout (newCap ≥ 0), the pods the old ReplicaSets keep at this
+// step: their share (StepShares) less what the new ReplicaSet runs above its own, but at a
+// weight of 1–99 one pod where maxSurge allows. 10 replicas, maxSurge 1, at 30%: 7; with the
+// new ReplicaSet already at 5, 5; already at 10, 1 (11 pods).
+func (p *planner) oldShare() int32 {
+	n, surge := replicas(p.d), MaxSurge(p.d)
+	share, old := StepShares(p.canary.Weight, n, surge)
+	keep := share + old - p.newCap
+	if w := p.canary.Weight; w > 0 && w < 100 && n > 0 && p.newCap+1 <= n+surge {
+		keep = max(keep, 1)
+	}
+	return max(keep, 0)
+}
+
+// reconcileStableReplicaSet scales, in a stepped rollout, the newest old ReplicaSet up while
+// the old ones run fewer pods than their share and all ReplicaSets fewer than the step's (new
+// cap + old share), within maxSurge: Argo's basic canary scales its stable ReplicaSet up
+// before its canary, and a step's new ReplicaSet never takes the old ones' pods. Old ones at
+// their share are never scaled up. 10 replicas, maxSurge 1, at 30%: old scaled by hand to 4,
+// new at 0: old goes to 4 + min(7 − 4, 11 − 4) = 7, then new to 3.
+func (p *planner) reconcileStableReplicaSet(all, old []*appsv1.ReplicaSet) bool {
+	if p.newCap < 0 || len(old) == 0 {
+		return false
+	}
+	keep := p.oldShare()
+	d := p.d
+	up := min(keep-sumSpec(old), p.newCap+keep-sumSpec(all), replicas(d)+MaxSurge(d)-sumSpec(all))
+	if up <= 0 {
+		return false
+	}
+	stable, best := old[0], int64(-1)
+	for _, rs := range old {
+		if r, _ := Revision(rs.Annotations); r > best {
+			stable, best = rs, r
+		}
+	}
+	return p.scaleReplicaSet(stable, rsReplicas(stable)+up, false)
 }
 
 // checkCanaryReached sets CanaryReached when the new ReplicaSet is at its step's size, all of
-// it available, and the old ones are at the rest.
+// it available, and the old ones are at their share (oldShare) or below.
 func (p *planner) checkCanaryReached(newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet) {
 	if p.newCap < 0 {
 		return
 	}
 	p.reached = rsReplicas(newRS) == p.newCap && p.availableNow(newRS) >= p.newCap &&
-		sumSpec(filterActive(old)) <= replicas(p.d)-p.newCap
+		sumSpec(filterActive(old)) <= p.oldShare()
 }
 
 // maxChainMoves bounds the scaling moves of one chained sync. A RollingUpdate needs at most
@@ -152,8 +193,8 @@ func (p *planner) reconcileOldReplicaSets(all, oldActive []*appsv1.ReplicaSet, n
 	maxDown := maxScaledDown(p.d, all, newRS, p.availableNow(newRS))
 	limit := int32(math.MaxInt32)
 	if p.newCap >= 0 {
-		// A stepped rollout keeps replicas − the new ReplicaSet's share on the old ones.
-		limit = sumSpec(oldActive) - (replicas(p.d) - p.newCap)
+		// A stepped rollout keeps their share (oldShare) on the old ones.
+		limit = sumSpec(oldActive) - p.oldShare()
 		maxDown = min(maxDown, limit)
 	}
 	if p.keepLastOld && MaxSurge(p.d) > 0 && rsReplicas(newRS) < replicas(p.d) {

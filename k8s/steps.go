@@ -287,6 +287,35 @@ func WeightReplicas(weight, replicas int32) int32 {
 	return int32((int64(weight)*int64(replicas) + 99) / 100)
 }
 
+// StepShares is a setWeight step's end state: the new ReplicaSet's pods (canary) and the old
+// ones' (stable). The new one takes WeightReplicas and the old ones the rest, but at a weight
+// of 1–99 each side keeps a pod, as Argo Rollouts' basic canary does: where the ceiling takes
+// every replica, the old ones keep one surge pod when maxSurge allows (replicas + 1 pods in
+// all), and otherwise the new one gives one back. Only 1 replica without surge cannot have
+// both: the ceiling gives the new one the pod.
+//
+//	10 replicas at 30%:                    3 and 7
+//	10 replicas at 99%, maxSurge 1:       10 and 1 (11 pods)
+//	10 replicas at 99%, maxSurge 0:        9 and 1
+//	 3 replicas at 70%, maxSurge 1:        3 and 1 (ceil(2.1) = 3)
+//	 1 replica  at 20%, maxSurge 1:        1 and 1
+//	 1 replica  at 20%, maxSurge 0:        1 and 0
+//	 any        at 0% / 100%:    0 and replicas / replicas and 0
+//
+// The ceiling stays where Argo takes the nearest count: 10 replicas at 14% are 2 and 8 here, 1
+// and 9 in Argo; a canary step never runs fewer new pods than its weight asks for.
+func StepShares(weight, replicas, maxSurge int32) (newRS, old int32) {
+	newRS = WeightReplicas(weight, replicas)
+	switch {
+	case replicas <= 0 || weight <= 0 || weight >= 100 || newRS < replicas:
+	case maxSurge > 0:
+		return newRS, 1
+	case replicas > 1:
+		newRS--
+	}
+	return newRS, replicas - newRS
+}
+
 // StepsApply reports whether a Deployment's strategy can take steps: RollingUpdate only (a
 // Recreate rollout never runs old and new pods together).
 func StepsApply(d *appsv1.Deployment) error {

@@ -317,3 +317,91 @@ func TestDecideCanaryPaused(t *testing.T) {
 		t.Errorf("paused without a step: %q, want upstream's scale of the largest to 10", got)
 	}
 }
+
+func TestStepShares(t *testing.T) {
+	tests := []struct {
+		name                     string
+		giveWeight, giveReplicas int32
+		giveMaxSurge             int32
+		wantNew, wantOld         int32
+	}{
+		{name: "ceil, rest on the old ones", giveWeight: 30, giveReplicas: 10, giveMaxSurge: 3, wantNew: 3, wantOld: 7},
+		{name: "ceil of 2.1", giveWeight: 70, giveReplicas: 3, giveMaxSurge: 0, wantNew: 2, wantOld: 1},
+		{name: "99% keeps a surge stable pod", giveWeight: 99, giveReplicas: 10, giveMaxSurge: 1, wantNew: 10, wantOld: 1},
+		{name: "99% without surge gives one back", giveWeight: 99, giveReplicas: 10, giveMaxSurge: 0, wantNew: 9, wantOld: 1},
+		{name: "1 replica with surge: one each", giveWeight: 20, giveReplicas: 1, giveMaxSurge: 1, wantNew: 1, wantOld: 1},
+		{name: "1 replica without surge: ceil", giveWeight: 20, giveReplicas: 1, giveMaxSurge: 0, wantNew: 1, wantOld: 0},
+		{name: "100%", giveWeight: 100, giveReplicas: 4, giveMaxSurge: 1, wantNew: 4, wantOld: 0},
+		{name: "0%", giveWeight: 0, giveReplicas: 4, giveMaxSurge: 1, wantNew: 0, wantOld: 4},
+		{name: "no replicas", giveWeight: 50, giveReplicas: 0, giveMaxSurge: 1, wantNew: 0, wantOld: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gotNew, gotOld := StepShares(tt.giveWeight, tt.giveReplicas, tt.giveMaxSurge)
+			if gotNew != tt.wantNew || gotOld != tt.wantOld {
+				t.Errorf("StepShares(%d, %d, %d) = %d, %d; want %d, %d", tt.giveWeight, tt.giveReplicas, tt.giveMaxSurge, gotNew, gotOld, tt.wantNew, tt.wantOld)
+			}
+		})
+	}
+}
+
+// A step in force is never Complete, however the counts read: 1 replica at 20% (maxSurge 0,
+// so the canary takes the one pod) or any at 100%, all available, waits for the next step.
+// Without a step, the same counts are Complete.
+func TestDecideCanaryCountsCompleteWhileStepHolds(t *testing.T) {
+	tests := []struct {
+		name         string
+		giveReplicas int32
+		giveCanary   *Canary // Hash filled in
+		wantPhase    Phase
+	}{
+		{name: "1 replica at 20%, held", giveReplicas: 1, giveCanary: &Canary{Weight: 20, Hold: true, Message: "paused"}, wantPhase: PhaseProgressing},
+		{name: "4 replicas at 100%, reaching", giveReplicas: 4, giveCanary: &Canary{Weight: 100}, wantPhase: PhaseProgressing},
+		{name: "4 replicas at 100%, analysis holds", giveReplicas: 4, giveCanary: &Canary{Weight: 100, Hold: true, Message: "measuring"}, wantPhase: PhaseProgressing},
+		{name: "every step passed", giveReplicas: 4, wantPhase: PhaseComplete},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := withFenceposts(webDeployment(tt.giveReplicas, "nginx:1.1"), "0", "1")
+			d.Generation = 2
+			d.Annotations[RevisionAnnotation] = "2"
+			d.Status = settledStatus(d, tt.giveReplicas)
+			d.Status.ObservedGeneration = 2
+			SetCondition(&d.Status, NewCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReplicaSetUpdatedReason, "progressing", ago(time.Minute)))
+			old := ownedRS(d, "nginx:1.0", 1, 0, 0, ago(time.Hour))
+			nw := ownedRS(d, "nginx:1.1", 2, tt.giveReplicas, tt.giveReplicas, ago(time.Minute))
+			req := Request{Chain: true}
+			if tt.giveCanary != nil {
+				c := *tt.giveCanary
+				c.Hash = PodTemplateHash(&d.Spec.Template, nil)
+				req.Canary = &c
+			}
+			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old, nw}}, req)
+			if plan.Phase != tt.wantPhase {
+				t.Errorf("Phase = %s, want %s", plan.Phase, tt.wantPhase)
+			}
+			c := GetCondition(plan.Status, appsv1.DeploymentProgressing)
+			if gotComplete := c != nil && c.Reason == NewRSAvailableReason; gotComplete != (tt.wantPhase == PhaseComplete) {
+				t.Errorf("Progressing = %+v, want NewReplicaSetAvailable only once complete", c)
+			}
+		})
+	}
+}
+
+// An old ReplicaSet scaled down by hand during a 30% step: the new one stays at its share (3,
+// not 10 − 4 = 6), and the old one is filled back to the rest, within maxSurge.
+func TestDecideCanaryOldScaledByHand(t *testing.T) {
+	d := webDeployment(10, "nginx:1.1")
+	d.Generation = 2
+	d.Annotations[RevisionAnnotation] = "2"
+	d.Status = settledStatus(d, 10)
+	d.Status.ObservedGeneration = 2
+	old := ownedRS(d, "nginx:1.0", 1, 4, 4, ago(time.Hour))
+	nw := ownedRS(d, "nginx:1.1", 2, 3, 3, ago(time.Minute))
+	c := &Canary{Hash: PodTemplateHash(&d.Spec.Template, nil), Weight: 30}
+	plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old, nw}}, Request{Chain: true, Canary: c})
+	want := []string{"ScaleUpReplicaSet " + old.Name + " 4->7", "UpdateDeploymentStatus"}
+	if got := describePlan(plan); !reflect.DeepEqual(got, want) {
+		t.Errorf("steps = %q, want %q", got, want)
+	}
+}

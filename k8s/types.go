@@ -57,11 +57,12 @@ type Request struct {
 
 // Canary is the step a stepped rollout is at, as the workflow decided it.
 //
-// The new ReplicaSet goes up to ceil(Weight% × replicas) and the old ones down to the rest,
-// within maxSurge and maxUnavailable. A step never moves replicas back: a new ReplicaSet
-// already above the weight keeps its replicas, and old ones already below the rest are not
-// scaled up again. 10 replicas, maxSurge 25%, maxUnavailable 25%, Weight 30: the new
-// ReplicaSet goes to 3 and the old one to 7.
+// The new ReplicaSet goes up to its share and the old ones down to theirs (StepShares:
+// ceil(Weight% × replicas) and the rest, one pod each at a weight of 1–99), within maxSurge and
+// maxUnavailable. A step never moves replicas back: a new ReplicaSet already above its share
+// keeps its replicas; old ones below theirs (scaled by hand) are filled up on the newest one,
+// never by growing the new one. 10 replicas, maxSurge 25%, maxUnavailable 25%, Weight 30: the
+// new ReplicaSet goes to 3 and the old one to 7.
 type Canary struct {
 	// Hash is the pod-template-hash the step belongs to. A snapshot whose template hashes
 	// otherwise is not capped: Decide returns a plan with CanaryStale and no steps, and the

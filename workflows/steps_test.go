@@ -168,3 +168,30 @@ func assertReplicasNow(t *testing.T, f *fakeCluster, when string, want map[strin
 		check(t, got[k] == v, "%s: replicas by image %v, want %v", when, got, want)
 	}
 }
+
+// 1 replica at setWeight 20 covered every replica and ended the steps as Complete, refusing
+// promote. Now the canary pod runs beside the stable one (maxSurge 25% of 1 is 1), the pause
+// holds, not Complete, until promote; then 100%.
+func TestSteppedRolloutOneReplica(t *testing.T) {
+	d := newDeployment("nginx:v2", 1, "1")
+	d.Generation = 2
+	d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":20},{"pause":{}}]`
+	f := newFakeCluster(d, newReplicaSet(d, "nginx:v1", 1, 1, time.Hour))
+	env := newEnv(t, f)
+	var promoted updateOutcome
+	at(env, time.Hour, func() {
+		assertReplicasNow(t, f, "in the pause", map[string]int32{"nginx:v1": 1, "nginx:v2": 1})
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == WaitingForPromote,
+			"in the pause: steps %+v, want step 2 waiting for promote", st.Steps)
+		check(t, st.Phase != string(k8s.PhaseComplete), "in the pause: phase %s, want not Complete", st.Phase)
+	})
+	updateAt(env, 2*time.Hour, UpdatePromote, nil, &promoted)
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 1})
+	if !promoted.accepted || !promoted.completed || promoted.err != nil {
+		t.Errorf("promote: %+v, want accepted and completed", promoted)
+	}
+}
