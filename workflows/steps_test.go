@@ -195,3 +195,40 @@ func TestSteppedRolloutOneReplica(t *testing.T) {
 		t.Errorf("promote: %+v, want accepted and completed", promoted)
 	}
 }
+
+// A run continued as new in a timed pause records the step's events before its first sync:
+// the carried UID names the Deployment (issue 23, defect 4). Before, the UID was not carried,
+// and RolloutStepReached went unrecorded when the timer fired before the new run's first sync.
+func TestContinuedRunRecordsStepEvents(t *testing.T) {
+	const steps = `[{"setWeight":30},{"pause":{"duration":"10m"}}]`
+	f := stepped(steps)
+	f.d.Annotations[k8s.RevisionAnnotation] = "2"
+	f.rss[0].Spec.Replicas = int32p(7)
+	f.rss = append(f.rss, newReplicaSet(f.d, "nginx:v2", 2, 3, time.Minute))
+	list, err := k8s.ParseSteps(f.d.Annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, v2 := podTemplate("nginx:v1"), podTemplate("nginx:v2")
+	env := newEnv(t, f)
+	env.SetStartTime(baseTime)
+	until := baseTime.Add(5 * time.Minute)
+	in := input()
+	in.Carry = &Carry{
+		Idle: true, UID: testUID, StableHash: k8s.PodTemplateHash(&v1, nil), StepList: list,
+		Steps: &stepsState{Hash: k8s.PodTemplateHash(&v2, nil), Revision: 2, Step: 1, WaitingFor: WaitingForTimer, PauseUntil: &until},
+	}
+	env.ExecuteWorkflow(WorkflowType, in)
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
+	var reached bool
+	for _, ev := range f.events {
+		reached = reached || (ev.Reason == "RolloutStepReached" && strings.Contains(ev.Message, "Step 2 of 2"))
+	}
+	if !reached {
+		t.Errorf("events %+v: want RolloutStepReached for step 2 of 2, recorded when the carried timer fired", f.events)
+	}
+	if f.callCount("Observe") == 0 {
+		t.Errorf("no sync after the timer")
+	}
+}
