@@ -60,6 +60,10 @@ type Activities struct {
 	// LocalWait is --local-wait. Observe reports it, so the workflow decides (and a replay
 	// decides again) on the value the run saw.
 	LocalWait time.Duration
+	// SpecDigestKey keys the digests that stand for pod specs in the recorded snapshots
+	// (HMAC-SHA256; see redact.go), derived from the codec key (codec.Codec.DigestKey); nil
+	// without --codec-key-file: plain SHA-256, as before.
+	SpecDigestKey []byte
 }
 
 // DeploymentRef names a Deployment and pins its UID.

@@ -1156,7 +1156,7 @@ func TestRollbackDeployment(t *testing.T) {
 		d.Annotations = map[string]string{k8s.RevisionAnnotation: "3", "kubernetes.io/change-cause": "v1"}
 	})
 	// redactedWant is want as the history records it: the template's spec is a placeholder.
-	redactedWant := withDeployment(want, func(d *appsv1.Deployment) { redactTemplate(&d.Spec.Template) })
+	redactedWant := withDeployment(want, func(d *appsv1.Deployment) { specDigester{}.redactTemplate(&d.Spec.Template) })
 	rolledBack := k8s.Event{Type: corev1.EventTypeNormal, Reason: k8s.RollbackDone, Message: `Rolled back deployment "web" to revision 1`}
 
 	tests := []struct {

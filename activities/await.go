@@ -152,13 +152,13 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 			case plan.CanaryStale || stepReached || annotated:
 				// The template changed under a stepped rollout, or the rollout reached its
 				// step's weight: the workflow takes its next step.
-				return res.decide(plan, snap), nil
+				return res.decide(plan, a.redactSnapshot(snap)), nil
 			case len(plan.Steps) == 0 && (res.Completed || plan.Phase.Converged()):
 				// Our completing write (below) is in the cache, or the rollout had converged
 				// before this wait began (a wait run again after its workflow task was lost,
 				// whose first run wrote the completing status): the workflow syncs on it,
 				// finds nothing to write, and converges.
-				return res.decide(plan, snap), nil
+				return res.decide(plan, a.redactSnapshot(snap)), nil
 			case len(plan.Steps) == 0:
 			case statusRefresh(plan, d) || completion(plan, d, in.Request):
 				res.Completed = plan.Phase == k8s.PhaseComplete
@@ -178,7 +178,7 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				// see the old status and write it once more.
 				atLeast, catchUpBy = wr.Wrote, time.Now().Add(catchUpBound)
 			default:
-				return res.decide(plan, snap), nil
+				return res.decide(plan, a.redactSnapshot(snap)), nil
 			}
 			recheck = nil
 			if plan.RecheckAt != nil {
@@ -201,13 +201,12 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 }
 
 // decide is the result that asks the workflow to sync: the writes the plan would make, and the
-// snapshot it was weighed on, redacted as Observe's.
-func (res AwaitResult) decide(plan k8s.Plan, snap k8s.Snapshot) AwaitResult {
+// snapshot it was weighed on, redacted as Observe's (recorded: a.redactSnapshot's).
+func (res AwaitResult) decide(plan k8s.Plan, recorded k8s.Snapshot) AwaitResult {
 	res.Reason = AwaitDecide
 	for _, st := range plan.Steps {
 		res.Steps = append(res.Steps, st.Kind)
 	}
-	recorded := redactSnapshot(snap)
 	res.Snapshot = &recorded
 	return res
 }

@@ -59,7 +59,7 @@ func (a *Activities) observe(ctx context.Context, in ObserveInput) (ObserveResul
 	if a.Cache != nil && !in.Live && a.waitCaughtUp(ctx, in.Namespace, in.AtLeast, cacheCatchUp) {
 		d, err := a.Cache.Deployment(in.Namespace, in.Name)
 		if err == nil {
-			return ObserveResult{Found: true, Snapshot: redactSnapshot(a.Cache.Snapshot(d)), FromCache: true}, nil
+			return ObserveResult{Found: true, Snapshot: a.redactSnapshot(a.Cache.Snapshot(d)), FromCache: true}, nil
 		}
 		if !apierrors.IsNotFound(err) {
 			return ObserveResult{}, classify("get cached deployment "+in.Namespace+"/"+in.Name, err)
@@ -101,7 +101,7 @@ func (a *Activities) observeLive(ctx context.Context, in ObserveInput) (ObserveR
 	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil || d.Spec.Selector == nil || selector.Empty() {
 		// The engine reports an invalid or empty selector; nothing to list.
-		return ObserveResult{Found: true, Snapshot: redactSnapshot(k8s.NewSnapshot(d, nil, nil))}, nil
+		return ObserveResult{Found: true, Snapshot: a.redactSnapshot(k8s.NewSnapshot(d, nil, nil))}, nil
 	}
 	list, err := a.Client.AppsV1().ReplicaSets(in.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
@@ -133,5 +133,5 @@ func (a *Activities) observeLive(ctx context.Context, in ObserveInput) (ObserveR
 			pods = append(pods, &list.Items[i])
 		}
 	}
-	return ObserveResult{Found: true, Snapshot: redactSnapshot(k8s.NewSnapshot(d, rss, pods))}, nil
+	return ObserveResult{Found: true, Snapshot: a.redactSnapshot(k8s.NewSnapshot(d, rss, pods))}, nil
 }

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -24,7 +25,8 @@ import (
 // k8s.Decide reads and no more:
 //
 //   - every pod template's spec is replaced by a placeholder: one container whose image is
-//     redactedImagePrefix + the SHA-256 of the spec's JSON. Two templates compare equal
+//     redactedImagePrefix + the SHA-256 of the spec's JSON (keyedImagePrefix + an HMAC of it
+//     with a codec key; see below). Two templates compare equal
 //     redacted exactly when they do whole (their metadata is kept as is), which is all Decide
 //     asks of them, and the placeholder names the spec it stands for;
 //   - the Deployment's pod-template-hash is computed on the whole template and recorded
@@ -37,33 +39,72 @@ import (
 // template and annotations. They read the informer cache when it holds the object at the
 // snapshot's resourceVersion, and live otherwise.
 
-// redactedImagePrefix marks a placeholder pod spec.
-const redactedImagePrefix = "redacted.temporal-rollout.io/sha256:"
+// The placeholder images: redactedImagePrefix + SHA-256 of the spec's JSON without a codec key
+// (--codec-key-file), keyedImagePrefix + HMAC-SHA256 under Activities.SpecDigestKey with one.
+// A plain SHA-256 of a spec can be checked against guesses (an image tag, a short env value)
+// by anyone who reads the history; the keyed digest cannot without the key, which the
+// history's readers do not hold. Without a key the placeholder stays what it was, so recorded
+// histories read as before.
+//
+// Determinism: placeholders are made and matched in activities only (Observe, AwaitChange and
+// the writes that restore them). The workflow compares the recorded values, within one
+// snapshot, and a replay reads them from the history: a worker with another key (or none)
+// replays every history alike.
+const (
+	redactedImagePrefix = "redacted.temporal-rollout.io/sha256:"
+	keyedImagePrefix    = "redacted.temporal-rollout.io/hmac-sha256:"
+)
 
 // strippedAnnotations are left out of the recorded snapshot and put back on writes.
 var strippedAnnotations = []string{corev1.LastAppliedConfigAnnotation}
 
-// specDigest is the SHA-256 of a pod spec's JSON.
-func specDigest(spec *corev1.PodSpec) string {
+// specDigester makes and matches placeholders: keyed when key is set (see keyedImagePrefix).
+type specDigester struct{ key []byte }
+
+// digester is the worker's specDigester.
+func (a *Activities) digester() specDigester { return specDigester{key: a.SpecDigestKey} }
+
+// placeholder is the image of the placeholder standing for spec.
+func (s specDigester) placeholder(spec *corev1.PodSpec) string {
 	b, _ := json.Marshal(spec)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	if s.key == nil {
+		sum := sha256.Sum256(b)
+		return redactedImagePrefix + hex.EncodeToString(sum[:])
+	}
+	m := hmac.New(sha256.New, s.key)
+	m.Write(b)
+	return keyedImagePrefix + hex.EncodeToString(m.Sum(nil))
+}
+
+// standsFor reports whether the placeholder image stands for spec. An unkeyed placeholder
+// matches with or without a key (a decision recorded before the key was configured); a keyed
+// one only under the key it was made with (after a key rotation, the decision is stale and the
+// workflow observes again).
+func (s specDigester) standsFor(image string, spec *corev1.PodSpec) bool {
+	switch {
+	case strings.HasPrefix(image, keyedImagePrefix):
+		return s.key != nil && hmac.Equal([]byte(image), []byte(s.placeholder(spec)))
+	case strings.HasPrefix(image, redactedImagePrefix):
+		return image == specDigester{}.placeholder(spec)
+	}
+	return false
 }
 
 // redactTemplate replaces the template's spec by its placeholder.
-func redactTemplate(t *corev1.PodTemplateSpec) {
-	if _, ok := redactedDigest(t); ok {
+func (s specDigester) redactTemplate(t *corev1.PodTemplateSpec) {
+	if _, ok := redactedPlaceholder(t); ok {
 		return
 	}
-	t.Spec = corev1.PodSpec{Containers: []corev1.Container{{Name: "redacted", Image: redactedImagePrefix + specDigest(&t.Spec)}}}
+	t.Spec = corev1.PodSpec{Containers: []corev1.Container{{Name: "redacted", Image: s.placeholder(&t.Spec)}}}
 }
 
-// redactedDigest returns the digest a placeholder stands for.
-func redactedDigest(t *corev1.PodTemplateSpec) (string, bool) {
+// redactedPlaceholder returns the image of t's placeholder, if t's spec is one.
+func redactedPlaceholder(t *corev1.PodTemplateSpec) (string, bool) {
 	if len(t.Spec.Containers) != 1 || t.Spec.Containers[0].Name != "redacted" {
 		return "", false
 	}
-	return strings.CutPrefix(t.Spec.Containers[0].Image, redactedImagePrefix)
+	image := t.Spec.Containers[0].Image
+	return image, strings.HasPrefix(image, redactedImagePrefix) || strings.HasPrefix(image, keyedImagePrefix)
 }
 
 func stripAnnotations(m *metav1.ObjectMeta) {
@@ -75,15 +116,16 @@ func stripAnnotations(m *metav1.ObjectMeta) {
 
 // redactSnapshot returns the snapshot as the history records it; s's objects (the cache's,
 // possibly) are copied, never changed.
-func redactSnapshot(s k8s.Snapshot) k8s.Snapshot {
+func (a *Activities) redactSnapshot(s k8s.Snapshot) k8s.Snapshot {
+	dg := a.digester()
 	d := s.Deployment.DeepCopy()
 	out := k8s.Snapshot{Deployment: d, Pods: s.Pods, TemplateHash: k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)}
 	stripAnnotations(&d.ObjectMeta)
-	redactTemplate(&d.Spec.Template)
+	dg.redactTemplate(&d.Spec.Template)
 	for _, rs := range s.ReplicaSets {
 		c := rs.DeepCopy()
 		stripAnnotations(&c.ObjectMeta)
-		redactTemplate(&c.Spec.Template)
+		dg.redactTemplate(&c.Spec.Template)
 		out.ReplicaSets = append(out.ReplicaSets, c)
 	}
 	return out
@@ -123,13 +165,13 @@ func restoreAnnotations(want *metav1.ObjectMeta, have *metav1.ObjectMeta) {
 
 // restoreTemplate replaces a placeholder in t by the first of the given templates whose spec
 // it stands for, and reports whether t is whole afterwards.
-func restoreTemplate(t *corev1.PodTemplateSpec, from ...*corev1.PodTemplateSpec) bool {
-	digest, ok := redactedDigest(t)
+func (s specDigester) restoreTemplate(t *corev1.PodTemplateSpec, from ...*corev1.PodTemplateSpec) bool {
+	image, ok := redactedPlaceholder(t)
 	if !ok {
 		return true
 	}
 	for _, f := range from {
-		if f != nil && specDigest(&f.Spec) == digest {
+		if f != nil && s.standsFor(image, &f.Spec) {
 			t.Spec = *f.Spec.DeepCopy()
 			return true
 		}
@@ -146,7 +188,7 @@ func (a *Activities) restoreDeploymentWrite(ctx context.Context, want *appsv1.De
 		return err
 	}
 	restoreAnnotations(&want.ObjectMeta, &have.ObjectMeta)
-	if _, redacted := redactedDigest(&want.Spec.Template); !redacted {
+	if _, redacted := redactedPlaceholder(&want.Spec.Template); !redacted {
 		return nil
 	}
 	from := []*corev1.PodTemplateSpec{&have.Spec.Template}
@@ -155,7 +197,7 @@ func (a *Activities) restoreDeploymentWrite(ctx context.Context, want *appsv1.De
 			from = append(from, &rs.Spec.Template)
 		}
 	}
-	if restoreTemplate(&want.Spec.Template, from...) {
+	if a.digester().restoreTemplate(&want.Spec.Template, from...) {
 		return nil
 	}
 	list, err := a.Client.AppsV1().ReplicaSets(want.Namespace).List(ctx, metav1.ListOptions{})
@@ -165,7 +207,7 @@ func (a *Activities) restoreDeploymentWrite(ctx context.Context, want *appsv1.De
 	for i := range list.Items {
 		from = append(from, &list.Items[i].Spec.Template)
 	}
-	if !restoreTemplate(&want.Spec.Template, from...) {
+	if !a.digester().restoreTemplate(&want.Spec.Template, from...) {
 		return nonRetryable(ErrStale, "deployment %s/%s: the template decided on is in no replicaset any more", want.Namespace, want.Name)
 	}
 	return nil

@@ -117,7 +117,7 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 		return CreateResult{}, nonRetryable(ErrInvalid, "create replicaset: invalid replicaset for deployment %s", in.Deployment)
 	}
 	res := CreateResult{Name: rs.Name}
-	if _, redacted := redactedDigest(&rs.Spec.Template); redacted {
+	if _, redacted := redactedPlaceholder(&rs.Spec.Template); redacted {
 		// The recorded decision holds a placeholder: the template is the Deployment's.
 		rs = rs.DeepCopy()
 		if err := a.restoreFromDeployment(ctx, in.Deployment, &rs.Spec.Template); err != nil {
@@ -167,7 +167,7 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 // for, read from the cache or, when the cache holds another one, live.
 func (a *Activities) restoreFromDeployment(ctx context.Context, ref DeploymentRef, t *corev1.PodTemplateSpec) error {
 	if a.Cache != nil {
-		if d, err := a.Cache.Deployment(ref.Namespace, ref.Name); err == nil && d.UID == ref.UID && restoreTemplate(t, &d.Spec.Template) {
+		if d, err := a.Cache.Deployment(ref.Namespace, ref.Name); err == nil && d.UID == ref.UID && a.digester().restoreTemplate(t, &d.Spec.Template) {
 			return nil
 		}
 	}
@@ -175,7 +175,7 @@ func (a *Activities) restoreFromDeployment(ctx context.Context, ref DeploymentRe
 	if err != nil {
 		return classify("get deployment "+ref.String(), err)
 	}
-	if (ref.UID != "" && d.UID != ref.UID) || !restoreTemplate(t, &d.Spec.Template) {
+	if (ref.UID != "" && d.UID != ref.UID) || !a.digester().restoreTemplate(t, &d.Spec.Template) {
 		return nonRetryable(ErrStale, "create replicaset for deployment %s: the template changed since the decision", ref)
 	}
 	return nil

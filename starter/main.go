@@ -5,6 +5,7 @@
 //	starter watch
 //	starter sync|pause|resume|status NAMESPACE/NAME
 //	starter rollback --to-revision N NAMESPACE/NAME
+//	starter codec-server --codec-key-file F [--listen ADDR] [--codec-cors-origin URL]
 package main
 
 import (
@@ -31,7 +32,11 @@ const usage = `usage:
   starter promote [--full] NAMESPACE/NAME         promote a stepped rollout past its pause (--full: past every step)
   starter abort [--reason R] NAMESPACE/NAME      abort the rollout: back to the last revision that completed
   starter status NAMESPACE/NAME [flags]          print the status query as JSON
+  starter codec-server --codec-key-file F [--listen 127.0.0.1:8081] [--codec-cors-origin http://localhost:8233]
+                                                 serve the payload codec to the Temporal UI and temporal --codec-endpoint
   starter probe URL                              exit 0 if GET URL answers 200 (container health checks)
+
+Every command takes --codec-key-file (ROLLOUT_CODEC_KEY_FILE) when the worker does: see docs/codec.md.
 `
 
 func probe(url string) error {
@@ -71,6 +76,9 @@ func main() {
 	fs.Int64Var(&opts.toRevision, "to-revision", 0, "rollback: the revision to roll back to; 0 means the previous one")
 	fs.BoolVar(&opts.full, "full", false, "promote: skip every remaining step")
 	fs.StringVar(&opts.reason, "reason", "", "abort: why (recorded in the event, the status and the memo)")
+	var csOpts codecServerOpts
+	fs.StringVar(&csOpts.listen, "listen", "127.0.0.1:8081", "codec-server: listen address (the server decrypts for anyone who reaches it: keep it on loopback or put it behind authentication)")
+	fs.StringVar(&csOpts.corsOrigin, "codec-cors-origin", "", "codec-server: the Temporal UI's origin allowed to call it from the browser, e.g. http://localhost:8233; empty sends no CORS headers (enough for the temporal CLI)")
 	if err := fs.Parse(os.Args[2:]); err != nil {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
@@ -91,6 +99,19 @@ func main() {
 		})
 		stop()
 		os.Exit(code)
+	}
+	if cmd == "codec-server" {
+		if len(fs.Args()) != 0 {
+			fmt.Fprintf(os.Stderr, "starter: codec-server takes no arguments, got %q\n", fs.Args())
+			os.Exit(2)
+		}
+		err := codecServer(ctx, cfg, csOpts)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "starter:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	defer stop()
 	if err := run(ctx, cfg, cmd, fs.Args(), opts); err != nil {

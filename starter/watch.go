@@ -28,6 +28,15 @@ func watch(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) e
 		return err
 	}
 	opts.Logger = sdklog.NewStructuredLogger(logger)
+	cd, err := cfg.Codec()
+	if err != nil {
+		return err
+	}
+	var digestKey []byte
+	if cd != nil {
+		digestKey = cd.DigestKey()
+		logger.Info("Payloads to Temporal are encrypted", "keyID", cd.KeyID())
+	}
 	kc, restCfg, err := kube.NewClientset(cfg.Kubeconfig, cfg.KubeQPS, cfg.KubeBurst)
 	if err != nil {
 		return err
@@ -63,7 +72,7 @@ func watch(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) e
 	w, err := watcher.New(c, tc, watcher.Options{
 		TaskQueue: cfg.TaskQueue, SearchAttributes: cfg.SearchAttributes, Resync: cfg.Resync, Managed: cfg.Managed(), ManagedGuard: cfg.ManagedGuard,
 		// Status-count refreshes of Deployments at rest go through the worker's write path.
-		Status: &activities.Activities{Client: kc, Cache: c, Metrics: activities.NewMetrics(reg)},
+		Status: &activities.Activities{Client: kc, Cache: c, Metrics: activities.NewMetrics(reg), SpecDigestKey: digestKey},
 	}, logger)
 	if err != nil {
 		return err

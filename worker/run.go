@@ -82,6 +82,16 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	}
 	opts.Logger = sdklog.NewStructuredLogger(logger)
 	opts.MetricsHandler = sdkMetrics
+	// The watcher of --watch shares this client, and so the codec.
+	cd, err := cfg.Codec()
+	if err != nil {
+		return err
+	}
+	var digestKey []byte
+	if cd != nil {
+		digestKey = cd.DigestKey()
+		logger.Info("Payloads to Temporal are encrypted", "keyID", cd.KeyID())
+	}
 	tc, err := lifecycle.DialTemporal(ctx, logger, opts, cfg.StartupTimeout)
 	if err != nil {
 		return err
@@ -148,6 +158,8 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 
 		ManagedGuard: cfg.ManagedGuard,
 		LocalWait:    cfg.LocalWait,
+
+		SpecDigestKey: digestKey,
 	}
 	if prom != nil {
 		acts.Prometheus = prom

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/viper"
 	"go.temporal.io/sdk/client"
 
+	"github.com/temporal-rollout/rollout/codec"
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
@@ -83,6 +84,10 @@ type Config struct {
 	// ShutdownTimeout bounds the stop after SIGTERM (or a failure); past it the process exits
 	// non-zero naming what did not stop (worker and watcher).
 	ShutdownTimeout time.Duration `mapstructure:"shutdown-timeout"`
+	// CodecKeyFile holds the keys that encrypt every payload sent to Temporal (see package
+	// codec and docs/codec.md); empty sends them in clear. Every process: worker, watcher,
+	// the starter's commands and its codec server.
+	CodecKeyFile string `mapstructure:"codec-key-file"`
 }
 
 // The modes of --mode.
@@ -130,6 +135,7 @@ func flags(fs *pflag.FlagSet, metricsAddress string) {
 	fs.Bool("managed-guard", false, "worker and watcher, managed mode: deploy/managed/guard.yaml's ReplicaSet policy is installed (it denies kube-controller-manager's deployment-controller any scale of a parked Deployment's ReplicaSets; needs --use-service-account-credentials on kube-controller-manager), so Recreate and maxSurge 0 are driven too")
 	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
 	fs.Bool("watch", false, "worker: run the watcher in this process too, on the worker's informer cache, so a created Deployment's workflow starts eagerly (its first workflow task comes back in the start's answer, to this worker, with no trip through matching); `starter watch` is then not needed")
+	fs.String("codec-key-file", "", "file of AES-256 keys, one ID=BASE64KEY a line, the first encrypting and every one decrypting (docs/codec.md), that encrypt every payload sent to Temporal: inputs, results, signals, queries, memos, failures; the same file on the worker, the watcher and the starter; empty (the default) sends payloads in clear")
 	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
 }
 
@@ -233,6 +239,11 @@ func (c Config) Validate() error {
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("shutdown-timeout must be > 0, got %s", c.ShutdownTimeout))
 	}
+	if c.CodecKeyFile != "" {
+		if _, err := codec.Load(c.CodecKeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("codec-key-file: %w", err))
+		}
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
 	}
@@ -258,10 +269,30 @@ func (c Config) Logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 }
 
-// ClientOptions builds the Temporal client options, with TLS and API key when configured.
-// Secrets never go to logs.
+// Codec is the payload codec of --codec-key-file; nil when it is empty.
+func (c Config) Codec() (*codec.Codec, error) {
+	if c.CodecKeyFile == "" {
+		return nil, nil
+	}
+	cd, err := codec.Load(c.CodecKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("codec-key-file: %w", err)
+	}
+	return cd, nil
+}
+
+// ClientOptions builds the Temporal client options, with TLS and API key when configured, and
+// the payload codec with --codec-key-file. Secrets never go to logs.
 func (c Config) ClientOptions() (client.Options, error) {
 	opts := client.Options{HostPort: c.TemporalAddress, Namespace: c.TemporalNamespace}
+	cd, err := c.Codec()
+	if err != nil {
+		return opts, err
+	}
+	if cd != nil {
+		opts.DataConverter = cd.DataConverter()
+		opts.FailureConverter = codec.FailureConverter(opts.DataConverter)
+	}
 	if c.Compression == CompressionGzip {
 		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionGzip{}
 	} else {

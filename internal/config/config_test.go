@@ -8,7 +8,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"log/slog"
 	"math/big"
 	"os"
@@ -20,7 +22,9 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
+	"github.com/temporal-rollout/rollout/codec"
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
@@ -234,6 +238,16 @@ func TestLoadErrors(t *testing.T) {
 			want:    []string{"decode config"},
 		},
 		{
+			name:    "codec key file from the environment, unreadable",
+			giveEnv: map[string]string{"ROLLOUT_CODEC_KEY_FILE": filepath.Join(t.TempDir(), "absent.keys")},
+			want:    []string{"invalid configuration", "codec-key-file: read codec key file", "absent.keys"},
+		},
+		{
+			name:     "codec key file of the wrong length",
+			giveArgs: []string{"--codec-key-file", writeFile(t, "short.keys", "k1="+base64.StdEncoding.EncodeToString(make([]byte, 16))+"\n")},
+			want:     []string{"codec-key-file: codec key file", "short.keys", `line 1: key "k1" is 16 bytes, want 32`},
+		},
+		{
 			name:    "invalid values are validated",
 			giveEnv: map[string]string{"ROLLOUT_KUBE_QPS": "-1", "ROLLOUT_LOG_FORMAT": "xml"},
 			want:    []string{"invalid configuration", "kube-qps must be > 0", "log-format must be json or text"},
@@ -260,6 +274,7 @@ func TestLoadErrors(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	existing := writeFile(t, "exists", "x")
+	keyFile := writeFile(t, "codec.keys", testKeyLine)
 	missing := filepath.Join(t.TempDir(), "missing.pem")
 	tests := []struct {
 		name string
@@ -300,6 +315,9 @@ func TestValidate(t *testing.T) {
 		{name: "no concurrent syncs", give: func(c *Config) { c.MaxSyncs = 0 }, want: []string{"max-concurrent-syncs must be > 0, got 0"}},
 		{name: "gzip", give: func(c *Config) { c.Compression = CompressionGzip }},
 		{name: "unknown compression", give: func(c *Config) { c.Compression = "zstd" }, want: []string{`temporal-compression must be none or gzip, got "zstd"`}},
+		{name: "codec key file", give: func(c *Config) { c.CodecKeyFile = keyFile }},
+		{name: "codec key file missing", give: func(c *Config) { c.CodecKeyFile = missing }, want: []string{"codec-key-file: read codec key file: open " + missing}},
+		{name: "not a codec key file", give: func(c *Config) { c.CodecKeyFile = existing }, want: []string{"codec-key-file: codec key file " + existing + ": line 1: want ID=BASE64KEY"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -646,5 +664,48 @@ func TestMetricsAddressDefaultsDiffer(t *testing.T) {
 		if c.MetricsAddress != tt.want {
 			t.Errorf("%s: default metrics address %q, want %q", tt.name, c.MetricsAddress, tt.want)
 		}
+	}
+}
+
+// testKeyLine is a valid codec key file.
+var testKeyLine = "k1=" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")) + "\n"
+
+// TestClientOptionsCodec: --codec-key-file puts the codec on every client: payloads and
+// failures leave encrypted.
+func TestClientOptionsCodec(t *testing.T) {
+	tests := []struct {
+		name string
+		give string // codec-key-file
+		want bool   // payloads encrypted
+	}{
+		{name: "off by default"},
+		{name: "on with a key file", give: writeFile(t, "codec.keys", testKeyLine), want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := defaults()
+			c.CodecKeyFile = tt.give
+			got, err := c.ClientOptions()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got.DataConverter != nil) != tt.want || (got.FailureConverter != nil) != tt.want {
+				t.Fatalf("DataConverter, FailureConverter = %v, %v, want set %t", got.DataConverter, got.FailureConverter, tt.want)
+			}
+			if !tt.want {
+				return
+			}
+			p, err := got.DataConverter.ToPayload("kubernetes.io/change-cause")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if enc := string(p.Metadata[converter.MetadataEncoding]); enc != codec.MetadataEncodingEncrypted || strings.Contains(string(p.Data), "change-cause") {
+				t.Errorf("payload encoding %q, data %q, want it encrypted", enc, p.Data)
+			}
+			f := got.FailureConverter.ErrorToFailure(errors.New("scale replicaset web-abc: secret"))
+			if strings.Contains(f.GetMessage(), "secret") || f.GetEncodedAttributes() == nil {
+				t.Errorf("failure message %q, want it moved into the encrypted attributes", f.GetMessage())
+			}
+		})
 	}
 }
