@@ -65,7 +65,8 @@ type AwaitResult struct {
 const (
 	// heartbeatEvery paces heartbeats (the SDK throttles them further to 80% of the timeout).
 	heartbeatEvery = 5 * time.Second
-	// catchUpBound bounds the wait for the cache to hold our own writes.
+	// catchUpBound bounds the wait for the cache to hold our own writes. A Deployment the
+	// cache saw deleted (or replaced by a new UID) ends the wait at once.
 	catchUpBound = 2 * time.Second
 )
 
@@ -121,6 +122,13 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 	var res AwaitResult
 	atLeast, catchUpBy := in.AtLeast, time.Now().Add(catchUpBound)
 	for {
+		if a.Cache.DeploymentDeleted(in.UID) {
+			// Gone for good, whichever of our writes the cache has yet to show: do not wait
+			// for them (the ReplicaSets of a Deployment deleted and created again under its
+			// name, say, which the garbage collector deletes).
+			res.Reason = AwaitGone
+			return res, nil
+		}
 		caughtUp := a.Cache.CaughtUp(in.Namespace, atLeast)
 		if !caughtUp && time.Now().After(catchUpBy) {
 			// An object we wrote may be gone before this informer saw it: weigh what the

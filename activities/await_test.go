@@ -220,6 +220,34 @@ func (f *fixture) setReplicaSetStatus(ctx context.Context, name string, change f
 	return err
 }
 
+// ourWrite writes the Deployment's status unchanged, as a sync's last write, waits for the
+// cache to hold it, and returns the versions the sync would wait for: the Deployment at that
+// write and its ReplicaSets.
+func (f *fixture) ourWrite(t *testing.T) []k8s.ObjectVersion {
+	t.Helper()
+	ctx := context.Background()
+	d, err := f.client.AppsV1().Deployments(testNS).UpdateStatus(ctx, f.deployment(t), metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("write status: %v", err)
+	}
+	wrote := []k8s.ObjectVersion{k8s.DeploymentVersion(d)}
+	list, err := f.client.AppsV1().ReplicaSets(testNS).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list replicasets: %v", err)
+	}
+	for i := range list.Items {
+		wrote = append(wrote, k8s.ReplicaSetVersion(&list.Items[i]))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !f.a.Cache.CaughtUp(testNS, wrote) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cache does not hold %+v after 5s", wrote)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return wrote
+}
+
 // after runs change once delay has passed, from another goroutine, as another writer would.
 func after(t *testing.T, delay time.Duration, change func() error) {
 	t.Helper()
@@ -455,6 +483,62 @@ func TestAwaitChange(t *testing.T) {
 			wantSteps:  []k8s.StepKind{k8s.StepCreate},
 			wantAfter:  catchUpBound,
 			wantBefore: 10 * time.Second,
+		},
+		{
+			// kubectl's test/cmd/apps.sh deletes nginx-deployment right after a `kubectl set
+			// env`: the cache holds the deletion, which is past our last write, so the wait for
+			// that write ends at once; it used to run out catchUpBound first.
+			name: "deleted while it waits for the cache to hold our last write: gone at once",
+			give: func(t *testing.T) (*fixture, AwaitInput) {
+				d, rss := atRest(t)
+				f := awaitFixture(t, d, rss)
+				wrote := f.ourWrite(t)
+				after(t, delay, func() error {
+					return f.client.AppsV1().Deployments(testNS).Delete(ctx, "web", metav1.DeleteOptions{})
+				})
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, AtLeast: wrote, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+			},
+			want:       AwaitGone,
+			wantAfter:  delay,
+			wantBefore: catchUpBound,
+		},
+		{
+			// The same, then created again under the same name (a new UID), its ReplicaSets
+			// deleted by the garbage collector: past our writes too.
+			name: "deleted and created again while it waits for the cache to hold our last write: gone at once",
+			give: func(t *testing.T) (*fixture, AwaitInput) {
+				d, rss := atRest(t)
+				f := awaitFixture(t, d, rss)
+				wrote := f.ourWrite(t)
+				after(t, delay, func() error {
+					if err := f.client.AppsV1().Deployments(testNS).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+						return err
+					}
+					for _, rs := range rss {
+						if err := f.client.AppsV1().ReplicaSets(testNS).Delete(ctx, rs.Name, metav1.DeleteOptions{}); err != nil {
+							return err
+						}
+					}
+					again := rolloutDeployment(3, "nginx:1")
+					again.UID, again.ResourceVersion = "d-uid-2", ""
+					_, err := f.client.AppsV1().Deployments(testNS).Create(ctx, again, metav1.CreateOptions{})
+					return err
+				})
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, AtLeast: wrote, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+			},
+			want:       AwaitGone,
+			wantAfter:  delay,
+			wantBefore: catchUpBound,
+			check: func(t *testing.T, f *fixture) {
+				// The wait may end at the deletion, before the create.
+				deadline := time.Now().Add(5 * time.Second)
+				for d := f.deployment(t); d == nil || d.UID != "d-uid-2"; d = f.deployment(t) {
+					if time.Now().After(deadline) {
+						t.Fatalf("Deployment = %+v after 5s, want the new one, UID d-uid-2", d)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			},
 		},
 	}
 	for _, tt := range tests {

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -47,7 +48,30 @@ type Cache struct {
 	// rsSeen is the highest resourceVersion of a ReplicaSet event handled (the indexer held
 	// it by then); see ReplicaSetsSeen.
 	rsSeen atomic.Uint64
+
+	// deleted: by kind/namespace/name, the Deployments and ReplicaSets the informers saw
+	// deleted (see CaughtUp); goneUIDs: the UIDs of the Deployments among them (see
+	// DeploymentDeleted). Each is kept for deletionMemory.
+	delMu     sync.Mutex
+	deleted   map[string]deletion
+	goneUIDs  map[types.UID]time.Time
+	lastPrune time.Time
+	now       func() time.Time
 }
+
+// deletion is an object the informers saw deleted: at its last resourceVersion, when, and (a
+// ReplicaSet) the UID of the Deployment that controlled it.
+type deletion struct {
+	rv    string
+	owner types.UID
+	at    time.Time
+}
+
+// deletionMemory is how long the cache remembers a deletion. Its readers wait for a version
+// seconds at most (AwaitChange's catch-up, Observe's), on versions written or seen a sync
+// before: five minutes covers a workflow task held up behind a busy worker, and past it a wait
+// only falls back to its bound. At 1,000 deletions a minute that is ~5,000 small entries.
+const deletionMemory = 5 * time.Minute
 
 // NewCache builds the informers; namespace "" watches every namespace. Deployments keep their
 // managedFields slimmed to manager, operation and time (the watcher reads who wrote them),
@@ -62,6 +86,9 @@ func NewCache(client kubernetes.Interface, namespace string) (*Cache, error) {
 		dLister:  factory.Apps().V1().Deployments().Lister(),
 		rsLister: factory.Apps().V1().ReplicaSets().Lister(),
 		subs:     map[string]map[chan struct{}]struct{}{},
+		deleted:  map[string]deletion{},
+		goneUIDs: map[types.UID]time.Time{},
+		now:      time.Now,
 	}
 	if err := c.dInf.SetTransform(slimManagedFields); err != nil {
 		return nil, fmt.Errorf("set deployment transform: %w", err)
@@ -95,15 +122,31 @@ func NewCache(client kubernetes.Interface, namespace string) (*Cache, error) {
 		return nil, fmt.Errorf("index pods by owner: %w", err)
 	}
 	handlers := []struct {
-		inf cache.SharedIndexInformer
-		fn  func(obj any)
-	}{{c.dInf, c.notifyDeployment}, {c.rsInf, c.notifyReplicaSet}, {c.podInf, c.notifyPod}}
+		inf  cache.SharedIndexInformer
+		kind string // deletions CaughtUp remembers; "" for none
+		fn   func(obj any)
+	}{{c.dInf, k8s.KindDeployment, c.notifyDeployment}, {c.rsInf, k8s.KindReplicaSet, c.notifyReplicaSet}, {c.podInf, "", c.notifyPod}}
 	for _, h := range handlers {
-		fn := h.fn
+		kind, fn := h.kind, h.fn
+		// Deletions are remembered before the wake-up, so a waiter it wakes finds them.
 		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    fn,
-			UpdateFunc: func(_, obj any) { fn(obj) },
-			DeleteFunc: fn,
+			AddFunc: fn,
+			UpdateFunc: func(old, obj any) {
+				// A relist may deliver an object deleted and created again under its name
+				// as one update: the old UID is gone all the same.
+				if kind != "" {
+					if o, n, ok := metaOf(old, obj); ok && o.GetUID() != n.GetUID() {
+						c.sawDeleted(kind, old)
+					}
+				}
+				fn(obj)
+			},
+			DeleteFunc: func(obj any) {
+				if kind != "" {
+					c.sawDeleted(kind, obj)
+				}
+				fn(obj)
+			},
 		}); err != nil {
 			return nil, fmt.Errorf("add notification handler: %w", err)
 		}
@@ -209,8 +252,20 @@ func (c *Cache) Snapshot(d *appsv1.Deployment) k8s.Snapshot {
 
 // CaughtUp reports whether the cache holds every named object at (at least) its version, and
 // none of those named gone. An object the cache does not hold is not caught up unless it was
-// named gone: a Deployment or ReplicaSet that was just created (or deleted and created again)
-// may not have reached this informer yet, and taking it for deleted would end a workflow.
+// named gone, or the cache saw it deleted past the version named (below): a Deployment or
+// ReplicaSet that was just created (or deleted and created again) may not have reached this
+// informer yet, and taking it for deleted would end a workflow.
+//
+// A deletion seen is as good as a newer version, for a Deployment, and for a ReplicaSet whose
+// Deployment the cache saw deleted too (the garbage collector's work). A sync that wrote web
+// at resourceVersion 10 and its ReplicaSet web-abc at 12 waits for the cache to hold both; the
+// user deletes web (the delete event carries its last version, 10 or later) and the garbage
+// collector web-abc (12 or later): both are answered at once, rather than after the caller's
+// bound, and so is a web created again since (a new UID, at a version past 10). A deletion at
+// 9 does not answer a wait for 10: that object was created again since, and the cache has not
+// seen it yet. Nor does a ReplicaSet's deletion while the cache still holds its Deployment:
+// the ReplicaSet informer may be ahead of the Deployment informer, and a sync deciding on a
+// Deployment that is gone with none of its ReplicaSets would create one for it.
 func (c *Cache) CaughtUp(namespace string, want []k8s.ObjectVersion) bool {
 	for _, w := range want {
 		var (
@@ -232,13 +287,89 @@ func (c *Cache) CaughtUp(namespace string, want []k8s.ObjectVersion) bool {
 			return false
 		}
 		switch {
-		case apierrors.IsNotFound(err) && w.Gone:
+		case apierrors.IsNotFound(err) && (w.Gone || c.deletedSince(namespace, w)):
 			continue
 		case err != nil, w.Gone, !w.SeenBy(rv):
 			return false
 		}
 	}
 	return true
+}
+
+// deletedSince reports whether the informers saw the object w names deleted, within
+// deletionMemory, at or past w's version (which must be named); for a ReplicaSet, with its
+// Deployment (see CaughtUp).
+func (c *Cache) deletedSince(namespace string, w k8s.ObjectVersion) bool {
+	if w.ResourceVersion == "" {
+		return false
+	}
+	now := c.now()
+	c.delMu.Lock()
+	defer c.delMu.Unlock()
+	del, ok := c.deleted[w.Kind+"/"+namespace+"/"+w.Name]
+	if !ok || now.Sub(del.at) >= deletionMemory || !w.SeenBy(del.rv) {
+		return false
+	}
+	if w.Kind == k8s.KindReplicaSet {
+		at, gone := c.goneUIDs[del.owner]
+		return del.owner != "" && gone && now.Sub(at) < deletionMemory
+	}
+	return true
+}
+
+// DeploymentDeleted reports whether the informer saw the Deployment of that UID deleted (or
+// replaced under its name by another) within deletionMemory. UIDs are never reused: that
+// Deployment is gone for good, whatever else the cache holds or lacks.
+func (c *Cache) DeploymentDeleted(uid types.UID) bool {
+	if uid == "" {
+		return false
+	}
+	now := c.now()
+	c.delMu.Lock()
+	defer c.delMu.Unlock()
+	at, ok := c.goneUIDs[uid]
+	return ok && now.Sub(at) < deletionMemory
+}
+
+// sawDeleted remembers a deletion the informer of kind delivered (a DeletedFinalStateUnknown
+// after a relist carries the last version the cache held, an older one, which answers less),
+// and forgets those older than deletionMemory, at most once per deletionMemory.
+func (c *Cache) sawDeleted(kind string, obj any) {
+	m, ok := unwrap(obj).(metav1.Object)
+	if !ok {
+		return
+	}
+	del := deletion{rv: m.GetResourceVersion(), at: c.now()}
+	if ref := metav1.GetControllerOfNoCopy(m); ref != nil && kind == k8s.KindReplicaSet && ref.Kind == "Deployment" {
+		del.owner = ref.UID
+	}
+	c.delMu.Lock()
+	defer c.delMu.Unlock()
+	c.deleted[kind+"/"+m.GetNamespace()+"/"+m.GetName()] = del
+	if kind == k8s.KindDeployment && m.GetUID() != "" {
+		c.goneUIDs[m.GetUID()] = del.at
+	}
+	if del.at.Sub(c.lastPrune) < deletionMemory {
+		return
+	}
+	for key, d := range c.deleted {
+		if del.at.Sub(d.at) >= deletionMemory {
+			delete(c.deleted, key)
+		}
+	}
+	for uid, at := range c.goneUIDs {
+		if del.at.Sub(at) >= deletionMemory {
+			delete(c.goneUIDs, uid)
+		}
+	}
+	c.lastPrune = del.at
+}
+
+// metaOf is the object metadata of an update's two objects.
+func metaOf(old, obj any) (metav1.Object, metav1.Object, bool) {
+	o, ok1 := unwrap(old).(metav1.Object)
+	n, ok2 := unwrap(obj).(metav1.Object)
+	return o, n, ok1 && ok2
 }
 
 // Subscribe returns a channel that receives (without blocking the informer; one pending

@@ -4,11 +4,13 @@ import (
 	"context"
 	"reflect"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -710,4 +712,134 @@ func TestCacheSubscribeDoesNotBlock(t *testing.T) {
 	update(witness, "x")
 	waitNotified(t, "the witness after five unread wake-ups", seen)
 	waitNotified(t, "the unread subscriber", wake)
+}
+
+// A named object the cache saw deleted at (or past) the version named is caught up: the cache
+// is past that version, and holds its absence; a ReplicaSet only once its Deployment is seen
+// deleted too. A deletion is not taken for a later version of the object (one re-created
+// since, not delivered yet), nor remembered past deletionMemory.
+func TestCacheCaughtUpAfterDelete(t *testing.T) {
+	web := deployment("prod", "web", "web-uid", "10")
+	rs := replicaSet("prod", "web-a", "web-a-uid", "web", web, "20")
+	api := deployment("prod", "api", "api-uid", "11")
+	apiRS := replicaSet("prod", "api-a", "api-a-uid", "api", api, "21")
+	c, client := startCache(t, "prod", web, rs, api, apiRS)
+	var now atomic.Int64
+	now.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	c.now = func() time.Time { return time.Unix(0, now.Load()) }
+	ctx := context.Background()
+	if err := client.AppsV1().ReplicaSets("prod").Delete(ctx, "web-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.AppsV1().Deployments("prod").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Someone deletes api's ReplicaSet; api lives.
+	if err := client.AppsV1().ReplicaSets("prod").Delete(ctx, "api-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deletions delivered", func() bool {
+		_, errD := c.Deployment("prod", "web")
+		_, errRS := c.ReplicaSet("prod", "web-a")
+		_, errAPI := c.ReplicaSet("prod", "api-a")
+		return apierrors.IsNotFound(errD) && apierrors.IsNotFound(errRS) && apierrors.IsNotFound(errAPI)
+	})
+	for _, tt := range []struct {
+		give types.UID
+		want bool
+	}{{"web-uid", true}, {"api-uid", false}, {"web-a-uid", false}, {"", false}} {
+		if got := c.DeploymentDeleted(tt.give); got != tt.want {
+			t.Errorf("DeploymentDeleted(%q) = %t, want %t", tt.give, got, tt.want)
+		}
+	}
+
+	tests := []struct {
+		name string
+		give []k8s.ObjectVersion
+		want bool
+	}{
+		{name: "deployment deleted at the version named", give: []k8s.ObjectVersion{k8s.DeploymentVersion(web)}, want: true},
+		{name: "deployment deleted past the version named", give: []k8s.ObjectVersion{{Kind: k8s.KindDeployment, Name: "web", ResourceVersion: "9"}}, want: true},
+		{name: "replicaset deleted at the version named", give: []k8s.ObjectVersion{k8s.ReplicaSetVersion(rs)}, want: true},
+		{name: "both", give: []k8s.ObjectVersion{k8s.DeploymentVersion(web), k8s.ReplicaSetVersion(rs)}, want: true},
+		{name: "named gone", give: []k8s.ObjectVersion{k8s.ReplicaSetGone("web-a")}, want: true},
+		// The deletion seen was of version 10: one written at 11 was created again since.
+		{name: "deployment deleted before the version named", give: []k8s.ObjectVersion{{Kind: k8s.KindDeployment, Name: "web", ResourceVersion: "11"}}, want: false},
+		{name: "replicaset deleted before the version named", give: []k8s.ObjectVersion{{Kind: k8s.KindReplicaSet, Name: "web-a", ResourceVersion: "21"}}, want: false},
+		{name: "deleted, no version named", give: []k8s.ObjectVersion{{Kind: k8s.KindReplicaSet, Name: "web-a"}}, want: false},
+		{name: "another name never held", give: []k8s.ObjectVersion{{Kind: k8s.KindReplicaSet, Name: "web-b", ResourceVersion: "5"}}, want: false},
+		{name: "a deployment's deletion is not a replicaset's", give: []k8s.ObjectVersion{{Kind: k8s.KindReplicaSet, Name: "web", ResourceVersion: "5"}}, want: false},
+		// The ReplicaSet informer may run ahead of the Deployment informer: a sync must not
+		// decide on a Deployment without the ReplicaSets it had.
+		{name: "replicaset deleted, its deployment still held", give: []k8s.ObjectVersion{k8s.ReplicaSetVersion(apiRS)}, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := c.CaughtUp("prod", tt.give); got != tt.want {
+				t.Errorf("CaughtUp(%+v) = %t, want %t", tt.give, got, tt.want)
+			}
+		})
+	}
+
+	// Past deletionMemory the deletion is forgotten: the wait falls back to its bound.
+	now.Add(int64(deletionMemory + time.Second))
+	if got := c.CaughtUp("prod", []k8s.ObjectVersion{k8s.DeploymentVersion(web)}); got {
+		t.Errorf("CaughtUp(deleted %s ago) = %t, want false", deletionMemory+time.Second, got)
+	}
+	if got := c.DeploymentDeleted("web-uid"); got {
+		t.Errorf("DeploymentDeleted(deleted %s ago) = %t, want false", deletionMemory+time.Second, got)
+	}
+}
+
+// A Deployment deleted and created again under the same name (a new UID): the cache holds the
+// new one, past every version of the old one, and the old one's ReplicaSets, deleted by the
+// garbage collector, are caught up too.
+func TestCacheCaughtUpRecreated(t *testing.T) {
+	web := deployment("prod", "web", "web-uid", "10")
+	rs := replicaSet("prod", "web-a", "web-a-uid", "web", web, "20")
+	c, client := startCache(t, "prod", web, rs)
+	ctx := context.Background()
+	if err := client.AppsV1().Deployments("prod").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.AppsV1().ReplicaSets("prod").Delete(ctx, "web-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.AppsV1().Deployments("prod").Create(ctx, deployment("prod", "web", "web-uid-2", "30"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new Deployment delivered", func() bool {
+		d, err := c.Deployment("prod", "web")
+		return err == nil && d.UID == "web-uid-2"
+	})
+	eventually(t, "the old ReplicaSet's deletion delivered", func() bool {
+		_, err := c.ReplicaSet("prod", "web-a")
+		return apierrors.IsNotFound(err)
+	})
+	want := []k8s.ObjectVersion{k8s.DeploymentVersion(web), k8s.ReplicaSetVersion(rs)}
+	if got := c.CaughtUp("prod", want); !got {
+		t.Errorf("CaughtUp(%+v) = %t, want true", want, got)
+	}
+}
+
+// A relist may hand the informer a Deployment deleted and created again as one update (the
+// same name, a new UID): the old UID is deleted all the same.
+func TestCacheDeploymentReplacedInOneUpdate(t *testing.T) {
+	web := deployment("prod", "web", "web-uid", "10")
+	c, client := startCache(t, "prod", web)
+	if _, err := client.AppsV1().Deployments("prod").Update(context.Background(), deployment("prod", "web", "web-uid-2", "30"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new UID delivered", func() bool {
+		d, err := c.Deployment("prod", "web")
+		return err == nil && d.UID == "web-uid-2"
+	})
+	for _, tt := range []struct {
+		give types.UID
+		want bool
+	}{{"web-uid", true}, {"web-uid-2", false}} {
+		if got := c.DeploymentDeleted(tt.give); got != tt.want {
+			t.Errorf("DeploymentDeleted(%q) = %t, want %t", tt.give, got, tt.want)
+		}
+	}
 }

@@ -280,6 +280,129 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
+// newImage is d given image by someone else, as `kubectl set image` does: a new generation that
+// no sync has observed yet.
+func newImage(d *appsv1.Deployment, image string) *appsv1.Deployment {
+	d = d.DeepCopy()
+	d.Spec.Template.Spec.Containers[0].Image = image
+	d.Generation++
+	return d
+}
+
+// TestReconcileUnobservedGeneration: a generation that no sync has observed (issue 23, defect
+// 5). A watcher that just started cannot tell a change it did not signal from one another
+// watcher did, so its first resync signals every one; a later resync signals one only when the
+// previous resync found it unobserved too (a trigger lost, or a change made while this watcher
+// was not yet watching). A rollout under way whose generation is observed stays the worker's.
+// Nothing syncs here, so an unobserved generation stays unobserved.
+func TestReconcileUnobservedGeneration(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// give is the cluster when the watcher starts.
+		give func(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet)
+		// giveChange, if set, is written after the first resync, while the watcher runs.
+		giveChange func(d *appsv1.Deployment) *appsv1.Deployment
+		// want is what each of three resyncs queues.
+		want [3][]string
+	}{
+		{
+			name: "changed while no watcher ran: signalled from the first resync on",
+			give: func(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+				d, rss := atRest(t, "web")
+				return newImage(d, "nginx:2"), rss
+			},
+			want: [3][]string{{"prod/web"}, {"prod/web"}, {"prod/web"}},
+		},
+		{
+			name: "scaled while no watcher ran mid-rollout: signalled",
+			give: func(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+				d, rss := rolling(t, "web")
+				d = d.DeepCopy()
+				d.Spec.Replicas = ptrTo(int32(4))
+				d.Generation++
+				return d, rss
+			},
+			want: [3][]string{{"prod/web"}, {"prod/web"}, {"prod/web"}},
+		},
+		{
+			name: "a rollout under way, its generation observed: the worker's",
+			give: func(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+				d, rss := rolling(t, "web")
+				// Its new pod became available: a sync would move on, but the worker's wait
+				// sees it.
+				newRS := rss[len(rss)-1].DeepCopy()
+				newRS.Status.ReadyReplicas, newRS.Status.AvailableReplicas = 1, 1
+				rss[len(rss)-1] = newRS
+				return d, rss
+			},
+			want: [3][]string{nil, nil, nil},
+		},
+		{
+			name: "at rest, its generation observed: nothing",
+			give: func(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet) { return atRest(t, "web") },
+			want: [3][]string{nil, nil, nil},
+		},
+		{
+			// The watcher signals the change itself (its handler); the next resync leaves the
+			// sync it woke alone, and the one after signals again only if still unobserved.
+			name: "changed while the watcher runs: left to the signal it sent, until a resync found it unobserved",
+			give: func(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet) { return atRest(t, "web") },
+			giveChange: func(d *appsv1.Deployment) *appsv1.Deployment {
+				return newImage(d, "nginx:2")
+			},
+			want: [3][]string{nil, nil, {"prod/web"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, rss := tt.give(t)
+			tc := &mocks.Client{}
+			tc.On("ListWorkflow", mock.Anything, listQuery("")).Return(&workflowservice.ListWorkflowExecutionsResponse{
+				Executions: executions(workflows.WorkflowID("prod", "web")),
+			}, nil)
+			w, kc := startWatcher(t, tc, objects(d, rss)...)
+
+			for i, want := range tt.want {
+				if i == 1 && tt.giveChange != nil {
+					cur, err := kc.AppsV1().Deployments("prod").Get(ctx, "web", metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					next, err := kc.AppsV1().Deployments("prod").Update(ctx, tt.giveChange(cur), metav1.UpdateOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					deadline := time.Now().Add(waitFor)
+					for {
+						c, err := w.cache.Deployment("prod", "web")
+						if err == nil && c.ResourceVersion == next.ResourceVersion {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("the cache does not hold the change after %s", waitFor)
+						}
+						time.Sleep(5 * time.Millisecond)
+					}
+					// The handler's own signal for the change.
+					if keys := drain(w); !reflect.DeepEqual(keys, []string{"prod/web"}) {
+						t.Fatalf("queued by the handler = %q, want %q", keys, []string{"prod/web"})
+					}
+				}
+
+				got, err := w.Reconcile(ctx)
+
+				if err != nil {
+					t.Fatalf("resync %d: Reconcile error = %v", i+1, err)
+				}
+				if keys := drain(w); !reflect.DeepEqual(keys, want) || got != len(want) {
+					t.Errorf("resync %d: Reconcile() = %d, queued %q, want %d, %q", i+1, got, keys, len(want), want)
+				}
+			}
+		})
+	}
+}
+
 func TestReconcileListFails(t *testing.T) {
 	d, rss := atRest(t, "web")
 	tc := &mocks.Client{}

@@ -14,8 +14,10 @@
 //     k8s.Decide, run on the same snapshot rule the worker uses, would write something.
 //   - A periodic resync (and one at start) reconciles open workflows with the cluster: a
 //     workflow whose Deployment is gone is signalled so it ends, a Deployment without a
-//     workflow gets one, and a Deployment at rest that Decide would change is signalled. A
-//     watcher that was down catches up on everything it missed.
+//     workflow gets one, a Deployment at rest that Decide would change is signalled, and so
+//     is a generation no sync has observed that this watcher did not see change (the first
+//     resync) or that the previous resync found unobserved already. A watcher that was down
+//     catches up on everything it missed.
 //
 // Several watchers may run at once: signal-with-start is idempotent, and a duplicate trigger
 // costs one extra sync at most.
@@ -40,6 +42,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -121,6 +124,23 @@ type Watcher struct {
 	// written: by namespace/name, the Deployment version of the watcher's last status
 	// refresh, until its cache shows it (see trigger).
 	written sync.Map
+	// unobserved: by namespace/name, the generations the last resync found no sync had
+	// observed; nil until a resync completes (see Reconcile).
+	mu         sync.Mutex
+	unobserved map[string]generation
+}
+
+// generation is a Deployment's spec version: the generation of one UID (a Deployment created
+// again under the same name starts over at 1).
+type generation struct {
+	uid types.UID
+	gen int64
+}
+
+// unobservedGeneration is d's generation, and whether its status has not observed it yet: a
+// spec change no sync has acted on.
+func unobservedGeneration(d *appsv1.Deployment) (generation, bool) {
+	return generation{uid: d.UID, gen: d.Generation}, d.Status.ObservedGeneration < d.Generation
 }
 
 // New registers the watcher's handlers on the cache's informers. Call it before the cache
@@ -241,8 +261,10 @@ func (w *Watcher) Run(ctx context.Context) {
 // WorkerCovers reports whether the Deployment's last written status shows a rollout under way,
 // which the worker's AwaitChange watches: not complete, not paused, and not past its progress
 // deadline. A spec change not yet observed counts (it is incomplete by `kubectl rollout status`
-// rules): the watcher signalled the change itself, and the sync it wakes goes on to wait in
-// the worker.
+// rules): a running watcher signalled the change itself, and the sync it wakes goes on to wait
+// in the worker. One made while no watcher ran was signalled by no one: Reconcile signals those
+// (see there), not the event handlers, which would signal again on every ReplicaSet change
+// until the sync writes its status.
 //
 // A parked Deployment (managed mode) is weighed as its user wrote it (k8s.Effective).
 func WorkerCovers(d *appsv1.Deployment) bool {
@@ -549,13 +571,28 @@ func (w *Watcher) resyncLoop(ctx context.Context) {
 
 // Reconcile compares the open workflows with the cache and queues a signal for each
 // Deployment that needs one: a workflow whose Deployment is gone (it confirms live and ends),
-// a Deployment without a workflow, and a Deployment at rest that a sync would change. It
-// returns how many it queued.
+// a Deployment without a workflow, a Deployment at rest that a sync would change, and a
+// generation no sync has observed (below). It returns how many it queued.
+//
+// A generation not observed (`kubectl set image` took web to generation 2, its status says 1)
+// may be a change made while no watcher ran (every worker pod restarting together): its
+// workflow rests, waiting for a signal nobody sent, and WorkerCovers leaves it to a worker
+// that is not waiting for it. Or it may be one a running watcher signalled a moment ago, whose
+// sync has yet to write its status; signalling that again costs an extra sync. So the first
+// resync of this watcher, which saw none of the changes before it started, signals every
+// unobserved generation; a later one signals those the previous resync found unobserved too
+// (same UID and generation: a sync writes observedGeneration within seconds of its signal, so
+// one still unobserved a resync later, 10 minutes by default, had its signal lost). A
+// Deployment that stays unobserved is signalled once per resync, no more.
 func (w *Watcher) Reconcile(ctx context.Context) (int, error) {
 	open, err := w.openWorkflows(ctx)
 	if err != nil {
 		return 0, err
 	}
+	w.mu.Lock()
+	last := w.unobserved
+	w.mu.Unlock()
+	unobserved := map[string]generation{}
 	ds, err := w.cache.Deployments("")
 	if err != nil {
 		return 0, fmt.Errorf("list cached deployments: %w", err)
@@ -570,10 +607,19 @@ func (w *Watcher) Reconcile(ctx context.Context) (int, error) {
 			continue
 		}
 		present[key] = true
+		g, pending := unobservedGeneration(d)
+		if pending {
+			unobserved[key] = g
+		}
 		switch {
 		case !open[key] && w.opts.Managed && w.unsupported(d):
 			// Its strategy cannot be parked: the workflow that warned about it ended.
 		case !open[key]:
+			w.queue.Add(key)
+			queued++
+		case pending && (last == nil || last[key] == g):
+			w.log.Info("Generation not observed, signalling", "namespace", d.Namespace, "deployment", d.Name,
+				"generation", d.Generation, "observedGeneration", d.Status.ObservedGeneration, "firstResync", last == nil)
 			w.queue.Add(key)
 			queued++
 		case w.weigh(d, "resync"):
@@ -586,6 +632,9 @@ func (w *Watcher) Reconcile(ctx context.Context) (int, error) {
 			queued++
 		}
 	}
+	w.mu.Lock()
+	w.unobserved = unobserved
+	w.mu.Unlock()
 	return queued, nil
 }
 
