@@ -148,6 +148,7 @@ func TestPause(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := newNamespace(t)
+			recordHistories(t, ns, "web")
 			create(t, newDeployment(ns, "web", 4, "nginx:1.25", rolling("1", "1")))
 			d := waitComplete(t, ns, "web")
 			rs1 := expectedRSName(d)
@@ -183,6 +184,7 @@ func TestPause(t *testing.T) {
 // TestRollback rolls back with the rollback signal and with kubectl rollout undo.
 func TestRollback(t *testing.T) {
 	ns := newNamespace(t)
+	recordHistories(t, ns, "web")
 	create(t, newDeployment(ns, "web", 3, "nginx:1.25", rolling("1", "0")))
 	d := waitComplete(t, ns, "web")
 	rs1 := expectedRSName(d)

@@ -26,6 +26,7 @@ import (
 func TestRollbackAppliedOnce(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
+	recordHistories(t, ns, "web")
 	env.stack.KillProcess("worker")
 	if err := startWorker("--local-wait", "500ms"); err != nil {
 		t.Fatal(err)

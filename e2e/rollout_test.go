@@ -93,6 +93,7 @@ func TestRollingUpdate(t *testing.T) {
 // TestRecreate checks that old and new pods never coexist.
 func TestRecreate(t *testing.T) {
 	ns := newNamespace(t)
+	recordHistories(t, ns, "db")
 	create(t, newDeployment(ns, "db", 4, "postgres:16", recreate()))
 	d := waitComplete(t, ns, "db")
 	oldRS := expectedRSName(d)
