@@ -64,7 +64,7 @@ func settle(t *testing.T, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods r
 		return rs
 	}
 	for range 20 {
-		plan, err := k8s.Decide(k8s.NewSnapshot(d, rss, nil), k8s.Request{Chain: true}, time.Now())
+		plan, err := k8s.Decide(k8s.NewSnapshot(d, rss, nil), k8s.Request{}, time.Now())
 		if err != nil {
 			t.Fatalf("settle: Decide: %v", err)
 		}
@@ -202,7 +202,7 @@ func finishing(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet, *appsv1.
 	if old == nil {
 		t.Fatalf("finishing: no old ReplicaSet in %d", len(rss))
 	}
-	plan, err := k8s.Decide(k8s.NewSnapshot(d, rss, nil), k8s.Request{Chain: true}, time.Now())
+	plan, err := k8s.Decide(k8s.NewSnapshot(d, rss, nil), k8s.Request{}, time.Now())
 	if err != nil || len(plan.Steps) != 1 || plan.Steps[0].Kind != k8s.StepUpdateStatus || plan.Phase != k8s.PhaseProgressing {
 		t.Fatalf("finishing: plan %+v (%v), want one status write, progressing", plan, err)
 	}
@@ -295,7 +295,7 @@ func TestAwaitChange(t *testing.T) {
 					_, err = f.client.AppsV1().Deployments(testNS).Update(ctx, d, metav1.UpdateOptions{})
 					return err
 				})
-				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{}, MaxWait: 30 * time.Second}
 			},
 			want:       AwaitDecide,
 			wantSteps:  []k8s.StepKind{k8s.StepCreate},
@@ -317,7 +317,7 @@ func TestAwaitChange(t *testing.T) {
 					_, err = f.client.AppsV1().Deployments(testNS).Update(ctx, d, metav1.UpdateOptions{})
 					return err
 				})
-				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{}, MaxWait: 30 * time.Second}
 			},
 			want:       AwaitDecide,
 			wantSteps:  []k8s.StepKind{k8s.StepScaleUp},
@@ -332,7 +332,7 @@ func TestAwaitChange(t *testing.T) {
 				after(t, delay, func() error {
 					return f.setReplicaSetStatus(ctx, newRS.Name, func(st *appsv1.ReplicaSetStatus) { st.ReadyReplicas, st.AvailableReplicas = 1, 1 })
 				})
-				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{}, MaxWait: 30 * time.Second}
 			},
 			want:       AwaitDecide,
 			wantSteps:  []k8s.StepKind{k8s.StepScaleDown},
@@ -350,7 +350,7 @@ func TestAwaitChange(t *testing.T) {
 				after(t, delay, func() error {
 					return f.setReplicaSetStatus(ctx, newRS.Name, func(st *appsv1.ReplicaSetStatus) { st.ReadyReplicas = 1 }) // minReadySeconds not passed yet
 				})
-				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 1500 * time.Millisecond}
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{}, MaxWait: 1500 * time.Millisecond}
 			},
 			want:       AwaitResync,
 			wantWrites: 1,
@@ -378,7 +378,7 @@ func TestAwaitChange(t *testing.T) {
 				after(t, delay, func() error {
 					return f.setReplicaSetStatus(ctx, old.Name, func(st *appsv1.ReplicaSetStatus) { st.Replicas, st.ReadyReplicas, st.AvailableReplicas = 0, 0, 0 })
 				})
-				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{}, MaxWait: 30 * time.Second}
 			},
 			want:          AwaitDecide,
 			wantWrites:    1,
@@ -403,7 +403,7 @@ func TestAwaitChange(t *testing.T) {
 				after(t, delay, func() error {
 					return f.client.AppsV1().Deployments(testNS).Delete(ctx, "web", metav1.DeleteOptions{})
 				})
-				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{}, MaxWait: 30 * time.Second}
 			},
 			want:       AwaitGone,
 			wantAfter:  delay,
@@ -414,7 +414,7 @@ func TestAwaitChange(t *testing.T) {
 			give: func(t *testing.T) (*fixture, AwaitInput) {
 				d, rss := atRest(t)
 				f := awaitFixture(t, d, rss)
-				return f, AwaitInput{Namespace: testNS, Name: "web", UID: "earlier-uid", Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: "earlier-uid", Request: k8s.Request{}, MaxWait: 30 * time.Second}
 			},
 			want:       AwaitGone,
 			wantBefore: 10 * time.Second,
@@ -424,7 +424,7 @@ func TestAwaitChange(t *testing.T) {
 			give: func(t *testing.T) (*fixture, AwaitInput) {
 				d, rss, _ := midRollout(t)
 				f := awaitFixture(t, d, rss)
-				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 100 * time.Millisecond}
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{}, MaxWait: 100 * time.Millisecond}
 			},
 			want:       AwaitResync,
 			wantAfter:  100 * time.Millisecond,
@@ -444,7 +444,7 @@ func TestAwaitChange(t *testing.T) {
 			give: func(t *testing.T) (*fixture, AwaitInput) {
 				d, rss := atRest(t)
 				f := awaitFixture(t, d, rss)
-				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{}, MaxWait: 30 * time.Second}
 			},
 			want:       AwaitDecide,
 			wantBefore: 10 * time.Second,
@@ -462,7 +462,7 @@ func TestAwaitChange(t *testing.T) {
 				d.Spec.Template = podTemplate("nginx:2", "")
 				d.Generation = 2
 				f := awaitFixture(t, d, rss)
-				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, Request: k8s.Request{}, MaxWait: 30 * time.Second}
 			},
 			want:       AwaitDecide,
 			wantSteps:  []k8s.StepKind{k8s.StepCreate},
@@ -477,7 +477,7 @@ func TestAwaitChange(t *testing.T) {
 				d.Generation = 2
 				f := awaitFixture(t, d, rss)
 				ahead := []k8s.ObjectVersion{{Kind: k8s.KindDeployment, Name: "web", ResourceVersion: "999999"}}
-				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, AtLeast: ahead, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, AtLeast: ahead, Request: k8s.Request{}, MaxWait: 30 * time.Second}
 			},
 			want:       AwaitDecide,
 			wantSteps:  []k8s.StepKind{k8s.StepCreate},
@@ -490,13 +490,13 @@ func TestAwaitChange(t *testing.T) {
 			// that write ends at once; it used to run out catchUpBound first.
 			name: "deleted while it waits for the cache to hold our last write: gone at once",
 			give: func(t *testing.T) (*fixture, AwaitInput) {
-				d, rss := atRest(t)
+				d, rss, _ := midRollout(t)
 				f := awaitFixture(t, d, rss)
 				wrote := f.ourWrite(t)
 				after(t, delay, func() error {
 					return f.client.AppsV1().Deployments(testNS).Delete(ctx, "web", metav1.DeleteOptions{})
 				})
-				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, AtLeast: wrote, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, AtLeast: wrote, Request: k8s.Request{}, MaxWait: 30 * time.Second}
 			},
 			want:       AwaitGone,
 			wantAfter:  delay,
@@ -507,7 +507,7 @@ func TestAwaitChange(t *testing.T) {
 			// deleted by the garbage collector: past our writes too.
 			name: "deleted and created again while it waits for the cache to hold our last write: gone at once",
 			give: func(t *testing.T) (*fixture, AwaitInput) {
-				d, rss := atRest(t)
+				d, rss, _ := midRollout(t)
 				f := awaitFixture(t, d, rss)
 				wrote := f.ourWrite(t)
 				after(t, delay, func() error {
@@ -524,7 +524,7 @@ func TestAwaitChange(t *testing.T) {
 					_, err := f.client.AppsV1().Deployments(testNS).Create(ctx, again, metav1.CreateOptions{})
 					return err
 				})
-				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, AtLeast: wrote, Request: k8s.Request{Chain: true}, MaxWait: 30 * time.Second}
+				return f, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, AtLeast: wrote, Request: k8s.Request{}, MaxWait: 30 * time.Second}
 			},
 			want:       AwaitGone,
 			wantAfter:  delay,
@@ -651,7 +651,7 @@ func TestAwaitChangeLocalSlots(t *testing.T) {
 	d, rss, _ := midRollout(t)
 	f := awaitFixture(t, d, rss)
 	f.a.LocalWaits = make(chan struct{}, 1)
-	in := AwaitInput{Namespace: testNS, Name: "web", UID: d.UID, Request: k8s.Request{Chain: true}, MaxWait: 300 * time.Millisecond}
+	in := AwaitInput{Namespace: testNS, Name: "web", UID: d.UID, Request: k8s.Request{}, MaxWait: 300 * time.Millisecond}
 	runLocal := func() (AwaitResult, time.Duration) {
 		t.Helper()
 		var suite testsuite.WorkflowTestSuite
@@ -703,9 +703,9 @@ func TestCompletion(t *testing.T) {
 		req  k8s.Request
 		want bool
 	}{
-		{"plain rollout", complete, k8s.Request{Chain: true}, true},
-		{"stepped rollout", complete, k8s.Request{Chain: true, Canary: &k8s.Canary{Weight: 100}}, false},
-		{"managed mode", complete, k8s.Request{Chain: true, Managed: true}, false},
+		{"plain rollout", complete, k8s.Request{}, true},
+		{"stepped rollout", complete, k8s.Request{Canary: &k8s.Canary{Weight: 100}}, false},
+		{"managed mode", complete, k8s.Request{Managed: true}, false},
 		{"still progressing", k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{status()}}, k8s.Request{}, false},
 		{"with an event", k8s.Plan{Phase: k8s.PhaseComplete, Steps: []k8s.Step{status(k8s.Event{Type: "Normal", Reason: "X"})}}, k8s.Request{}, false},
 		{"with a cleanup", k8s.Plan{Phase: k8s.PhaseComplete, Steps: []k8s.Step{{Kind: k8s.StepCleanup}, status()}}, k8s.Request{}, false},

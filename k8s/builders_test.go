@@ -207,6 +207,17 @@ func expand(ss []string, newName, oldName string) []string {
 	return out
 }
 
+// decideChained is decide with chained syncs (ours) or, chained false, one scaling move per
+// sync (upstream's).
+func decideChained(t *testing.T, s Snapshot, req Request, chained bool) Plan {
+	t.Helper()
+	p, err := decideWith(s, req, planNow, !chained)
+	if err != nil {
+		t.Fatalf("Decide() error = %v, want nil", err)
+	}
+	return p
+}
+
 func decide(t *testing.T, s Snapshot, req Request) Plan {
 	t.Helper()
 	p, err := Decide(s, req, planNow)

@@ -453,7 +453,7 @@ func runArgoStep(t *testing.T, g argoGive) argoCounts {
 	}
 	rss = append(rss, ownedRS(d, "app:v3", 3, g.canary, g.canaryAvail, ago(time.Minute)))
 	canaryHash := PodTemplateHash(&d.Spec.Template, nil)
-	req := Request{Chain: true}
+	req := Request{}
 	if !g.full {
 		req.Canary = &Canary{Hash: canaryHash, Weight: g.weight}
 	}

@@ -25,8 +25,9 @@ type planner struct {
 	// rollbackPending is set while a rollback is requested but not yet carried out (the
 	// Deployment is paused): cleanup must not delete the revision it may go back to.
 	rollbackPending bool
-	// chain: see Request.Chain.
-	chain bool
+	// oneMove: a RollingUpdate sync makes one scaling move, as upstream's does (see
+	// rolloutRolling).
+	oneMove bool
 	// templateHash: see Snapshot.TemplateHash.
 	templateHash string
 	// canary: see Request.Canary. newCap is the new ReplicaSet's size at its step (-1: no
@@ -76,24 +77,30 @@ func (p *planner) setRSS(rss []*appsv1.ReplicaSet) {
 //
 // With req.Managed it is DecideManaged.
 func Decide(s Snapshot, req Request, now time.Time) (Plan, error) {
+	return decideWith(s, req, now, false)
+}
+
+// decideWith is Decide; with oneMove a RollingUpdate sync makes one scaling move, as upstream's
+// does (see rolloutRolling), which tests use to hold our decisions beside upstream's.
+func decideWith(s Snapshot, req Request, now time.Time, oneMove bool) (Plan, error) {
 	if s.Deployment == nil {
 		return Plan{}, fmt.Errorf("decide: snapshot has no deployment")
 	}
 	if req.Managed {
-		return DecideManaged(s, req, now)
+		return decideManaged(s, req, now, oneMove)
 	}
-	return decideFull(s, req, now, false)
+	return decideFull(s, req, now, false, oneMove)
 }
 
 // decideFull is Decide in full mode; keepLastOld is set for the unparked view of managed mode.
-func decideFull(s Snapshot, req Request, now time.Time, keepLastOld bool) (Plan, error) {
+func decideFull(s Snapshot, req Request, now time.Time, keepLastOld, oneMove bool) (Plan, error) {
 	p := &planner{
 		keepLastOld: keepLastOld,
 		now:         metav1.NewTime(now).Rfc3339Copy(),
 		orig:        s.Deployment,
 		d:           s.Deployment.DeepCopy(),
 		pods:        s.Pods,
-		chain:       req.Chain,
+		oneMove:     oneMove,
 
 		templateHash: s.TemplateHash,
 		canary:       req.Canary,

@@ -195,6 +195,11 @@ func Effective(d *appsv1.Deployment) *appsv1.Deployment {
 //     flag), then made quiet for the built-in controller (see quietPlan), and the status
 //     written is the built-in controller's paused-sync status of the result.
 func DecideManaged(s Snapshot, req Request, now time.Time) (Plan, error) {
+	return decideManaged(s, req, now, false)
+}
+
+// decideManaged is DecideManaged; oneMove as in decide.
+func decideManaged(s Snapshot, req Request, now time.Time, oneMove bool) (Plan, error) {
 	d := s.Deployment
 	ps, parked, err := Parked(d)
 	if err != nil {
@@ -229,16 +234,15 @@ func DecideManaged(s Snapshot, req Request, now time.Time) (Plan, error) {
 	view := s
 	view.Deployment = Unparked(d, ps)
 	setViewProgress(view.Deployment, req.ManagedProgress)
-	plan, err := decideFull(view, req, now, true)
+	plan, err := decideFull(view, req, now, true, oneMove)
 	if err != nil {
 		return Plan{}, err
 	}
 	quiet := quietPlan(s, plan, ps, now)
-	if !quiet.quiet && req.Chain {
-		// A chained sync passes through a state the paused sync would act on: one move.
-		unchained := req
-		unchained.Chain = false
-		if p1, err := decideFull(view, unchained, now, true); err == nil {
+	if !quiet.quiet && !oneMove {
+		// A sync of several moves passes through a state the paused sync would act on: one
+		// move.
+		if p1, err := decideFull(view, req, now, true, true); err == nil {
 			if q1 := quietPlan(s, p1, ps, now); q1.quiet {
 				quiet = q1
 			}
@@ -520,7 +524,7 @@ func (st *simState) original(name string) *appsv1.ReplicaSet {
 
 // parkedDecide is the built-in controller's paused sync on the state.
 func (st *simState) parkedDecide(now time.Time) (Plan, error) {
-	return decideFull(st.snapshot(), Request{}, now, false)
+	return decideFull(st.snapshot(), Request{}, now, false, true)
 }
 
 // quiet reports whether the built-in controller's paused sync would leave every ReplicaSet

@@ -120,7 +120,7 @@ func TestDecideManagedEntry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan := decide(t, Snapshot{Deployment: tt.give}, Request{Managed: true, Chain: true})
+			plan := decide(t, Snapshot{Deployment: tt.give}, Request{Managed: true})
 			var kinds []string
 			for _, s := range plan.Steps {
 				kinds = append(kinds, string(s.Kind))
@@ -177,7 +177,7 @@ func (s *managedSim) snapshot() Snapshot {
 func (s *managedSim) sync() Plan {
 	t := s.t
 	t.Helper()
-	plan, err := Decide(s.snapshot(), Request{Managed: true, Chain: s.chain, Canary: s.canary}, s.now)
+	plan, err := decideWith(s.snapshot(), Request{Managed: true, Canary: s.canary}, s.now, !s.chain)
 	if err != nil {
 		t.Fatalf("Decide() = %v", err)
 	}
@@ -186,7 +186,7 @@ func (s *managedSim) sync() Plan {
 		if _, parked, _ := Parked(s.d); !parked {
 			continue
 		}
-		builtin, err := decideFull(Snapshot{Deployment: s.d.DeepCopy(), ReplicaSets: s.rss}, Request{}, s.now, false)
+		builtin, err := decideFull(Snapshot{Deployment: s.d.DeepCopy(), ReplicaSets: s.rss}, Request{}, s.now, false, true)
 		if err != nil {
 			t.Fatalf("paused sync: %v", err)
 		}
@@ -359,7 +359,7 @@ func TestManagedRolloutKeepsBuiltinQuiet(t *testing.T) {
 				s.tick()
 				s.sync()
 				rev := int64(0)
-				plan, err := Decide(s.snapshot(), Request{Managed: true, Chain: s.chain, RollbackTo: &rev}, s.now)
+				plan, err := decideWith(s.snapshot(), Request{Managed: true, RollbackTo: &rev}, s.now, !s.chain)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -430,7 +430,7 @@ func TestManagedProgressDeadline(t *testing.T) {
 	var plan Plan
 	for i := 0; i < 15; i++ {
 		var err error
-		plan, err = Decide(s.snapshot(), Request{Managed: true, Chain: true, ManagedProgress: mark}, s.now)
+		plan, err = Decide(s.snapshot(), Request{Managed: true, ManagedProgress: mark}, s.now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -450,12 +450,12 @@ func TestManagedProgressDeadline(t *testing.T) {
 	if got := condition(s.d.Status); got != "False/"+TimedOutReason {
 		t.Fatalf("stored Progressing = %s, want False/ProgressDeadlineExceeded", got)
 	}
-	builtin, err := decideFull(Snapshot{Deployment: s.d.DeepCopy(), ReplicaSets: s.rss}, Request{}, s.now, false)
+	builtin, err := decideFull(Snapshot{Deployment: s.d.DeepCopy(), ReplicaSets: s.rss}, Request{}, s.now, false, true)
 	if err != nil || !KeepsParkedQuiet(builtin, s.rss) || condition(builtin.Status) != "False/"+TimedOutReason {
 		t.Fatalf("the paused sync on it: %s, Progressing %s; want quiet and ProgressDeadlineExceeded kept", kindsOf(builtin), condition(builtin.Status))
 	}
 	rev := int64(0)
-	plan, err = Decide(s.snapshot(), Request{Managed: true, Chain: true, ManagedProgress: mark, RollbackTo: &rev}, s.now)
+	plan, err = Decide(s.snapshot(), Request{Managed: true, ManagedProgress: mark, RollbackTo: &rev}, s.now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +463,7 @@ func TestManagedProgressDeadline(t *testing.T) {
 		s.apply(step)
 	}
 	mark = plan.ManagedProgress
-	plan, err = Decide(s.snapshot(), Request{Managed: true, Chain: true, ManagedProgress: mark}, s.now)
+	plan, err = Decide(s.snapshot(), Request{Managed: true, ManagedProgress: mark}, s.now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +493,7 @@ func TestManagedGuardedStrategies(t *testing.T) {
 			s := newManagedSim(t, d, true)
 			s.setImage("web:2")
 			for i := 0; i < 100; i++ {
-				plan, err := Decide(s.snapshot(), Request{Managed: true, Chain: true, ManagedGuard: true}, s.now)
+				plan, err := Decide(s.snapshot(), Request{Managed: true, ManagedGuard: true}, s.now)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -528,7 +528,7 @@ func TestDecideManagedIsDeterministic(t *testing.T) {
 	old1 := ownedRS(d, "nginx:1.0", 1, 4, 4, ago(2*time.Hour))
 	old2 := ownedRS(d, "nginx:1.1", 2, 6, 6, ago(time.Hour))
 	snap := Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old1, old2}}
-	req := Request{Managed: true, Chain: true}
+	req := Request{Managed: true}
 	first, err := Decide(snap, req, planNow)
 	if err != nil || len(first.Steps) == 0 {
 		t.Fatalf("Decide() = %s, %v; want a rollout", kindsOf(first), err)

@@ -10,9 +10,9 @@ import (
 // within the surge, otherwise scale old ones down within the unavailability budget, clean up
 // once complete, and sync the rollout status.
 //
-// Upstream makes one scaling move per sync and is woken again by its own write. With chain
-// set, the sync goes on moving while a move is possible on the same observation, at most
-// maxChainMoves times, and syncs the status once at the end. 10 replicas, maxSurge 3,
+// Upstream makes one scaling move per sync and is woken again by its own write. Ours goes on
+// moving while a move is possible on the same observation (a chained sync), at most
+// maxChainMoves times, and syncs the status once at the end (oneMove: one move, as upstream). 10 replicas, maxSurge 3,
 // maxUnavailable 2, old at 8 and new at 5, all 5 new available: upstream scales old to 3 in
 // one sync and new to 10 in the next; chained, one sync does both.
 func (p *planner) rolloutRolling() {
@@ -36,7 +36,7 @@ func (p *planner) rolloutRolling() {
 			break
 		}
 		moved = true
-		if !p.chain {
+		if p.oneMove {
 			break
 		}
 	}
@@ -126,7 +126,7 @@ func (p *planner) checkCanaryReached(newRS *appsv1.ReplicaSet, old []*appsv1.Rep
 const maxChainMoves = 6
 
 // availableNow is a ReplicaSet's available replicas as a decision may count them. Upstream
-// counts what the ReplicaSet controller last reported. With chain set, it counts no more than
+// counts what the ReplicaSet controller last reported. A chained sync counts no more than
 // the ReplicaSet's size: after a scale-down, the status may still report pods that are about
 // to go (the ReplicaSet controller deletes the surplus, unavailable pods first), and a move
 // that counted them could take the Deployment below replicas − maxUnavailable. This matters
@@ -136,7 +136,7 @@ const maxChainMoves = 6
 // available, new at 8 with 5 available. Upstream counts 13 available, 5 above the minimum of
 // 8, and scales old to 0, leaving 5 available; counted as 5 + 5 = 10, old goes to 3.
 func (p *planner) availableNow(rs *appsv1.ReplicaSet) int32 {
-	if p.chain {
+	if !p.oneMove {
 		return min(rs.Status.AvailableReplicas, rsReplicas(rs))
 	}
 	return rs.Status.AvailableReplicas

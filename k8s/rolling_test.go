@@ -76,7 +76,7 @@ func TestDecideTemplateChange(t *testing.T) {
 			d.Status = settledStatus(d, 10)
 			d.Generation = 2
 			old := ownedRS(d, "nginx:1.0", 1, 10, 10, ago(time.Hour))
-			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old}}, Request{Chain: tt.giveChain})
+			plan := decideChained(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old}}, Request{}, tt.giveChain)
 
 			newName := rsName(d, "nginx:1.1")
 			if got, wantSteps := describePlan(plan), expand(tt.wantSteps, newName, old.Name); !reflect.DeepEqual(got, wantSteps) {
@@ -227,7 +227,7 @@ func TestDecideRollingContinues(t *testing.T) {
 					NewCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReplicaSetUpdatedReason, "progressing", ago(time.Minute)),
 				},
 			}
-			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{newRS, old}}, Request{Chain: tt.giveChain})
+			plan := decideChained(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{newRS, old}}, Request{}, tt.giveChain)
 
 			if got, want := describePlan(plan), expand(tt.wantSteps, newRS.Name, old.Name); !reflect.DeepEqual(got, want) {
 				t.Errorf("steps = %q, want %q", got, want)

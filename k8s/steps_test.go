@@ -190,7 +190,7 @@ func TestDecideCanary(t *testing.T) {
 			}
 			hash := PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
 			canary := &Canary{Hash: hash, Weight: tt.weight, Hold: tt.hold, Message: "Canary step 2 of 4: pause until promoted"}
-			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: rss}, Request{Chain: tt.chain, Canary: canary})
+			plan := decideChained(t, Snapshot{Deployment: d, ReplicaSets: rss}, Request{Canary: canary}, tt.chain)
 			newName := rsName(d, "nginx:1.1")
 			if got, want := describePlan(plan), expand(tt.wantSteps, newName, old.Name); !reflect.DeepEqual(got, want) && (len(got) > 0 || len(want) > 0) {
 				t.Errorf("steps = %q, want %q", got, want)
@@ -231,11 +231,11 @@ func TestDecideCanaryHoldAndDeadline(t *testing.T) {
 	hash := PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
 	snap := Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old, nw}}
 
-	plan := decide(t, snap, Request{Chain: true, Canary: &Canary{Hash: hash, Weight: 30, Hold: true, Message: "waiting"}})
+	plan := decide(t, snap, Request{Canary: &Canary{Hash: hash, Weight: 30, Hold: true, Message: "waiting"}})
 	if plan.Phase != PhaseProgressing {
 		t.Errorf("held 30 minutes past a 60s deadline: phase %s, want Progressing", plan.Phase)
 	}
-	plan = decide(t, snap, Request{Chain: true, Canary: &Canary{Hash: hash, Weight: 60}})
+	plan = decide(t, snap, Request{Canary: &Canary{Hash: hash, Weight: 60}})
 	c := GetCondition(plan.Status, appsv1.DeploymentProgressing)
 	if c == nil || c.Reason != CanaryResumedReason && c.Reason != ReplicaSetUpdatedReason {
 		t.Fatalf("after the hold: Progressing %+v, want CanaryResumed or ReplicaSetUpdated", c)
@@ -267,7 +267,7 @@ func TestDecideCanaryFreeze(t *testing.T) {
 	d.Generation = 2
 	old := ownedRS(d, "nginx:1.0", 1, 10, 10, ago(time.Hour))
 	hash := PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
-	plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old}}, Request{Chain: true, Canary: &Canary{Hash: hash, Hold: true, Freeze: true, Message: "invalid steps"}})
+	plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old}}, Request{Canary: &Canary{Hash: hash, Hold: true, Freeze: true, Message: "invalid steps"}})
 	for _, s := range plan.Steps {
 		if s.Kind != StepUpdateStatus {
 			t.Errorf("frozen: step %s, want only a status write", describe(s))
@@ -306,13 +306,13 @@ func TestDecideCanaryPaused(t *testing.T) {
 	d.Status.UpdatedReplicas = 3
 	hash := PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
 	snap := Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old, nw}}
-	plan := decide(t, snap, Request{Chain: true, Canary: &Canary{Hash: hash, Weight: 30, Hold: true, Message: "held"}})
+	plan := decide(t, snap, Request{Canary: &Canary{Hash: hash, Weight: 30, Hold: true, Message: "held"}})
 	for _, s := range plan.Steps {
 		if s.Kind == StepScaleUp || s.Kind == StepScaleDown {
 			t.Errorf("paused stepped rollout: %s, want no scaling", describe(s))
 		}
 	}
-	plan = decide(t, snap, Request{Chain: true})
+	plan = decide(t, snap, Request{})
 	if got := describePlan(plan); len(got) == 0 || !strings.Contains(got[0], "7->10") {
 		t.Errorf("paused without a step: %q, want upstream's scale of the largest to 10", got)
 	}
@@ -370,7 +370,7 @@ func TestDecideCanaryCountsCompleteWhileStepHolds(t *testing.T) {
 			SetCondition(&d.Status, NewCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReplicaSetUpdatedReason, "progressing", ago(time.Minute)))
 			old := ownedRS(d, "nginx:1.0", 1, 0, 0, ago(time.Hour))
 			nw := ownedRS(d, "nginx:1.1", 2, tt.giveReplicas, tt.giveReplicas, ago(time.Minute))
-			req := Request{Chain: true}
+			req := Request{}
 			if tt.giveCanary != nil {
 				c := *tt.giveCanary
 				c.Hash = PodTemplateHash(&d.Spec.Template, nil)
@@ -399,7 +399,7 @@ func TestDecideCanaryOldScaledByHand(t *testing.T) {
 	old := ownedRS(d, "nginx:1.0", 1, 4, 4, ago(time.Hour))
 	nw := ownedRS(d, "nginx:1.1", 2, 3, 3, ago(time.Minute))
 	c := &Canary{Hash: PodTemplateHash(&d.Spec.Template, nil), Weight: 30}
-	plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old, nw}}, Request{Chain: true, Canary: c})
+	plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{old, nw}}, Request{Canary: c})
 	want := []string{"ScaleUpReplicaSet " + old.Name + " 4->7", "UpdateDeploymentStatus"}
 	if got := describePlan(plan); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps = %q, want %q", got, want)

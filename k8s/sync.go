@@ -200,7 +200,7 @@ func (p *planner) writeReplicaSet(rs *appsv1.ReplicaSet, from int32) {
 				s.Events = []Event{{Type: eventTypeNormal, Reason: eventScalingReplicaSet, Message: fmt.Sprintf("Scaled up replica set %s from 0 to %d", rs.Name, n)}}
 			}
 			p.steps[i] = s
-			if p.chain {
+			if !p.oneMove {
 				// A chained sync grew it after scaling old ones down: create it after them,
 				// so the total never passes replicas + maxSurge between the writes.
 				p.steps = append(append(p.steps[:i:i], p.steps[i+1:]...), s)

@@ -32,11 +32,6 @@ type PodCount struct {
 type Request struct {
 	// RollbackTo is a rollback signal's revision; 0 means the previous revision.
 	RollbackTo *int64 `json:"rollbackTo,omitempty"`
-	// Chain lets one RollingUpdate sync go on scaling while it can: after the old ReplicaSets
-	// are scaled down, the new one is scaled up in the same sync, and so on, as upstream's next
-	// syncs (woken by its own writes) would do on the same observation. Without it a sync
-	// makes one scaling move, as upstream's does. See rolloutRolling.
-	Chain bool `json:"chain,omitempty"`
 	// Canary caps the new ReplicaSet during a stepped rollout (see Canary). Nil: upstream's
 	// rollout to 100%.
 	Canary *Canary `json:"canary,omitempty"`

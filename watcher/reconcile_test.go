@@ -86,7 +86,7 @@ func settle(t *testing.T, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods p
 		return rs
 	}
 	for range 20 {
-		plan, err := k8s.Decide(k8s.NewSnapshot(d, rss, nil), k8s.Request{Chain: true}, time.Now())
+		plan, err := k8s.Decide(k8s.NewSnapshot(d, rss, nil), k8s.Request{}, time.Now())
 		if err != nil {
 			t.Fatalf("settle: Decide: %v", err)
 		}

@@ -287,7 +287,7 @@ func (w *Watcher) involved(d *appsv1.Deployment) bool {
 // request is what the watcher weighs a Deployment with: the worker's chained sync, in the
 // watcher's mode.
 func (w *Watcher) request() k8s.Request {
-	return k8s.Request{Chain: true, Managed: w.opts.Managed, ManagedGuard: w.opts.Managed && w.opts.ManagedGuard}
+	return k8s.Request{Managed: w.opts.Managed, ManagedGuard: w.opts.Managed && w.opts.ManagedGuard}
 }
 
 // enqueueIfDecided queues d when a sync would write something, by k8s.Decide on the cache's

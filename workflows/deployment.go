@@ -384,7 +384,7 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 func (r *rollout) startAwait(ctx workflow.Context) {
 	in := activities.AwaitInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, AtLeast: r.atLeast,
-		Request: k8s.Request{RollbackTo: r.rollbackTo, Chain: true, Canary: r.canaryReq, Managed: r.managed}, MaxWait: awaitMaxWait,
+		Request: k8s.Request{RollbackTo: r.rollbackTo, Canary: r.canaryReq, Managed: r.managed}, MaxWait: awaitMaxWait,
 	}
 	if in.Request.Managed {
 		in.Request.ManagedProgress, in.Request.ManagedGuard = r.progress, r.managedGuard
@@ -579,7 +579,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		r.log.Info("Deployment was recreated", "uid", d.UID)
 	}
 	r.uid = d.UID
-	req := k8s.Request{RollbackTo: r.rollbackTo, Chain: true, Managed: r.managed}
+	req := k8s.Request{RollbackTo: r.rollbackTo, Managed: r.managed}
 	if req.Managed {
 		req.ManagedProgress, req.ManagedGuard = r.progress, r.managedGuard
 	}
