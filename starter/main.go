@@ -20,6 +20,7 @@ import (
 
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/lifecycle"
+	"github.com/temporal-rollout/rollout/internal/version"
 )
 
 const usage = `usage:
@@ -32,6 +33,7 @@ const usage = `usage:
   starter abort [--reason R] NAMESPACE/NAME      abort the rollout: back to the last revision that completed
   starter status NAMESPACE/NAME [flags]          print the status query as JSON
   starter probe URL                              exit 0 if GET URL answers 200 (container health checks)
+  starter version                                print the version
 `
 
 func probe(url string) error {
@@ -53,6 +55,10 @@ func main() {
 		os.Exit(2)
 	}
 	cmd := os.Args[1]
+	if cmd == "version" || cmd == "--version" {
+		fmt.Println("starter", version.String())
+		return
+	}
 	if cmd == "probe" {
 		// A health check for images without a shell: GET a URL, exit 0 on 200.
 		if len(os.Args) != 3 {
