@@ -126,7 +126,7 @@ func flags(fs *pflag.FlagSet, metricsAddress string) {
 	fs.Bool("managed-guard", false, "worker and watcher, managed mode: deploy/managed/guard.yaml's ReplicaSet policy is installed (it denies kube-controller-manager's deployment-controller any scale of a parked Deployment's ReplicaSets; needs --use-service-account-credentials on kube-controller-manager), so Recreate and maxSurge 0 are driven too")
 	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
 	fs.Bool("watch", false, "worker: run the watcher in this process too, on the worker's informer cache, so a created Deployment's workflow starts eagerly (its first workflow task comes back in the start's answer, to this worker, with no trip through matching); `starter watch` is then not needed")
-	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
+	fs.Bool("search-attributes", false, "watcher (and worker --watch): set the K8sNamespace/K8sDeployment search attributes on start; the worker and watcher check at start-up that all of workflows.SearchAttributes are registered and exit naming the missing ones")
 }
 
 // Values of --temporal-compression.
