@@ -4,8 +4,14 @@
 SHELL := /bin/bash
 GO    ?= go
 BIN   := $(CURDIR)/bin
-# Where hack/tools.sh keeps the pinned stack binaries (outside the clone, reused).
-export ROLLOUT_TOOLS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/temporal-rollout/tools
+# The version the binaries report (worker --version, starter version): a v* tag at HEAD, else
+# the main module's version in Go's build info, else 0.1.0-dev (internal/version). VERSION=0.1.0 make build.
+VERSION ?= $(shell git describe --tags --exact-match --match 'v*' 2>/dev/null | sed 's/^v//')
+LDFLAGS := -X github.com/temporal-rollout/rollout/internal/version.Version=$(VERSION)
+# Where hack/tools.sh keeps the pinned stack binaries (outside the clone, reused); the one
+# setting for hack/tools.sh, hack/upstream-e2e.sh, make dev and the tests (ROLLOUT_TOOLS_CACHE,
+# its old name, is still read).
+export ROLLOUT_TOOLS ?= $(or $(ROLLOUT_TOOLS_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/temporal-rollout/tools)
 
 .PHONY: all tools build dev test test-unit test-e2e test-e2e-cluster-part test-cluster lint bench chaos upstream-e2e clean
 
@@ -17,8 +23,8 @@ tools:
 
 ## build: the worker and starter binaries into ./bin.
 build:
-	$(GO) build -o $(BIN)/worker ./worker
-	$(GO) build -o $(BIN)/starter ./starter
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/worker ./worker
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/starter ./starter
 	$(GO) build -o $(BIN)/devstack ./hack/devstack
 
 ## dev: start the local stack plus our worker and watcher; Ctrl-C stops everything.

@@ -26,7 +26,7 @@ func TestDeployManifests(t *testing.T) {
 	ctx := context.Background()
 	out := kubectl(t, "apply", "--server-side", "-k", "../deploy")
 	for _, want := range []string{"serviceaccount/temporal-rollout", "clusterrole.rbac.authorization.k8s.io/temporal-rollout",
-		"statefulset.apps/temporal-rollout-worker", "configmap/temporal-rollout"} {
+		"statefulset.apps/temporal-rollout-worker", "configmap/temporal-rollout", "job.batch/temporal-rollout-search-attributes"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("apply output lacks %s:\n%s", want, out)
 		}

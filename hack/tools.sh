@@ -4,7 +4,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-cache=${ROLLOUT_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/temporal-rollout/tools}
+# ROLLOUT_TOOLS moves the cache (ROLLOUT_TOOLS_CACHE, its old name, is still read).
+cache=${ROLLOUT_TOOLS:-${ROLLOUT_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/temporal-rollout/tools}}
 
 TEMPORAL_CLI_VERSION=v1.5.1
 ETCD_VERSION=v3.6.8

@@ -6,7 +6,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-cache=${ROLLOUT_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/temporal-rollout/tools}
+# ROLLOUT_TOOLS moves the cache (ROLLOUT_TOOLS_CACHE, its old name, is still read).
+cache=${ROLLOUT_TOOLS:-${ROLLOUT_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/temporal-rollout/tools}}
 KUBE_VERSION=v1.36.3
 bin="$cache/kube-e2e-$KUBE_VERSION/e2e.test"
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/lifecycle"
+	"github.com/temporal-rollout/rollout/internal/version"
 )
 
 const usage = `usage:
@@ -35,6 +36,7 @@ const usage = `usage:
   starter codec-server --codec-key-file F [--listen 127.0.0.1:8081] [--codec-cors-origin http://localhost:8233]
                                                  serve the payload codec to the Temporal UI and temporal --codec-endpoint
   starter probe URL                              exit 0 if GET URL answers 200 (container health checks)
+  starter version                                print the version
 
 Every command takes --codec-key-file (ROLLOUT_CODEC_KEY_FILE) when the worker does: see docs/codec.md.
 `
@@ -58,6 +60,10 @@ func main() {
 		os.Exit(2)
 	}
 	cmd := os.Args[1]
+	if cmd == "version" || cmd == "--version" {
+		fmt.Println("starter", version.String())
+		return
+	}
 	if cmd == "probe" {
 		// A health check for images without a shell: GET a URL, exit 0 on 200.
 		if len(os.Args) != 3 {

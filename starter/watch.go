@@ -11,6 +11,7 @@ import (
 	"github.com/temporal-rollout/rollout/internal/obs"
 	"github.com/temporal-rollout/rollout/kube"
 	"github.com/temporal-rollout/rollout/watcher"
+	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // watch runs the watcher (package watcher) until ctx ends. Every start-up wait is bounded by
@@ -64,6 +65,12 @@ func watch(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) e
 		return err
 	}
 	defer func() { stopper.Step("close the Temporal client"); tc.Close() }()
+	if cfg.SearchAttributes {
+		// Without them every start the watcher makes is rejected, and it retries for ever.
+		if err := lifecycle.CheckSearchAttributes(ctx, logger, tc.OperatorService(), cfg.TemporalNamespace, workflows.SearchAttributes(), cfg.StartupTimeout); err != nil {
+			return err
+		}
+	}
 
 	c, err := kube.NewCache(kc, cfg.WatchNamespace)
 	if err != nil {

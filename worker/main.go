@@ -13,13 +13,19 @@ import (
 
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/lifecycle"
+	"github.com/temporal-rollout/rollout/internal/version"
 )
 
 func main() {
 	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
 	config.Flags(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
+	}
+	if *showVersion {
+		fmt.Println("worker", version.String())
+		return
 	}
 	cfg, err := config.Load(fs)
 	if err != nil {

@@ -97,6 +97,12 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		return err
 	}
 	defer func() { stopper.Step("close the Temporal client"); tc.Close() }()
+	if cfg.SearchAttributes {
+		// Without them every start the watcher makes is rejected, and it retries for ever.
+		if err := lifecycle.CheckSearchAttributes(ctx, logger, tc.OperatorService(), cfg.TemporalNamespace, workflows.SearchAttributes(), cfg.StartupTimeout); err != nil {
+			return err
+		}
+	}
 
 	cache, err := kube.NewCache(kc, cfg.WatchNamespace)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -45,7 +46,8 @@ const (
 	// Returns the Status after the sync that follows.
 	UpdateAbort = "abort"
 
-	// Search attributes the workflow upserts, registered by `make dev`.
+	// Search attributes the watcher sets and the workflow upserts; SearchAttributes lists
+	// them with their types.
 	SearchAttrNamespace  = "K8sNamespace"
 	SearchAttrDeployment = "K8sDeployment"
 	SearchAttrRevision   = "K8sRevision"
@@ -55,6 +57,28 @@ const (
 	// lists every Deployment waiting for promotion.
 	SearchAttrWaitingFor = "RolloutWaitingFor"
 )
+
+// SearchAttribute is one custom search attribute: its name and its type (String() spells it
+// as the Temporal CLI's --type does: Keyword, Int).
+type SearchAttribute struct {
+	Name string
+	Type enumspb.IndexedValueType
+}
+
+// SearchAttributes is every search attribute --search-attributes needs registered on the
+// namespace: the one list that the local stacks register, the worker checks at start-up, and
+// docker-compose.yml, deploy/ and the README name (internal/packaging checks them).
+//
+//	temporal operator search-attribute create --namespace default --name K8sRevision --type Int
+func SearchAttributes() []SearchAttribute {
+	return []SearchAttribute{
+		{SearchAttrNamespace, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
+		{SearchAttrDeployment, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
+		{SearchAttrRevision, enumspb.INDEXED_VALUE_TYPE_INT},
+		{SearchAttrOutcome, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
+		{SearchAttrWaitingFor, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
+	}
+}
 
 // WorkflowID is "deployment/<namespace>/<name>": one open execution per Deployment.
 func WorkflowID(namespace, name string) string {

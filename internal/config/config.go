@@ -136,7 +136,7 @@ func flags(fs *pflag.FlagSet, metricsAddress string) {
 	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
 	fs.Bool("watch", false, "worker: run the watcher in this process too, on the worker's informer cache, so a created Deployment's workflow starts eagerly (its first workflow task comes back in the start's answer, to this worker, with no trip through matching); `starter watch` is then not needed")
 	fs.String("codec-key-file", "", "file of AES-256 keys, one ID=BASE64KEY a line, the first encrypting and every one decrypting (docs/codec.md), that encrypt every payload sent to Temporal: inputs, results, signals, queries, memos, failures; the same file on the worker, the watcher and the starter; empty (the default) sends payloads in clear")
-	fs.Bool("search-attributes", false, "watcher: set the K8sNamespace/K8sDeployment search attributes on start (register them first)")
+	fs.Bool("search-attributes", false, "watcher (and worker --watch): set the K8sNamespace/K8sDeployment search attributes on start; the worker and watcher check at start-up that all of workflows.SearchAttributes are registered and exit naming the missing ones")
 }
 
 // MaxLocalWait bounds --local-wait: a user's pause, promote or status query waits for a local

@@ -21,6 +21,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // A production-like Temporal: the Temporal server (not the dev server) on PostgreSQL, with
@@ -330,13 +332,8 @@ func (s *Stack) registerNamespace(ctx context.Context) error {
 		return fmt.Errorf("register namespace default: %w", err)
 	}
 	attrs := map[string]enumspb.IndexedValueType{}
-	for _, sa := range SearchAttributes {
-		name, typ, _ := strings.Cut(sa, "=")
-		t := enumspb.INDEXED_VALUE_TYPE_KEYWORD
-		if typ == "Int" {
-			t = enumspb.INDEXED_VALUE_TYPE_INT
-		}
-		attrs[name] = t
+	for _, sa := range workflows.SearchAttributes() {
+		attrs[sa.Name] = sa.Type
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {

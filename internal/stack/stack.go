@@ -118,10 +118,13 @@ func ToolPath(tools, name string) string {
 	return filepath.Join(tools, "kube-"+KubeVersion, name)
 }
 
-// DefaultTools is the cache folder hack/tools.sh uses.
+// DefaultTools is the cache folder hack/tools.sh uses: $ROLLOUT_TOOLS (or its old name
+// $ROLLOUT_TOOLS_CACHE), else temporal-rollout/tools in the user's cache folder.
 func DefaultTools() string {
-	if v := os.Getenv("ROLLOUT_TOOLS"); v != "" {
-		return v
+	for _, name := range []string{"ROLLOUT_TOOLS", "ROLLOUT_TOOLS_CACHE"} {
+		if v := os.Getenv(name); v != "" {
+			return v
+		}
 	}
 	base := os.Getenv("XDG_CACHE_HOME")
 	if base == "" {
@@ -445,8 +448,8 @@ func (s *Stack) StartTemporal(ctx context.Context) error {
 			// completion response and starts at once on the worker that asked for it,
 			// without a round trip through matching (off by default on the server).
 			"--dynamic-config-value", "system.enableActivityEagerExecution=true"}
-		for _, sa := range SearchAttributes {
-			s.tempArgs = append(s.tempArgs, "--search-attribute", sa)
+		for _, sa := range workflows.SearchAttributes() {
+			s.tempArgs = append(s.tempArgs, "--search-attribute", sa.Name+"="+sa.Type.String())
 		}
 		if o.Headless {
 			s.tempArgs = append(s.tempArgs, "--headless")
@@ -507,16 +510,6 @@ func (s *Stack) StopTemporal() {
 	s.procs["temporal"].Stop(10 * time.Second)
 	delete(s.procs, "temporal")
 	s.order = remove(s.order, "temporal")
-}
-
-// SearchAttributes are registered on the dev server: namespace, Deployment, revision, outcome,
-// and what a stepped rollout waits for.
-var SearchAttributes = []string{
-	workflows.SearchAttrNamespace + "=Keyword",
-	workflows.SearchAttrDeployment + "=Keyword",
-	workflows.SearchAttrRevision + "=Int",
-	workflows.SearchAttrOutcome + "=Keyword",
-	workflows.SearchAttrWaitingFor + "=Keyword",
 }
 
 func remove(list []string, v string) []string {
