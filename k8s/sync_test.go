@@ -546,9 +546,10 @@ func TestDecideMergesWrites(t *testing.T) {
 	current := ownedRS(d, "nginx:1.1", 2, 10, 10, ago(time.Hour))
 	d.Status = settledStatus(d, 10)
 	d.Status.ObservedGeneration = 2
-	plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{reused, current}}, Request{})
+	plan := decideChained(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{reused, current}}, Request{}, false)
 
-	// maxSurge 3: 13 − 10 = 3 for the reused RS, and a scale-up ends the sync.
+	// One move, as upstream: maxSurge 3: 13 − 10 = 3 for the reused RS, and a scale-up ends
+	// the sync.
 	wantSteps := []string{fmt.Sprintf("ScaleUpReplicaSet %s 0->3", reused.Name), "UpdateDeploymentStatus"}
 	if got := describePlan(plan); !reflect.DeepEqual(got, wantSteps) {
 		t.Fatalf("steps = %q, want %q", got, wantSteps)
