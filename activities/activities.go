@@ -6,6 +6,7 @@
 package activities
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -41,10 +42,15 @@ const fieldManager = kube.FieldManager
 
 // Activities holds the dependencies of every activity. Register it whole with the worker.
 type Activities struct {
-	Client   kubernetes.Interface
-	Cache    *kube.Cache
-	Recorder record.EventRecorder
-	Metrics  *Metrics
+	Client kubernetes.Interface
+	// CommandClient, when set, makes the writes a user asked for through Temporal (pause,
+	// resume, a rollback's template, an image set by the starter) and the reads they need,
+	// under a client budget of their own: like `kubectl rollout pause`, they do not queue
+	// behind the controller's own writes on a saturated budget.
+	CommandClient kubernetes.Interface
+	Cache         *kube.Cache
+	Recorder      record.EventRecorder
+	Metrics       *Metrics
 	// LocalWaits bounds the AwaitChange waits run as local activities, each of which holds a
 	// workflow task open (a buffered channel, one element per wait); nil is no bound.
 	LocalWaits chan struct{}
@@ -74,6 +80,21 @@ type DeploymentRef struct {
 }
 
 func (r DeploymentRef) String() string { return r.Namespace + "/" + r.Name }
+
+type commandKey struct{}
+
+// asCommand marks ctx as carrying out a user's command (see Activities.CommandClient).
+func asCommand(ctx context.Context) context.Context {
+	return context.WithValue(ctx, commandKey{}, true)
+}
+
+// client is the clientset for ctx: CommandClient for a user's command, Client otherwise.
+func (a *Activities) client(ctx context.Context) kubernetes.Interface {
+	if cmd, _ := ctx.Value(commandKey{}).(bool); cmd && a.CommandClient != nil {
+		return a.CommandClient
+	}
+	return a.Client
+}
 
 func refOf(d *appsv1.Deployment) DeploymentRef {
 	return DeploymentRef{Namespace: d.Namespace, Name: d.Name, UID: d.UID}

@@ -103,6 +103,7 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 // resourceVersion as precondition. A conflict is stale: the annotations were decided from a
 // Deployment that has changed since (a concurrent edit is not overwritten).
 func (a *Activities) RollbackDeployment(ctx context.Context, in DeploymentWriteInput) (DeploymentWriteResult, error) {
+	ctx = asCommand(ctx)
 	return a.writeDeployment(ctx, in, "roll back", "deployments",
 		func(dc appsclient.DeploymentInterface, obj *appsv1.Deployment) (*appsv1.Deployment, error) {
 			return dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
@@ -124,7 +125,7 @@ func (a *Activities) writeDeployment(ctx context.Context, in DeploymentWriteInpu
 	if err := a.restoreDeploymentWrite(ctx, obj); err != nil {
 		return DeploymentWriteResult{}, err
 	}
-	updated, err := write(a.Client.AppsV1().Deployments(want.Namespace), obj)
+	updated, err := write(a.client(ctx).AppsV1().Deployments(want.Namespace), obj)
 	a.countWrite("update", resource, err)
 	if err != nil {
 		return DeploymentWriteResult{}, classify(what+" deployment "+want.Namespace+"/"+want.Name, err)
@@ -161,7 +162,8 @@ type SetPausedResult struct {
 // SetPaused patches spec.paused, so kubectl and Temporal show the same truth. Patching an
 // absolute value is idempotent.
 func (a *Activities) SetPaused(ctx context.Context, in SetPausedInput) (SetPausedResult, error) {
-	dc := a.Client.AppsV1().Deployments(in.Namespace)
+	ctx = asCommand(ctx)
+	dc := a.client(ctx).AppsV1().Deployments(in.Namespace)
 	d, err := dc.Get(ctx, in.Name, metav1.GetOptions{})
 	if err != nil {
 		return SetPausedResult{}, classify("get deployment "+in.Namespace+"/"+in.Name, err)
@@ -212,7 +214,8 @@ func (a *Activities) SetImage(ctx context.Context, in SetImageInput) (SetImageRe
 	if len(in.Images) == 0 {
 		return SetImageResult{}, nil
 	}
-	dc := a.Client.AppsV1().Deployments(in.Namespace)
+	ctx = asCommand(ctx)
+	dc := a.client(ctx).AppsV1().Deployments(in.Namespace)
 	for i := 0; ; i++ {
 		d, err := dc.Get(ctx, in.Name, metav1.GetOptions{})
 		if err != nil {
@@ -281,7 +284,7 @@ func (a *Activities) setParked(ctx context.Context, d *appsv1.Deployment, ps k8s
 	if err != nil {
 		return SetPausedResult{}, nonRetryable(ErrInvalid, "%s: %v", what, err)
 	}
-	updated, err := a.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+	updated, err := a.client(ctx).AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
 	a.countWrite("patch", "deployments", err)
 	if err != nil {
 		return SetPausedResult{}, classify(what, err)

@@ -139,7 +139,7 @@ func (a *Activities) currentDeployment(ctx context.Context, want *appsv1.Deploym
 			return d, nil
 		}
 	}
-	d, err := a.Client.AppsV1().Deployments(want.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+	d, err := a.client(ctx).AppsV1().Deployments(want.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
 	if err != nil {
 		return nil, classify("get deployment "+want.Namespace+"/"+want.Name, err)
 	}
@@ -200,7 +200,7 @@ func (a *Activities) restoreDeploymentWrite(ctx context.Context, want *appsv1.De
 	if a.digester().restoreTemplate(&want.Spec.Template, from...) {
 		return nil
 	}
-	list, err := a.Client.AppsV1().ReplicaSets(want.Namespace).List(ctx, metav1.ListOptions{})
+	list, err := a.client(ctx).AppsV1().ReplicaSets(want.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return classify("list replicasets in "+want.Namespace, err)
 	}

@@ -31,6 +31,13 @@ import (
 // run at once. Without --local-wait, at most max-concurrent-syncs.
 const localWaitsPerSync = 5
 
+// commandQPS and commandBurst are the client budget of users' commands (pause, resume, a
+// rollback's template): a few writes at a time, each a person or a script waiting for it.
+const (
+	commandQPS   = 10
+	commandBurst = 20
+)
+
 // workflowTaskPollers and activityTaskPollers: concurrent long polls per worker (see
 // worker.Options below).
 const (
@@ -48,6 +55,13 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		"startupTimeout", cfg.StartupTimeout, "shutdownTimeout", cfg.ShutdownTimeout)
 
 	kc, restCfg, err := kube.NewClientset(cfg.Kubeconfig, cfg.KubeQPS, cfg.KubeBurst)
+	if err != nil {
+		return err
+	}
+	// Users' commands (pause, resume, rollback) write under a budget of their own, as
+	// `kubectl rollout pause` does: on a saturated --kube-qps they do not queue behind the
+	// rollouts' own writes.
+	commands, _, err := kube.NewClientset(cfg.Kubeconfig, commandQPS, commandBurst)
 	if err != nil {
 		return err
 	}
@@ -155,12 +169,13 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	})
 	w.RegisterWorkflowWithOptions(workflows.DeploymentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowType})
 	acts := &activities.Activities{
-		Client:     kc,
-		Cache:      cache,
-		Recorder:   recorder,
-		Metrics:    metrics,
-		LocalWaits: make(chan struct{}, localWaitSlots),
-		Managed:    cfg.Managed(),
+		Client:        kc,
+		CommandClient: commands,
+		Cache:         cache,
+		Recorder:      recorder,
+		Metrics:       metrics,
+		LocalWaits:    make(chan struct{}, localWaitSlots),
+		Managed:       cfg.Managed(),
 
 		ManagedGuard: cfg.ManagedGuard,
 		LocalWait:    cfg.LocalWait,
