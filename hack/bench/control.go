@@ -82,6 +82,11 @@ const (
 	abortSteps   = `[{"setWeight":50},{"pause":{}}]`
 	// promotesPerDeployment is how many pauses promoteSteps holds at.
 	promotesPerDeployment = 3
+	// holdWait bounds the wait for a stepped Deployment held at a pause (the first holds come
+	// a minute or more after the update at QPS 20 with 100 Deployments rolling).
+	holdWait = 5 * time.Minute
+	// resumeRetries: a failed resume is sent again, unrecorded, up to this many times.
+	resumeRetries = 5
 )
 
 // ControlConfig is --control and its settings.
@@ -585,9 +590,9 @@ func (c *controller) isDone(name string) bool {
 }
 
 // pick claims a random Deployment of names that is not claimed and satisfies ok, waiting up
-// to the effect timeout for one; "" when none came. ok runs without c.mu held.
-func (c *controller) pick(ctx context.Context, names []string, ok func(*appsv1.Deployment) bool) string {
-	deadline := time.Now().Add(c.cc.EffectTimeout)
+// to wait for one; "" when none came. ok runs without c.mu held.
+func (c *controller) pick(ctx context.Context, names []string, ok func(*appsv1.Deployment) bool, wait time.Duration) string {
+	deadline := time.Now().Add(wait)
 	for ctx.Err() == nil && time.Now().Before(deadline) {
 		c.mu.Lock()
 		var free []string
@@ -632,13 +637,18 @@ func (c *controller) release(name string, done bool) {
 // commands of this kind (a rollback, an undo, an abort).
 func (c *controller) one(ctx context.Context, names []string, fit func(*appsv1.Deployment) bool, final bool,
 	kind, tool string, args func(string) []string, effect func(*appsv1.Deployment) bool) bool {
-	n := c.pick(ctx, names, fit)
+	wait := c.cc.EffectTimeout
+	if kind == cmdPromote || kind == cmdAbort {
+		// The first holds come late at a low budget.
+		wait = max(wait, holdWait)
+	}
+	n := c.pick(ctx, names, fit, wait)
 	if n == "" {
-		logf(c.cfg.Log, "control: %s: no Deployment fit after %s; stopping that loop", kind, c.cc.EffectTimeout)
+		logf(c.cfg.Log, "control: %s: no Deployment fit after %s; stopping that loop", kind, wait)
 		return false
 	}
 	defer c.release(n, final)
-	c.measure(ctx, n, kind, tool, args(n), effect)
+	c.measure(ctx, n, kind, tool, args(n), effect, true)
 	return true
 }
 
@@ -647,7 +657,7 @@ func (c *controller) one(ctx context.Context, names []string, fit func(*appsv1.D
 func (c *controller) pauseResume(ctx context.Context, names []string, fit func(*appsv1.Deployment) bool,
 	pauseKind, tool string, pauseArgs []string, paused func(*appsv1.Deployment) bool,
 	resumeKind string, resumeArgs []string, resumed func(*appsv1.Deployment) bool) bool {
-	n := c.pick(ctx, names, fit)
+	n := c.pick(ctx, names, fit, c.cc.EffectTimeout)
 	if n == "" {
 		logf(c.cfg.Log, "control: %s: no Deployment fit after %s; stopping that loop", pauseKind, c.cc.EffectTimeout)
 		return false
@@ -659,17 +669,20 @@ func (c *controller) pauseResume(ctx context.Context, names []string, fit func(*
 		}
 		return append(append([]string{}, args...), "--workflow-id", workflows.WorkflowID(benchNamespace, n), "--address", c.s.TemporalAddress)
 	}
-	c.measure(ctx, n, pauseKind, tool, target(pauseArgs), paused)
+	c.measure(ctx, n, pauseKind, tool, target(pauseArgs), paused, true)
 	sleep(ctx, c.cc.Interval)
-	c.measure(ctx, n, resumeKind, tool, target(resumeArgs), resumed)
+	// A failed resume counts as failed; it is sent again, unrecorded, so the rollout finishes.
+	for i := 0; c.measure(ctx, n, resumeKind, tool, target(resumeArgs), resumed, i == 0) != "" && i < resumeRetries && ctx.Err() == nil; i++ {
+		sleep(ctx, c.cc.Interval)
+	}
 	return true
 }
 
 // measure runs one command against Deployment n and records its sample. With effect set, the
 // sample runs from the command's return to the first informer event after the command began
 // on which effect holds (0 when that came before the return); without, it is the command's
-// own run.
-func (c *controller) measure(ctx context.Context, n, kind, tool string, args []string, effect func(*appsv1.Deployment) bool) {
+// own run. Unless record, the sample is only logged. It returns the sample's error, if any.
+func (c *controller) measure(ctx context.Context, n, kind, tool string, args []string, effect func(*appsv1.Deployment) bool, record bool) string {
 	var seen <-chan time.Time
 	cancel := func() {}
 	if effect != nil {
@@ -698,11 +711,14 @@ func (c *controller) measure(ctx context.Context, n, kind, tool string, args []s
 		}
 	}
 	if s.Err != "" {
-		logf(c.cfg.Log, "control: %s on %s: %s", kind, n, s.Err)
+		logf(c.cfg.Log, "control: %s on %s (recorded: %v): %s", kind, n, record, s.Err)
 	}
-	c.mu.Lock()
-	c.res.Samples = append(c.res.Samples, s)
-	c.mu.Unlock()
+	if record {
+		c.mu.Lock()
+		c.res.Samples = append(c.res.Samples, s)
+		c.mu.Unlock()
+	}
+	return s.Err
 }
 
 // waitAll waits until ok holds for every named Deployment in the informer's cache.
