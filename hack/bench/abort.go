@@ -70,7 +70,7 @@ func runAbort(ctx context.Context, cfg Config, replicas int) (AbortResult, error
 	}
 	defer s.Stop()
 	common := ourArgs(s.Kubeconfig, s.TemporalAddress, b)
-	if _, err := s.StartProcess("worker", filepath.Join(cfg.Bin, "worker"), common...); err != nil {
+	if _, err := s.StartProcess("worker", filepath.Join(cfg.Bin, "worker"), append(append([]string{}, common...), cfg.WorkerArgs...)...); err != nil {
 		return res, err
 	}
 	if _, err := s.StartProcess("watcher", filepath.Join(cfg.Bin, "starter"), append([]string{"watch", "--search-attributes"}, common...)...); err != nil {

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/temporal-rollout/rollout/internal/stack"
 )
@@ -132,6 +133,11 @@ type Config struct {
 	Render string `json:"-"`
 	// Abort, when > 0, runs only the abort measurement (abort.go) with that many replicas.
 	Abort int `json:"-"`
+	// WorkerArgs are appended to each of our workers' command lines (--worker-args), so two
+	// designs can be compared, for example --local-wait=300ms.
+	WorkerArgs []string `json:"workerArgs,omitempty"`
+	// Control runs only the control measurement (control.go) with these settings.
+	Control ControlConfig `json:"-"`
 	// Log receives progress lines.
 	Log io.Writer `json:"-"`
 }
@@ -160,6 +166,19 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cfg.Control.On {
+		rep, err := runControl(ctx, cfg)
+		if rep != nil {
+			fmt.Println()
+			fmt.Print(rep.Text())
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			stop()
+			os.Exit(1)
+		}
+		return
+	}
 	if cfg.Abort > 0 {
 		if cfg.Tools == "" {
 			cfg.Tools = stack.DefaultTools()
@@ -216,6 +235,14 @@ func parseFlags(args []string) (Config, error) {
 	fs.BoolVar(&c.Keep, "keep", false, "keep each stack's folder (logs) instead of deleting it")
 	fs.BoolVar(&c.Quick, "quick", false, "smoke test: one workload, 1 Deployment x 2 replicas, one budget ("+quickBudgets+")")
 	fs.IntVar(&c.Abort, "abort", 0, "run only the abort measurement: one Deployment of N replicas, abort and promote from setWeight 50 against a forward rollout, at the last --budgets budget")
+	workerArgs := fs.String("worker-args", "", "our side: extra arguments appended to each worker's command line, comma- or space-separated, for example --worker-args=--local-wait=300ms")
+	fs.BoolVar(&c.Control.On, "control", false, "run only the control measurement: time from a CLI command's return (temporal workflow signal/query/update, kubectl rollout pause/resume/undo) to its effect while Deployments roll, at every --budgets budget on every --sides side")
+	fs.IntVar(&c.Control.Deployments, "control-deployments", 100, "with --control: Deployments rolling while the commands run")
+	fs.IntVar(&c.Control.Replicas, "control-replicas", 10, "with --control: replicas per Deployment")
+	fs.DurationVar(&c.Control.MinReady, "control-min-ready", 2*time.Second, "with --control: the Deployments' minReadySeconds (RollingUpdate maxSurge 1, maxUnavailable 0), so rollouts last a while")
+	fs.IntVar(&c.Control.Tries, "control-tries", 15, "with --control: commands of each kind")
+	fs.DurationVar(&c.Control.Interval, "control-interval", time.Second, "with --control: spacing between two commands of one kind")
+	fs.DurationVar(&c.Control.EffectTimeout, "control-effect-timeout", 30*time.Second, "with --control: how long to wait for a command's effect before counting it failed")
 	fs.StringVar(&c.Render, "render", "", "write the outputs again from a results.json instead of running (with the current --out, --markdown, --docs-png)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -228,6 +255,7 @@ func parseFlags(args []string) (Config, error) {
 		return c, fmt.Errorf("--temporal: %w", err)
 	}
 	c.Temporal = mode
+	c.WorkerArgs = ParseWorkerArgs(*workerArgs)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if c.Quick {
@@ -284,8 +312,23 @@ func parseFlags(args []string) (Config, error) {
 	if c.HarnessQPS <= 0 || c.HarnessBurst <= 0 {
 		return c, errors.New("harness qps and burst must be > 0")
 	}
+	if c.Control.On {
+		if err := c.Control.validate(); err != nil {
+			return c, err
+		}
+	}
 	c.Log = os.Stderr
 	return c, nil
+}
+
+// ParseWorkerArgs splits --worker-args on commas and white space: "--local-wait=300ms,--foo 1"
+// is ["--local-wait=300ms", "--foo", "1"].
+func ParseWorkerArgs(s string) []string {
+	args := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+	if len(args) == 0 {
+		return nil
+	}
+	return args
 }
 
 // Run runs every workload at every budget on every side, each on a fresh stack, then writes

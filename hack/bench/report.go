@@ -469,6 +469,14 @@ func (r *Report) settings() []string {
 // ours says how our side ran: the watcher inside the worker (`worker --watch`, as deploy/ runs
 // it) or as a process of its own (--separate-watcher).
 func ours(c Config) string {
+	extra := ""
+	if len(c.WorkerArgs) > 0 {
+		extra = fmt.Sprintf(" Each worker also ran with `%s` (`--worker-args`).", strings.Join(c.WorkerArgs, " "))
+	}
+	return oursBase(c) + extra
+}
+
+func oursBase(c Config) string {
 	if c.SeparateWatcher {
 		return "Our worker and watcher (a process of its own, `--separate-watcher`): started with `--kubeconfig`, `--temporal-address`, `--kube-qps`, `--kube-burst`, `--metrics-address ''` and `--log-format text`, plus `watch --search-attributes` for the watcher; everything else at its defaults; they log at info level."
 	}

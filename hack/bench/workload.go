@@ -267,21 +267,8 @@ func (r *runner) run(ctx context.Context) error {
 	r.scr = newScraper(r.s.APIServer, r.s.Token)
 
 	if r.side == SideOurs {
-		common := ourArgs(r.s.Kubeconfig, r.s.TemporalAddress, r.b)
-		workerArgs := common
-		if !cfg.SeparateWatcher {
-			workerArgs = append([]string{"--watch", "--search-attributes"}, common...)
-		}
-		for _, name := range workerNames(cfg.Workers) {
-			if _, err := r.s.StartProcess(name, filepath.Join(cfg.Bin, "worker"), r.withProfiling(name, workerArgs)...); err != nil {
-				return err
-			}
-		}
-		if cfg.SeparateWatcher {
-			watchArgs := append([]string{"watch", "--search-attributes"}, common...)
-			if _, err := r.s.StartProcess("watcher", filepath.Join(cfg.Bin, "starter"), r.withProfiling("watcher", watchArgs)...); err != nil {
-				return err
-			}
+		if err := startOurs(r.s, cfg, r.b, r.withProfiling); err != nil {
+			return err
 		}
 	}
 	for _, ns := range []string{benchNamespace, warmupNamespace} {
@@ -467,6 +454,34 @@ func ourArgs(kubeconfig, temporal string, b Budget) []string {
 	return []string{"--kubeconfig", kubeconfig, "--temporal-address", temporal,
 		"--kube-qps", strconv.FormatFloat(b.QPS, 'f', -1, 64), "--kube-burst", strconv.Itoa(b.Burst),
 		"--metrics-address", "", "--log-format", "text"}
+}
+
+// startOurs starts our side on s: cfg.Workers workers running the watcher (`worker --watch
+// --search-attributes`), or with cfg.SeparateWatcher workers plus `starter watch`; each worker
+// gets cfg.WorkerArgs last. wrap may change a process's arguments (withProfiling); nil keeps
+// them.
+func startOurs(s *stack.Stack, cfg Config, b Budget, wrap func(name string, args []string) []string) error {
+	if wrap == nil {
+		wrap = func(_ string, args []string) []string { return args }
+	}
+	common := ourArgs(s.Kubeconfig, s.TemporalAddress, b)
+	workerArgs := common
+	if !cfg.SeparateWatcher {
+		workerArgs = append([]string{"--watch", "--search-attributes"}, common...)
+	}
+	workerArgs = append(append([]string{}, workerArgs...), cfg.WorkerArgs...)
+	for _, name := range workerNames(cfg.Workers) {
+		if _, err := s.StartProcess(name, filepath.Join(cfg.Bin, "worker"), wrap(name, workerArgs)...); err != nil {
+			return err
+		}
+	}
+	if cfg.SeparateWatcher {
+		watchArgs := append([]string{"watch", "--search-attributes"}, common...)
+		if _, err := s.StartProcess("watcher", filepath.Join(cfg.Bin, "starter"), wrap("watcher", watchArgs)...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // withProfiling gives a process of ours a metrics address with pprof (--profile), recorded in
