@@ -263,7 +263,11 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		}
 		r.scheduleWake(ctx, plan)
 
-		if plan.Phase.Converged() && r.progressed && !r.pendingWork(ctx) {
+		// A paused rollout stays in its run: its resume is part of the same rollout, and a
+		// resume sent while the run continued as new would be refused ("workflow is
+		// closing"), which the control benchmark saw for 2 of 15 resumes sent right after a
+		// pause.
+		if plan.Phase.Converged() && plan.Phase != k8s.PhasePaused && r.progressed && !r.pendingWork(ctx) {
 			outcome := string(plan.Phase)
 			if r.aborted != nil && plan.Phase == k8s.PhaseComplete {
 				outcome = OutcomeAborted

@@ -780,38 +780,30 @@ func TestPauseAndResume(t *testing.T) {
 	t.Run("paused mid-rollout", func(t *testing.T) {
 		f := midRollout()
 		env := newEnv(t, f)
-		// The first sync creates the v2 ReplicaSet; the pause lands before the resync a minute later.
+		// The first sync creates the v2 ReplicaSet; the pause lands before the wait a minute
+		// later asks for the next move.
 		signalAt(env, 30*time.Second, SignalPause, nil)
-		env.ExecuteWorkflow(WorkflowType, input())
-
-		// A pause ends the rollout's run: Paused is a converged phase.
-		next := continuedAsNew(t, env)
-		if !next.Carry.Idle || next.Carry.Pause != nil {
-			t.Fatalf("carry after pause: got %+v, want idle with the pause applied", *next.Carry)
-		}
-		if !f.paused() {
-			t.Fatalf("after pause: spec.paused got false, want true")
-		}
-		mid := f.replicasByImage()
-		if len(mid) != 2 || mid["nginx:v2"] == 3 {
-			t.Fatalf("after pause: replicas by image got %v, want the v2 rollout under way", mid)
-		}
-
-		// The next run: a template change while paused creates nothing; resume rolls out v3.
-		env = newEnv(t, f)
-		at(env, 10*time.Second, func() {
+		var mid map[string]int32
+		at(env, 2*time.Minute, func() {
+			check(t, f.paused(), "after pause: spec.paused got false, want true")
+			mid = f.replicasByImage()
+			check(t, len(mid) == 2 && mid["nginx:v2"] != 3, "after pause: replicas by image got %v, want the v2 rollout under way", mid)
+			st := queryStatus(t, env)
+			check(t, st.Phase == string(k8s.PhasePaused), "after pause: phase %q, want Paused (the run stays open for the resume)", st.Phase)
+			// A template change while paused creates nothing.
 			f.setImage("nginx:v3")
 			env.SignalWorkflow(SignalTrigger, nil)
 		})
-		at(env, 20*time.Second, func() {
+		at(env, 3*time.Minute, func() {
 			check(t, f.numReplicaSets() == 2, "while paused: replicasets got %d, want 2", f.numReplicaSets())
 			check(t, f.callCount("CreateReplicaSet") == 1, "while paused: creates got %d, want 1", f.callCount("CreateReplicaSet"))
 			check(t, f.paused(), "while paused: spec.paused got false, want true")
 		})
-		signalAt(env, 30*time.Second, SignalResume, nil)
-		env.ExecuteWorkflow(WorkflowType, next)
+		// The resume is part of the same run: a paused rollout does not continue as new.
+		signalAt(env, 4*time.Minute, SignalResume, nil)
+		env.ExecuteWorkflow(WorkflowType, input())
 
-		next = continuedAsNew(t, env)
+		next := continuedAsNew(t, env)
 		if !next.Carry.Idle {
 			t.Fatalf("carry: got %+v, want idle", *next.Carry)
 		}
@@ -1115,15 +1107,20 @@ func TestSignalDuringFinalSyncIsKept(t *testing.T) {
 			env.SignalWorkflow(SignalPause, nil)
 		}
 	}
+	// The pause is applied in this run (a paused rollout keeps its run); the resume ends it.
+	var paused bool
+	at(env, 10*time.Minute, func() {
+		paused = f.paused()
+		env.SignalWorkflow(SignalResume, nil)
+	})
 	env.ExecuteWorkflow(WorkflowType, input())
 
-	next := continuedAsNew(t, env)
+	continuedAsNew(t, env)
 	if !sent {
 		t.Fatalf("the pause signal was never sent")
 	}
-	pending := next.Carry.Pause != nil && *next.Carry.Pause
-	if !f.paused() && !pending {
-		t.Fatalf("pause sent during the final sync: got spec.paused=false and carry %+v, want it applied or carried", *next.Carry)
+	if !paused {
+		t.Fatalf("pause sent during the final sync: spec.paused=false before the resume, want it applied")
 	}
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
 }
