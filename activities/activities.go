@@ -63,6 +63,9 @@ type Activities struct {
 	Managed bool
 	// ManagedGuard: --managed-guard (see k8s.Request.ManagedGuard).
 	ManagedGuard bool
+	// Admission paces the moves AwaitChange hands to the workflow while the client budget is
+	// saturated; nil hands every move over at once.
+	Admission *Admission
 	// LocalWait is --local-wait. Observe reports it, so the workflow decides (and a replay
 	// decides again) on the value the run saw.
 	LocalWait time.Duration

@@ -56,6 +56,9 @@ type AwaitResult struct {
 	Completed bool `json:"completed,omitempty"`
 	// Steps are the kinds of write the sync would make, for the history reader.
 	Steps []k8s.StepKind `json:"steps,omitempty"`
+	// Held is how long the move waited for the client budget (see Admission) before the wait
+	// handed it to the workflow.
+	Held time.Duration `json:"held,omitempty"`
 	// Snapshot is what the decision was weighed on, redacted as Observe's (with Reason
 	// AwaitDecide): the sync decides on it and records no Observe of its own.
 	Snapshot *k8s.Snapshot `json:"snapshot,omitempty"`
@@ -117,7 +120,9 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 	defer deadline.Stop()
 	beat := time.NewTicker(heartbeatEvery)
 	defer beat.Stop()
-	var recheck, retry <-chan time.Time
+	var recheck, retry, hold <-chan time.Time
+	started, local := time.Now(), activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity
+	var heldSince time.Time
 
 	var res AwaitResult
 	atLeast, catchUpBy := in.AtLeast, time.Now().Add(catchUpBound)
@@ -135,7 +140,7 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 			// cache holds; at worst the sync it asks for reads live.
 			atLeast, caughtUp = nil, true
 		}
-		retry = nil
+		retry, hold = nil, nil
 		if !caughtUp {
 			retry = time.After(10 * time.Millisecond)
 		} else {
@@ -186,6 +191,23 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				// see the old status and write it once more.
 				atLeast, catchUpBy = wr.Wrote, time.Now().Add(catchUpBound)
 			default:
+				// A move: hand it to the workflow once the client budget can take it (see
+				// Admission).
+				if wait := a.Admission.Wait(time.Now()); wait > 0 && time.Since(started) < maxHold {
+					if local {
+						// A local wait holds its workflow task open: wait in the activity.
+						res.Reason = AwaitBusy
+						return res, nil
+					}
+					if heldSince.IsZero() {
+						heldSince = time.Now()
+					}
+					hold = time.After(wait)
+					break
+				}
+				if !heldSince.IsZero() {
+					res.Held = time.Since(heldSince).Round(time.Millisecond)
+				}
 				return res.decide(plan, a.redactSnapshot(snap)), nil
 			}
 			recheck = nil
@@ -203,6 +225,7 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 			activity.RecordHeartbeat(ctx, res.StatusWrites)
 		case <-recheck:
 		case <-retry:
+		case <-hold:
 		case <-wake:
 		}
 	}

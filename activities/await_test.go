@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -714,5 +715,51 @@ func TestCompletion(t *testing.T) {
 		if got := completion(tt.plan, d, tt.req); got != tt.want {
 			t.Errorf("%s: completion = %t, want %t", tt.name, got, tt.want)
 		}
+	}
+}
+
+// lockedBudget is a fakeBudget another goroutine may change.
+type lockedBudget struct {
+	mu      sync.Mutex
+	backlog time.Duration
+}
+
+func (b *lockedBudget) Backlog() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.backlog
+}
+func (b *lockedBudget) QPS() float32 { return 20 }
+
+// A move seen while the client budget's queue is long is held in the wait, and handed to the
+// workflow once the queue is short again, with how long it was held.
+func TestAwaitChangeHoldsMovesForTheBudget(t *testing.T) {
+	d, rss, newRS := midRollout(t)
+	f := awaitFixture(t, d, rss)
+	budget := &lockedBudget{backlog: 3 * time.Second}
+	f.a.Admission = NewAdmission(budget)
+	ctx := context.Background()
+	const short = 600 * time.Millisecond
+	after(t, 100*time.Millisecond, func() error {
+		// The new pod becomes available: a move (scale the old ReplicaSet down).
+		return f.setReplicaSetStatus(ctx, newRS.Name, func(st *appsv1.ReplicaSetStatus) { st.ReadyReplicas, st.AvailableReplicas = 1, 1 })
+	})
+	after(t, short, func() error {
+		budget.mu.Lock()
+		budget.backlog = 0
+		budget.mu.Unlock()
+		return nil
+	})
+	start := time.Now()
+	res, err := runAwait(t, f.a, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, MaxWait: 30 * time.Second})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != AwaitDecide || !slices.Contains(res.Steps, k8s.StepScaleDown) {
+		t.Fatalf("result %+v, want Decide with a scale-down", res)
+	}
+	if took < short || res.Held < short-150*time.Millisecond {
+		t.Errorf("returned after %s with held %s, want the move held until the budget's queue was short (%s)", took, res.Held, short)
 	}
 }

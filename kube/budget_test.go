@@ -75,3 +75,37 @@ func TestBudgetThroughClientGo(t *testing.T) {
 		t.Errorf("API server served %d requests, want 1", got)
 	}
 }
+
+// Backlog is the wait a request sent now would have: nothing while a token is free, then the
+// queued requests' tokens at the budget's rate.
+func TestBudgetBacklog(t *testing.T) {
+	tests := []struct {
+		name     string
+		qps      float32
+		burst    int
+		reserved int // tokens taken or reserved at once
+		want     time.Duration
+	}{
+		{name: "tokens free", qps: 10, burst: 5, reserved: 3, want: 0},
+		{name: "burst used up: the next token in 1/qps", qps: 10, burst: 5, reserved: 5, want: 100 * time.Millisecond},
+		// QPS 20, burst 30, 40 requests queued past the burst: 2s, then one more token.
+		{name: "queued past the burst", qps: 20, burst: 30, reserved: 70, want: 2050 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBudget(tt.qps, tt.burst)
+			now := time.Now()
+			for range tt.reserved {
+				b.limiter.ReserveN(now, 1)
+			}
+			got := b.Backlog()
+			// The bucket refills while the test runs: allow 30ms.
+			if got > tt.want || got < tt.want-30*time.Millisecond {
+				t.Errorf("Backlog() = %s, want %s (within 30ms below)", got, tt.want)
+			}
+		})
+	}
+	if BudgetOf(nil) != nil {
+		t.Errorf("BudgetOf(nil) != nil")
+	}
+}

@@ -171,6 +171,7 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	acts := &activities.Activities{
 		Client:        kc,
 		CommandClient: commands,
+		Admission:     activities.NewAdmission(kube.BudgetOf(restCfg)),
 		Cache:         cache,
 		Recorder:      recorder,
 		Metrics:       metrics,
