@@ -13,13 +13,20 @@ LDFLAGS := -X github.com/temporal-rollout/rollout/internal/version.Version=$(VER
 # its old name, is still read).
 export ROLLOUT_TOOLS ?= $(or $(ROLLOUT_TOOLS_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/temporal-rollout/tools)
 
-.PHONY: all tools build dev test test-unit test-e2e test-e2e-cluster-part test-cluster lint bench chaos upstream-e2e clean
+.PHONY: all tools tools-core build dev test test-unit test-e2e test-e2e-cluster-part test-cluster lint bench chaos upstream-e2e clean
 
 all: build
 
-## tools: build the pinned Temporal CLI, etcd, Kubernetes components, kubectl and kwok (cached).
+## tools: build the pinned stack the tests use (cached): Temporal CLI, etcd, Kubernetes components,
+## kubectl, kwok, and for the tests also Prometheus and PostgreSQL (Debian packages, apt-get) and
+## the Temporal server.
 tools:
 	@hack/tools.sh >/dev/null
+
+## tools-core: only what `make dev` runs (Temporal CLI, etcd, Kubernetes components, kubectl,
+## kwok): no Debian packages (Prometheus, PostgreSQL) and no Temporal server build.
+tools-core:
+	@hack/tools.sh core >/dev/null
 
 ## build: the worker and starter binaries into ./bin.
 build:
@@ -28,7 +35,7 @@ build:
 	$(GO) build -o $(BIN)/devstack ./hack/devstack
 
 ## dev: start the local stack plus our worker and watcher; Ctrl-C stops everything.
-dev: tools build
+dev: tools-core build
 	$(BIN)/devstack --dir $(CURDIR)/.dev --bin $(BIN)
 
 ## test: unit and workflow tests, then end-to-end tests on the real stack.

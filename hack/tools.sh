@@ -67,6 +67,14 @@ for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
 	build "$c" "$kube" bash -c "cd '$here/tools/kube' && { [ -f go.sum ] || go mod tidy; } && GOBIN='$kube' go install -ldflags='-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION' ./$c"
 done
 
+# `hack/tools.sh core` stops here: the local stack of `make dev` (Temporal CLI dev server,
+# kwok, etcd, Kubernetes) needs nothing below, which only the tests use.
+if [ "${1:-}" = core ]; then
+	log "core tools ready in $cache"
+	echo "$cache"
+	exit 0
+fi
+
 # Prometheus: Debian's package, unpacked into the cache (no service is installed or started).
 prom="$cache/prometheus-$PROMETHEUS_VERSION"
 if [ ! -x "$prom/prometheus" ]; then
