@@ -38,7 +38,7 @@ func signal(t *testing.T, ns, name, sig string, input ...string) {
 	}
 	// A signal that reaches a run while it continues as new (a rollout that just converged)
 	// is refused with "workflow is closing"; the server takes it once the next run has
-	// started, which is what a user does too: send it again (README, Troubleshooting).
+	// started, which is what a user does too: send it again (docs/operations.md, Troubleshooting).
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		out, err := temporalCLIErr(args...)
 		if err == nil {

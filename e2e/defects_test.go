@@ -58,7 +58,7 @@ func waitAll(timeout time.Duration, names []string, cond func(name string) strin
 // 13, defect 2): raw bytes (binary/plain), a proto message (json/protobuf), a payload in an
 // encoding no converter knows, and malformed JSON, each as a rollback signal to its own
 // Deployment, and a proto message as a trigger signal to another. Each must be logged and
-// ignored, as the README promises: the status query reports an ignored rollback in
+// ignored, as docs/operations.md promises: the status query reports an ignored rollback in
 // IgnoredSignal, and the workflow keeps working: pause and resume signals take effect and a
 // later image change rolls out completely.
 func TestSignalPayloadNotJSON(t *testing.T) {
