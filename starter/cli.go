@@ -116,6 +116,8 @@ ROLLOUT_TEMPORAL_ADDRESS) or a key of the --config file, in that order of preced
 	}
 	root.SuggestionsMinimumDistance = 2
 	root.SetVersionTemplate("starter {{.Version}}\n")
+	// cobra keeps template functions in one process-wide map: registering the same two again
+	// (one tree per test) changes nothing.
 	cobra.AddTemplateFuncs(template.FuncMap{"commandFlags": commandFlags, "settingFlags": settingFlags})
 	root.SetUsageTemplate(usageTemplate)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
