@@ -160,8 +160,9 @@ func TestCodec(t *testing.T) {
 	}
 
 	// The starter's commands: with the key file they read the workflow; without it, they cannot.
+	// status takes only the connection to Temporal (no Kubernetes flags), and prints JSON with -o json.
 	starter := func(extra ...string) (string, error) {
-		args := append(append([]string{"status", ns + "/" + name}, commonArgs()...), extra...)
+		args := append([]string{"status", ns + "/" + name, "-o", "json", "--temporal-address", env.stack.TemporalAddress, "--log-format", "text"}, extra...)
 		out, err := exec.Command(filepath.Join(env.bin, "starter"), args...).CombinedOutput()
 		return string(out), err
 	}

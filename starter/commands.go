@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
+	"net/http"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -16,74 +18,46 @@ import (
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
-// cmdOpts are the command-specific flags.
-type cmdOpts struct {
-	toRevision int64
-	full       bool
-	reason     string
+// parseTarget reads a NAMESPACE/NAME argument into the workflow's input.
+func parseTarget(arg string) (workflows.Input, error) {
+	ns, name, ok := strings.Cut(arg, "/")
+	if !ok {
+		return workflows.Input{}, fmt.Errorf("argument %q is not NAMESPACE/NAME", arg)
+	}
+	in := workflows.Input{Namespace: ns, Name: name}
+	if err := in.Validate(); err != nil {
+		return workflows.Input{}, err
+	}
+	return in, nil
 }
 
-// run runs a one-shot command (every command but watch).
-func run(ctx context.Context, cfg config.Config, cmd string, args []string, opts cmdOpts) error {
+// dial connects to Temporal, retrying for up to --startup-timeout.
+func dial(ctx context.Context, cfg config.Config) (client.Client, error) {
 	logger := cfg.Logger()
 	copts, err := cfg.ClientOptions()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	copts.Logger = sdklog.NewStructuredLogger(logger)
-	if len(args) != 1 {
-		return fmt.Errorf("%s needs exactly one NAMESPACE/NAME argument, got %d", cmd, len(args))
-	}
-	ns, name, ok := strings.Cut(args[0], "/")
-	in := workflows.Input{Namespace: ns, Name: name}
-	if !ok {
-		return fmt.Errorf("argument %q is not NAMESPACE/NAME", args[0])
-	}
-	if err := in.Validate(); err != nil {
-		return err
-	}
-	tc, err := lifecycle.DialTemporal(ctx, logger, copts, cfg.StartupTimeout)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	id := workflows.WorkflowID(ns, name)
-
-	switch cmd {
-	case "sync":
-		return signalWithStart(ctx, tc, cfg, in, workflows.SignalTrigger, nil)
-	case "pause":
-		return signalWithStart(ctx, tc, cfg, in, workflows.SignalPause, nil)
-	case "resume":
-		return signalWithStart(ctx, tc, cfg, in, workflows.SignalResume, nil)
-	case "rollback":
-		if opts.toRevision < 0 {
-			return fmt.Errorf("--to-revision must be >= 0, got %d", opts.toRevision)
-		}
-		return signalWithStart(ctx, tc, cfg, in, workflows.SignalRollback, workflows.RollbackRequest{Revision: &opts.toRevision})
-	case "promote":
-		return update(ctx, tc, id, workflows.UpdatePromote, workflows.PromoteRequest{Full: opts.full})
-	case "abort":
-		return update(ctx, tc, id, workflows.UpdateAbort, workflows.AbortRequest{Reason: opts.reason})
-	case "status":
-		v, err := tc.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
-		if err != nil {
-			return fmt.Errorf("query status of %s: %w", id, err)
-		}
-		var st workflows.Status
-		if err := v.Get(&st); err != nil {
-			return fmt.Errorf("decode status of %s: %w", id, err)
-		}
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
-	}
-	return fmt.Errorf("unknown command %q", cmd)
+	return lifecycle.DialTemporal(ctx, logger, copts, cfg.StartupTimeout)
 }
 
-// update runs a Workflow Update on the Deployment's workflow and prints the resulting status.
-// A rejected update (nothing to promote or abort) is an error that says why.
-func update(ctx context.Context, tc client.Client, id, name string, payload any) error {
+// queryStatus asks the Deployment's workflow (its latest run) for its status.
+func queryStatus(ctx context.Context, tc client.Client, id string) (workflows.Status, error) {
+	v, err := tc.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+	if err != nil {
+		return workflows.Status{}, fmt.Errorf("query status of %s: %w", id, err)
+	}
+	var st workflows.Status
+	if err := v.Get(&st); err != nil {
+		return workflows.Status{}, fmt.Errorf("decode status of %s: %w", id, err)
+	}
+	return st, nil
+}
+
+// update runs a Workflow Update on the Deployment's workflow and prints the resulting status
+// as JSON. A rejected update (nothing to promote or abort) is an error that says why.
+func update(ctx context.Context, tc client.Client, w io.Writer, id, name string, payload any) error {
 	h, err := tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID: id, UpdateName: name, Args: []any{payload}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
@@ -94,7 +68,7 @@ func update(ctx context.Context, tc client.Client, id, name string, payload any)
 	if err := h.Get(ctx, &st); err != nil {
 		return fmt.Errorf("%s %s: %w", name, id, err)
 	}
-	enc := json.NewEncoder(os.Stdout)
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(st)
 }
@@ -104,6 +78,20 @@ func signalWithStart(ctx context.Context, tc client.Client, cfg config.Config, i
 	_, err := tc.SignalWithStartWorkflow(ctx, workflows.WorkflowID(in.Namespace, in.Name), signal, payload, watcher.StartOptions(cfg.TaskQueue, cfg.SearchAttributes, in), workflows.WorkflowType, in)
 	if err != nil {
 		return fmt.Errorf("signal %s to %s: %w", signal, workflows.WorkflowID(in.Namespace, in.Name), err)
+	}
+	return nil
+}
+
+// probe GETs url and fails unless it answers 200 within 3 seconds.
+func probe(url string) error {
+	c := &http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return fmt.Errorf("probe %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("probe %s: status %d", url, resp.StatusCode)
 	}
 	return nil
 }

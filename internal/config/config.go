@@ -99,19 +99,46 @@ const (
 // Managed reports whether the process runs in managed mode.
 func (c Config) Managed() bool { return c.Mode == ModeManaged }
 
-// Flags registers every setting on fs with the worker's defaults.
-func Flags(fs *pflag.FlagSet) { flags(fs, WorkerMetricsAddress) }
+// The flags come in groups, so that each binary and each starter command registers only the
+// settings it uses: the worker all of them (Flags), `starter watch` all but the worker's
+// (WatcherFlags), `starter status`, promote and abort CommonFlags and TemporalFlags, the
+// starter's commands that may start a workflow (sync, pause, resume, rollback) StartFlags too,
+// `starter codec-server` CommonFlags and ShutdownFlags. Load gives every setting
+// whose flag is not registered its default, whatever the environment or the config file say,
+// so a command is never stopped by a setting it has no use for (a shared config file with
+// max-concurrent-syncs, or a $KUBECONFIG that does not exist, leave `starter status` alone).
 
-// WatcherFlags registers every setting on fs with the defaults of the starter, whose `watch`
-// serves metrics on WatcherMetricsAddress.
-func WatcherFlags(fs *pflag.FlagSet) { flags(fs, WatcherMetricsAddress) }
+// Flags registers the worker's settings: every group, metrics on WorkerMetricsAddress.
+func Flags(fs *pflag.FlagSet) {
+	controllerGroups(fs, WorkerMetricsAddress)
+	WorkerFlags(fs)
+}
 
-func flags(fs *pflag.FlagSet, metricsAddress string) {
+// WatcherFlags registers the settings of `starter watch`: every group but WorkerFlags, metrics
+// on WatcherMetricsAddress.
+func WatcherFlags(fs *pflag.FlagSet) { controllerGroups(fs, WatcherMetricsAddress) }
+
+// controllerGroups are the groups the worker and the watcher share.
+func controllerGroups(fs *pflag.FlagSet, metricsAddress string) {
+	CommonFlags(fs)
+	TemporalFlags(fs)
+	KubeFlags(fs)
+	ControllerFlags(fs, metricsAddress)
+	ShutdownFlags(fs)
+}
+
+// CommonFlags registers what every command that loads the config uses: the config file, the
+// log's level and format, and the payload codec's keys.
+func CommonFlags(fs *pflag.FlagSet) {
 	fs.String("config", "", "config file (YAML, JSON or TOML) with the same keys as the flags")
-	fs.String("kubeconfig", "", "kubeconfig path; in-cluster config when empty (also $KUBECONFIG)")
-	fs.Float32("kube-qps", 20, "client-side QPS limit towards the Kubernetes API server")
-	fs.Int("kube-burst", 30, "client-side burst towards the Kubernetes API server")
-	fs.String("watch-namespace", "", "only manage Deployments in this namespace (all when empty)")
+	fs.String("log-level", "info", "debug, info, warn or error")
+	fs.String("log-format", "json", "json or text")
+	fs.String("codec-key-file", "", "file of AES-256 keys, one ID=BASE64KEY a line, the first encrypting and every one decrypting (docs/codec.md), that encrypt every payload sent to Temporal: inputs, results, signals, queries, memos, failures; the same file on the worker, the watcher and the starter; empty (the default) sends payloads in clear")
+}
+
+// TemporalFlags registers the connection to Temporal: address, namespace, task queue, TLS, API
+// key, compression, and how long the first dial may retry.
+func TemporalFlags(fs *pflag.FlagSet) {
 	fs.String("temporal-address", "localhost:7233", "Temporal frontend host:port")
 	fs.String("temporal-namespace", "default", "Temporal namespace")
 	fs.String("task-queue", workflows.DefaultTaskQueue, "Temporal task queue")
@@ -121,22 +148,49 @@ func flags(fs *pflag.FlagSet, metricsAddress string) {
 	fs.String("temporal-tls-server-name", "", "server name to verify on the Temporal TLS connection")
 	fs.String("temporal-api-key", "", "API key for Temporal Cloud (implies TLS)")
 	fs.String("temporal-compression", CompressionNone, "gRPC compression of requests to Temporal (and so of its answers): none, or gzip (the SDK's default) where bandwidth to Temporal costs more than CPU")
+	fs.Duration("startup-timeout", 30*time.Second, "how long each start-up wait (Temporal; for the worker and watcher also the Kubernetes API server and the informer caches) retries, logging progress, before the process exits non-zero")
+}
+
+// KubeFlags registers the connection to the Kubernetes API server and the namespace watched.
+func KubeFlags(fs *pflag.FlagSet) {
+	fs.String("kubeconfig", "", "kubeconfig path; in-cluster config when empty (also $KUBECONFIG)")
+	fs.Float32("kube-qps", 20, "client-side QPS limit towards the Kubernetes API server")
+	fs.Int("kube-burst", 30, "client-side burst towards the Kubernetes API server")
+	fs.String("watch-namespace", "", "only manage Deployments in this namespace (all when empty)")
+}
+
+// ControllerFlags registers what the long-running controllers, the worker and the watcher,
+// share: their metrics server (on metricsAddress by default), the mode, and the watcher's
+// resync and StartFlags (the worker runs the watcher with --watch).
+func ControllerFlags(fs *pflag.FlagSet, metricsAddress string) {
 	fs.String("metrics-address", metricsAddress, "listen address for /metrics, /healthz and /readyz; empty disables (defaults: worker "+WorkerMetricsAddress+", starter watch "+WatcherMetricsAddress+")")
-	fs.Duration("startup-timeout", 30*time.Second, "worker and watcher: how long each start-up wait (Kubernetes API server, Temporal, informer caches) retries, logging progress, before the process exits non-zero")
-	fs.Duration("shutdown-timeout", 15*time.Second, "worker and watcher: how long the stop after SIGTERM or a failure may take before the process exits non-zero naming what did not stop")
-	fs.String("log-level", "info", "debug, info, warn or error")
-	fs.String("log-format", "json", "json or text")
-	fs.Duration("resync", 10*time.Minute, "watcher: how often to reconcile open workflows with the cluster (workflows of deleted Deployments end, Deployments without one get one, missed changes are signalled); 0 reconciles at start only")
-	fs.Int("workflow-cache-size", 2000, "worker: workflow executions kept in memory between their tasks (the SDK's sticky cache); one evicted replays its short history on its next task")
 	fs.Bool("pprof", false, "serve Go's /debug/pprof/ on the metrics address (worker and watcher)")
-	fs.Int("max-concurrent-syncs", 20, "worker: workflow tasks (syncs) run at once; more wait in the task queue, not on the client rate limiter")
-	fs.Duration("local-wait", 0, "worker: how long a rollout's wait for its next move runs first inside the workflow task that made the last move (a local activity), so a move within it costs no round trip through Temporal; signals, updates and queries to that workflow wait for it to end, so keep it at most 500ms; 0 (the default) always waits in the AwaitChange activity")
 	fs.String("mode", ModeFull, "worker and watcher: full (every Deployment; kube-controller-manager runs with --controllers=*,-deployment) or managed (only Deployments annotated temporal-rollout.io/managed: \"true\", beside kube-controller-manager's Deployment controller); both must agree")
 	fs.Bool("managed-guard", false, "worker and watcher, managed mode: deploy/managed/guard.yaml's ReplicaSet policy is installed (it denies kube-controller-manager's deployment-controller any scale of a parked Deployment's ReplicaSets; needs --use-service-account-credentials on kube-controller-manager), so Recreate and maxSurge 0 are driven too")
+	StartFlags(fs)
+	fs.Duration("resync", 10*time.Minute, "watcher: how often to reconcile open workflows with the cluster (workflows of deleted Deployments end, Deployments without one get one, missed changes are signalled); 0 reconciles at start only")
+}
+
+// StartFlags registers what a process that starts workflows uses: the watcher, the worker
+// with --watch, and the starter's commands that signal-with-start (sync, pause, resume,
+// rollback).
+func StartFlags(fs *pflag.FlagSet) {
+	fs.Bool("search-attributes", false, "set the K8sNamespace/K8sDeployment search attributes on the workflows this process starts (watcher, worker --watch, starter sync, pause, resume and rollback); the worker and watcher check at start-up that all of workflows.SearchAttributes are registered and exit naming the missing ones")
+}
+
+// ShutdownFlags registers the bound on a long-running process's stop (worker, watcher, codec
+// server).
+func ShutdownFlags(fs *pflag.FlagSet) {
+	fs.Duration("shutdown-timeout", 15*time.Second, "how long the stop after SIGTERM or a failure may take before the process exits non-zero naming what did not stop")
+}
+
+// WorkerFlags registers the worker's own settings.
+func WorkerFlags(fs *pflag.FlagSet) {
+	fs.Int("workflow-cache-size", 2000, "worker: workflow executions kept in memory between their tasks (the SDK's sticky cache); one evicted replays its short history on its next task")
+	fs.Int("max-concurrent-syncs", 20, "worker: workflow tasks (syncs) run at once; more wait in the task queue, not on the client rate limiter")
+	fs.Duration("local-wait", 0, "worker: how long a rollout's wait for its next move runs first inside the workflow task that made the last move (a local activity), so a move within it costs no round trip through Temporal; signals, updates and queries to that workflow wait for it to end, so keep it at most 500ms; 0 (the default) always waits in the AwaitChange activity")
 	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
 	fs.Bool("watch", false, "worker: run the watcher in this process too, on the worker's informer cache, so a created Deployment's workflow starts eagerly (its first workflow task comes back in the start's answer, to this worker, with no trip through matching); `starter watch` is then not needed")
-	fs.String("codec-key-file", "", "file of AES-256 keys, one ID=BASE64KEY a line, the first encrypting and every one decrypting (docs/codec.md), that encrypt every payload sent to Temporal: inputs, results, signals, queries, memos, failures; the same file on the worker, the watcher and the starter; empty (the default) sends payloads in clear")
-	fs.Bool("search-attributes", false, "watcher (and worker --watch): set the K8sNamespace/K8sDeployment search attributes on start; the worker and watcher check at start-up that all of workflows.SearchAttributes are registered and exit naming the missing ones")
 }
 
 // MaxLocalWait bounds --local-wait: a user's pause, promote or status query waits for a local
@@ -149,7 +203,8 @@ const (
 	CompressionGzip = "gzip"
 )
 
-// Load reads flags (already parsed on fs), environment and config file into a Config.
+// Load reads flags (already parsed on fs), environment and config file into a Config. Settings
+// whose flags fs does not register keep their defaults (see CommonFlags and the other groups).
 func Load(fs *pflag.FlagSet) (Config, error) {
 	v := viper.New()
 	v.SetEnvPrefix(EnvPrefix)
@@ -158,6 +213,14 @@ func Load(fs *pflag.FlagSet) (Config, error) {
 	if err := v.BindPFlags(fs); err != nil {
 		return Config{}, fmt.Errorf("bind flags: %w", err)
 	}
+	// A setting whose flag fs lacks is not this command's: its default, over env and file.
+	all := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
+	Flags(all)
+	all.VisitAll(func(f *pflag.Flag) {
+		if fs.Lookup(f.Name) == nil {
+			v.Set(f.Name, f.DefValue)
+		}
+	})
 	if err := v.BindEnv("kubeconfig", EnvPrefix+"_KUBECONFIG", "KUBECONFIG"); err != nil {
 		return Config{}, fmt.Errorf("bind kubeconfig env: %w", err)
 	}

@@ -709,3 +709,107 @@ func TestClientOptionsCodec(t *testing.T) {
 		})
 	}
 }
+
+// workerFlagNames is every flag the worker has had since the flags were split into groups: the
+// split must keep each one.
+var workerFlagNames = []string{
+	"codec-key-file", "config", "kube-burst", "kube-qps", "kubeconfig", "local-wait", "log-format", "log-level",
+	"managed-guard", "max-concurrent-syncs", "metrics-address", "mode", "pprof", "prometheus-address", "resync",
+	"search-attributes", "shutdown-timeout", "startup-timeout", "task-queue", "temporal-address", "temporal-api-key",
+	"temporal-compression", "temporal-namespace", "temporal-tls-ca", "temporal-tls-cert", "temporal-tls-key",
+	"temporal-tls-server-name", "watch", "watch-namespace", "workflow-cache-size",
+}
+
+func flagNames(register func(*pflag.FlagSet)) []string {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	register(fs)
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	return names
+}
+
+// TestFlagGroups: each binary and starter command registers the groups it uses; the worker
+// keeps every flag, and no worker-only flag reaches the starter.
+func TestFlagGroups(t *testing.T) {
+	minus := func(all []string, drop ...string) []string {
+		var out []string
+		for _, n := range all {
+			if !strings.Contains(" "+strings.Join(drop, " ")+" ", " "+n+" ") {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	workerOnly := []string{"local-wait", "max-concurrent-syncs", "prometheus-address", "watch", "workflow-cache-size"}
+	tests := []struct {
+		name string
+		give func(*pflag.FlagSet)
+		want []string
+	}{
+		{name: "worker", give: Flags, want: workerFlagNames},
+		{name: "starter watch", give: WatcherFlags, want: minus(workerFlagNames, workerOnly...)},
+		{name: "worker only", give: WorkerFlags, want: workerOnly},
+		{name: "starter status", give: func(fs *pflag.FlagSet) { CommonFlags(fs); TemporalFlags(fs) }, want: []string{
+			"codec-key-file", "config", "log-format", "log-level", "startup-timeout", "task-queue", "temporal-address",
+			"temporal-api-key", "temporal-compression", "temporal-namespace", "temporal-tls-ca", "temporal-tls-cert",
+			"temporal-tls-key", "temporal-tls-server-name",
+		}},
+		{name: "starter sync", give: func(fs *pflag.FlagSet) { CommonFlags(fs); TemporalFlags(fs); StartFlags(fs) }, want: []string{
+			"codec-key-file", "config", "log-format", "log-level", "search-attributes", "startup-timeout", "task-queue",
+			"temporal-address", "temporal-api-key", "temporal-compression", "temporal-namespace", "temporal-tls-ca",
+			"temporal-tls-cert", "temporal-tls-key", "temporal-tls-server-name",
+		}},
+		{name: "starter codec-server", give: func(fs *pflag.FlagSet) { CommonFlags(fs); ShutdownFlags(fs) }, want: []string{
+			"codec-key-file", "config", "log-format", "log-level", "shutdown-timeout",
+		}},
+		{name: "kube", give: KubeFlags, want: []string{"kube-burst", "kube-qps", "kubeconfig", "watch-namespace"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := flagNames(tt.give); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("flags = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLoadUnregisteredKeepDefaults: a setting whose flag a command does not register keeps its
+// default, whatever the environment and the config file say, and is not validated; the
+// registered ones still read both.
+func TestLoadUnregisteredKeepDefaults(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("ROLLOUT_MAX_CONCURRENT_SYNCS", "0")
+	t.Setenv("ROLLOUT_KUBECONFIG", "/nonexistent/kubeconfig")
+	t.Setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+	t.Setenv("ROLLOUT_TEMPORAL_NAMESPACE", "from-env")
+	file := writeFile(t, "c.yaml", "workflow-cache-size: -1\nkube-qps: 0\nlog-level: debug\n")
+	fs := pflag.NewFlagSet("status", pflag.ContinueOnError)
+	CommonFlags(fs)
+	TemporalFlags(fs)
+	if err := fs.Parse([]string{"--config", file}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(fs)
+	if err != nil {
+		t.Fatalf("Load() error = %v, want nil", err)
+	}
+	want := defaults()
+	want.TemporalNamespace = "from-env"
+	want.LogLevel = "debug"
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Load() = %+v, want %+v", got, want)
+	}
+
+	// The worker registers them all: the same environment and file are errors.
+	fs = pflag.NewFlagSet("worker", pflag.ContinueOnError)
+	Flags(fs)
+	if err := fs.Parse([]string{"--config", file}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(fs)
+	for _, want := range []string{"max-concurrent-syncs must be > 0", "workflow-cache-size must be > 0", "kube-qps must be > 0", "/nonexistent/kubeconfig"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("worker Load() error = %v, want one naming %q", err, want)
+		}
+	}
+}
