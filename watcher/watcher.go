@@ -79,7 +79,20 @@ type Options struct {
 	// poll. The trigger travels in the input (workflows.Input.Trigger). A workflow that
 	// already runs gets the trigger by signal-with-start, as without the option.
 	EagerStart bool
+	// Pacer, when set, paces the trigger signals while the worker's client budget is
+	// saturated (activities.Admission, in the worker's process): a signal becomes a sync that
+	// writes, and a burst of them (an image update to 100 Deployments at QPS 20) queued in the
+	// task queue ahead of users' commands for seconds.
+	Pacer Pacer
 }
+
+// Pacer says how long a sync-causing signal should wait before it is sent (0: now).
+type Pacer interface {
+	Wait(now time.Time) time.Duration
+}
+
+// maxPace bounds how long one signal waits for the Pacer.
+const maxPace = 30 * time.Second
 
 // StatusWriter writes a Deployment's status; *activities.Activities is one.
 type StatusWriter interface {
@@ -367,6 +380,7 @@ func (w *Watcher) processNext(ctx context.Context) bool {
 		w.queue.Forget(key)
 		return true
 	}
+	w.pace(ctx)
 	if err := w.signal(ctx, key); err != nil {
 		w.log.Warn("Signal failed, retrying", "key", key, "error", err)
 		w.queue.AddRateLimited(key)
@@ -374,6 +388,24 @@ func (w *Watcher) processNext(ctx context.Context) bool {
 	}
 	w.queue.Forget(key)
 	return true
+}
+
+// pace waits until the Pacer lets a signal go (at most maxPace).
+func (w *Watcher) pace(ctx context.Context) {
+	if w.opts.Pacer == nil {
+		return
+	}
+	for start := time.Now(); time.Since(start) < maxPace; {
+		d := w.opts.Pacer.Wait(time.Now())
+		if d <= 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(d):
+		}
+	}
 }
 
 // refreshStatus writes a Deployment at rest's status counts, weighed again on the cache as it is

@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -341,6 +342,51 @@ func TestStartOptions(t *testing.T) {
 				if !ok || v != want {
 					t.Errorf("%s = %q (set %t), want %q", key, v, ok, want)
 				}
+			}
+		})
+	}
+}
+
+// countingPacer holds a signal for its first n calls.
+type countingPacer struct {
+	n, calls int
+}
+
+func (p *countingPacer) Wait(time.Time) time.Duration {
+	p.calls++
+	if p.calls <= p.n {
+		return 20 * time.Millisecond
+	}
+	return 0
+}
+
+// A signal waits while the Pacer holds it, and goes once it lets it; a canceled context ends
+// the wait.
+func TestPace(t *testing.T) {
+	tests := []struct {
+		name      string
+		hold      int
+		cancel    bool
+		wantCalls int
+		wantAtLst time.Duration
+	}{
+		{name: "budget free", hold: 0, wantCalls: 1},
+		{name: "held three times", hold: 3, wantCalls: 4, wantAtLst: 60 * time.Millisecond},
+		{name: "canceled while held", hold: 1000, cancel: true, wantCalls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &countingPacer{n: tt.hold}
+			w := &Watcher{opts: Options{Pacer: p}}
+			ctx, cancel := context.WithCancel(context.Background())
+			if tt.cancel {
+				cancel()
+			}
+			defer cancel()
+			start := time.Now()
+			w.pace(ctx)
+			if took := time.Since(start); p.calls != tt.wantCalls || took < tt.wantAtLst {
+				t.Errorf("pace: %d calls in %s, want %d calls in at least %s", p.calls, took, tt.wantCalls, tt.wantAtLst)
 			}
 		})
 	}

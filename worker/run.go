@@ -197,6 +197,8 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 			Managed: cfg.Managed(), ManagedGuard: cfg.ManagedGuard, Status: acts,
 			// This process's worker takes the first workflow task of the workflows it starts.
 			EagerStart: true,
+			// The syncs it causes share this worker's client budget.
+			Pacer: acts.Admission,
 		}, logger.With("component", "watcher")); err != nil {
 			return err
 		}
