@@ -37,13 +37,15 @@ const (
 	QueryStatus = "status"
 	// UpdatePromote (a Workflow Update) moves a stepped rollout past the step it waits at:
 	// {} to the next step, {"full":true} past every remaining step. It is rejected when nothing
-	// waits (no stepped rollout, or a setWeight step still scaling). Returns the Status after
-	// the sync that follows.
+	// waits (no stepped rollout, or a setWeight step still scaling). Returns the Status as
+	// soon as the promote is applied and recorded (the step it moved to); the sync that
+	// carries it out follows at once.
 	UpdatePromote = "promote"
 	// UpdateAbort (a Workflow Update) aborts the rollout under way: {"reason":"..."}. The
 	// Deployment returns to the last revision that completed at full speed, skipping all
 	// steps; the run ends with RolloutOutcome "Aborted". Rejected when nothing is rolling out.
-	// Returns the Status after the sync that follows.
+	// Returns the Status as soon as the abort is applied and recorded (abortReason set); the
+	// rollback follows at once.
 	UpdateAbort = "abort"
 
 	// Search attributes the watcher sets and the workflow upserts; SearchAttributes lists

@@ -233,7 +233,10 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			return Result{}, err
 		}
 		r.drainSignals(ctx)
-		r.applyUpdates(ctx)
+		if r.applyUpdates(ctx) {
+			r.returnUpdates(ctx)
+			r.drainSignals(ctx)
+		}
 		if r.pendingPause != nil {
 			r.applyPause(ctx)
 		}

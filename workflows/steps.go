@@ -132,7 +132,7 @@ func parseUpdate(raw json.RawMessage, v any) error {
 
 // registerUpdates sets the promote and abort update handlers. Each validator rejects what makes
 // no sense now (promote with nothing paused, abort with nothing to abort); an accepted update
-// is applied by the main loop, and returns the status after the sync that follows it.
+// is applied by the main loop, and returns the status once it is applied and recorded.
 func (r *rollout) registerUpdates(ctx workflow.Context) error {
 	promote := func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
 		var req PromoteRequest
@@ -220,7 +220,8 @@ func (r *rollout) canAbort() error {
 
 // applyUpdates applies queued updates (main loop only). Each is validated again: the state may
 // have moved since its validator ran.
-func (r *rollout) applyUpdates(ctx workflow.Context) {
+func (r *rollout) applyUpdates(ctx workflow.Context) bool {
+	applied := len(r.applied)
 	for len(r.updates) > 0 {
 		u := r.updates[0]
 		r.updates = r.updates[1:]
@@ -245,6 +246,16 @@ func (r *rollout) applyUpdates(ctx workflow.Context) {
 		r.dirty = true
 		r.applied = append(r.applied, u)
 	}
+	return len(r.applied) > applied
+}
+
+// returnUpdates answers the updates just applied, before the sync they call for: it marks
+// them done and ends the workflow task (a 1ms timer), whose completion carries their answers
+// to the caller. The sync then runs in the next task. Answered after the sync instead, an
+// update waited for the sync's writes, 300 to 400ms at QPS 200 while 100 Deployments rolled.
+func (r *rollout) returnUpdates(ctx workflow.Context) {
+	r.syncedUpdates()
+	_ = workflow.Sleep(ctx, time.Millisecond)
 }
 
 // syncedUpdates marks the updates applied before a sync as done, once it ran.
