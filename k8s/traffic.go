@@ -21,9 +21,6 @@ import (
 // TrafficWeight). See docs/traffic.md.
 const TrafficAnnotation = "temporal-rollout.io/traffic"
 
-// HeaderRoutesAnnotation, on the HTTPRoute, lists the header routes (setHeaderRoute) the
-// workflow added to it, so that it finds and removes its own rules and no other.
-const HeaderRoutesAnnotation = "temporal-rollout.io/header-routes"
 
 // maxHeaderRoutes bounds the rules setHeaderRoute adds (an HTTPRoute holds at most 16).
 const maxHeaderRoutes = 8
