@@ -35,7 +35,10 @@ type SyncTrafficInput struct {
 	Spec       k8s.TrafficSpec  `json:"spec"`
 	Want       k8s.TrafficState `json:"want"`
 	Available  map[string]int32 `json:"available,omitempty"`
-	Events     []k8s.Event      `json:"events,omitempty"`
+	// AvailableAfter: the same once the sync's plan has run (k8s.AvailableAfter); every
+	// route move is checked against both.
+	AvailableAfter map[string]int32 `json:"availableAfter,omitempty"`
+	Events         []k8s.Event      `json:"events,omitempty"`
 }
 
 // TrafficMoveResult is one move as carried out: the move, whether it wrote, and the invariant
@@ -114,8 +117,7 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 			res.Moves = append(res.Moves, mr)
 			continue
 		}
-		stable, canary := backends(spec, cur.StableHash, cur.CanaryHash, m.Route.CanaryWeight, in.Available)
-		if err := k8s.CheckTraffic(stable, canary); err != nil {
+		if err := checkBoth(spec, cur.StableHash, cur.CanaryHash, m.Route.CanaryWeight, in); err != nil {
 			mr.Check = err.Error()
 			if m.Route.CanaryWeight > cur.Route.CanaryWeight {
 				res.Moves = append(res.Moves, mr)
@@ -139,7 +141,7 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 	}
 	res.After = cur
 	res.Stable, res.Canary = backends(spec, cur.StableHash, cur.CanaryHash, cur.Route.CanaryWeight, in.Available)
-	if err := k8s.CheckTraffic(res.Stable, res.Canary); err != nil {
+	if err := checkBoth(spec, cur.StableHash, cur.CanaryHash, cur.Route.CanaryWeight, in); err != nil {
 		res.Check = err.Error()
 	}
 	a.record(in.Deployment, in.Events)
@@ -152,6 +154,22 @@ func trafficErr(what string, err error) error {
 		// A missing route or Service is not a missing Deployment: back off, do not re-observe
 		// at once.
 		return nonRetryable(ErrTraffic, "%v", err)
+	}
+	return err
+}
+
+// checkBoth checks a route against the pods available now and, for the canary's bound, once
+// the sync's plan has run. The stable Service is weighed as it is now: it is the fallback, and
+// its last pods go in the plan while it still serves the share the canary's bound leaves it.
+func checkBoth(spec k8s.TrafficSpec, stableHash, canaryHash string, canaryWeight int32, in SyncTrafficInput) error {
+	stable, canary := backends(spec, stableHash, canaryHash, canaryWeight, in.Available)
+	err := k8s.CheckTraffic(stable, canary)
+	if err == nil && in.AvailableAfter != nil {
+		s2, c2 := backends(spec, stableHash, canaryHash, canaryWeight, in.AvailableAfter)
+		s2.Available = max(s2.Available, min(stable.Available, 1))
+		if err2 := k8s.CheckTraffic(s2, c2); err2 != nil {
+			err = fmt.Errorf("after the sync's writes: %w", err2)
+		}
 	}
 	return err
 }

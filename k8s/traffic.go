@@ -21,7 +21,6 @@ import (
 // TrafficWeight). See docs/traffic.md.
 const TrafficAnnotation = "temporal-rollout.io/traffic"
 
-
 // maxHeaderRoutes bounds the rules setHeaderRoute adds (an HTTPRoute holds at most 16).
 const maxHeaderRoutes = 8
 
@@ -309,21 +308,25 @@ func CheckTraffic(stable, canary Backend) error {
 	return errors.Join(errs...)
 }
 
-// AvailableAfter is each ReplicaSet's available pods (by pod-template-hash) as a route may
-// count them during a sync's writes: what its status reports, but no more than its size, nor
-// than the size a scaling step of the plan gives it. The traffic moves before the plan's
-// writes, so a ReplicaSet about to scale down has already lost the traffic its going pods
-// served: weights fall before pods go. 3 canary pods available and the plan scales the
-// canary to 0 (an abort): 0.
-func AvailableAfter(rss []*appsv1.ReplicaSet, plan Plan) map[string]int32 {
+// AvailablePods is each ReplicaSet's available pods by pod-template-hash: what its status
+// reports, but no more than its size (pods of a ReplicaSet just scaled down are going).
+func AvailablePods(rss []*appsv1.ReplicaSet) map[string]int32 {
 	out := map[string]int32{}
 	for _, rs := range rss {
-		h := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-		if h == "" {
-			continue
+		if h := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; h != "" {
+			out[h] += min(rs.Status.AvailableReplicas, rsReplicas(rs))
 		}
-		out[h] += min(rs.Status.AvailableReplicas, rsReplicas(rs))
 	}
+	return out
+}
+
+// AvailableAfter is AvailablePods once a sync's plan has run: no more than the size a scaling
+// step gives a ReplicaSet. The traffic moves before the plan's writes, and its weights hold
+// for both: a ReplicaSet about to scale down has already lost the traffic its going pods
+// served (weights fall before pods go). 3 canary pods available and the plan scales the
+// canary to 1: 1.
+func AvailableAfter(rss []*appsv1.ReplicaSet, plan Plan) map[string]int32 {
+	out := AvailablePods(rss)
 	for _, s := range plan.Steps {
 		switch s.Kind {
 		case StepScaleDown, StepScaleUp, StepUpdateRS:

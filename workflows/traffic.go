@@ -66,11 +66,11 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 		target = r.weight()
 		headers = k8s.ActiveHeaderRoutes(r.stepList, s.Step)
 	}
-	avail := k8s.AvailableAfter(snap.ReplicaSets, plan)
-	want := k8s.TrafficState{StableHash: stable, CanaryHash: canary, Route: k8s.RouteState{
-		CanaryWeight: k8s.TrafficWeight(target, avail[canary], avail[stable]), HeaderRoutes: headers,
-	}}
-	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail}
+	// The weight holds before the plan's writes and after them.
+	avail, after := k8s.AvailablePods(snap.ReplicaSets), k8s.AvailableAfter(snap.ReplicaSets, plan)
+	weight := min(k8s.TrafficWeight(target, avail[canary], avail[stable]), k8s.TrafficWeight(target, after[canary], after[stable]))
+	want := k8s.TrafficState{StableHash: stable, CanaryHash: canary, Route: k8s.RouteState{CanaryWeight: weight, HeaderRoutes: headers}}
+	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after}
 	routeName := fmt.Sprintf("%s rule %d", spec.HTTPRoute.Name, spec.HTTPRoute.Rule)
 	changed := r.traffic == nil || r.traffic.Route != routeName || r.traffic.CanaryWeight != want.Route.CanaryWeight ||
 		r.traffic.Stable.Hash != stable || r.traffic.Canary.Hash != canary || headerNames(r.traffic.HeaderRoutes) != headerNames(headers)
