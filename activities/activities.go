@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -43,6 +44,9 @@ const fieldManager = kube.FieldManager
 // Activities holds the dependencies of every activity. Register it whole with the worker.
 type Activities struct {
 	Client kubernetes.Interface
+	// Dynamic reads and writes the Gateway API's HTTPRoutes (traffic routing); nil: no
+	// traffic routing (SyncTraffic fails).
+	Dynamic dynamic.Interface
 	// CommandClient, when set, makes the writes a user asked for through Temporal (pause,
 	// resume, a rollback's template, an image set by the starter) and the reads they need,
 	// under a client budget of their own: like `kubectl rollout pause`, they do not queue

@@ -39,6 +39,8 @@ type argoGive struct {
 	stable, stableAvail      int32
 	canary, canaryAvail      int32
 	older                    int32
+	// scale: a setCanaryScale in force (traffic_test.go).
+	scale *CanaryScale
 }
 
 // argoStart is the start of a setWeight step in TestApproximateWeightedNewStableReplicaCounts:
@@ -455,7 +457,7 @@ func runArgoStep(t *testing.T, g argoGive) argoCounts {
 	canaryHash := PodTemplateHash(&d.Spec.Template, nil)
 	req := Request{}
 	if !g.full {
-		req.Canary = &Canary{Hash: canaryHash, Weight: g.weight}
+		req.Canary = &Canary{Hash: canaryHash, Weight: g.weight, Scale: g.scale}
 	}
 	maxTotal, minAvailable := g.replicas+MaxSurge(d), g.replicas-MaxUnavailable(d)
 	for range 20 {

@@ -63,7 +63,7 @@ func (p *planner) setNewCap() {
 		return
 	}
 	n := replicas(p.d)
-	share, _ := StepShares(c.Weight, n, MaxSurge(p.d))
+	share, _ := p.stepShares()
 	var cur int32
 	if rs := p.newReplicaSet(); rs != nil {
 		cur = min(rsReplicas(rs), n)
@@ -77,7 +77,7 @@ func (p *planner) setNewCap() {
 // new ReplicaSet already at 5, 5; already at 10, 1 (11 pods).
 func (p *planner) oldShare() int32 {
 	n, surge := replicas(p.d), MaxSurge(p.d)
-	share, old := StepShares(p.canary.Weight, n, surge)
+	share, old := p.stepShares()
 	keep := share + old - p.newCap
 	if w := p.canary.Weight; w > 0 && w < 100 && n > 0 && p.newCap+1 <= n+surge {
 		keep = max(keep, 1)
@@ -264,4 +264,18 @@ func (p *planner) scaleDownOldForRollingUpdate(all, old []*appsv1.ReplicaSet, li
 		total += down
 	}
 	return total
+}
+
+// stepShares is StepShares at the canary's weight, or with a setCanaryScale (Canary.Scale) the
+// new ReplicaSet at its scale and the old ones at their share at the weight, the new one within
+// what maxSurge leaves beside them. 10 replicas, maxSurge 3, setWeight 20 and setCanaryScale
+// {"replicas":5}: 5 and 8 (13 pods); {"replicas":10}: 5 too (10 + 3 − 8).
+func (p *planner) stepShares() (newRS, old int32) {
+	n, surge := replicas(p.d), MaxSurge(p.d)
+	newRS, old = StepShares(p.canary.Weight, n, surge)
+	if sc := p.canary.Scale; sc != nil {
+		old = n - WeightReplicas(p.canary.Weight, n)
+		newRS = max(min(sc.replicasOf(n), n+surge-old), 0)
+	}
+	return newRS, old
 }

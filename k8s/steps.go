@@ -39,6 +39,9 @@ type RolloutStep struct {
 	Pause *PauseStep `json:"pause,omitempty"`
 	// Analysis measures a Prometheus query and aborts the rollout when it fails.
 	Analysis *AnalysisStep `json:"analysis,omitempty"`
+	// SetHeaderRoute and SetCanaryScale need the traffic annotation (see traffic.go).
+	SetHeaderRoute *HeaderRoute `json:"setHeaderRoute,omitempty"`
+	SetCanaryScale *CanaryScale `json:"setCanaryScale,omitempty"`
 }
 
 // PauseStep is a pause step. Duration is a Go duration ("30s", "5m") or a number of seconds;
@@ -105,6 +108,10 @@ func (s RolloutStep) Kind() string {
 		return "pause"
 	case s.Analysis != nil:
 		return "analysis"
+	case s.SetHeaderRoute != nil:
+		return "setHeaderRoute"
+	case s.SetCanaryScale != nil:
+		return "setCanaryScale"
 	}
 	return "unknown"
 }
@@ -121,6 +128,10 @@ func (s RolloutStep) String() string {
 		return "pause until promoted"
 	case s.Analysis != nil:
 		return "analysis of " + s.Analysis.Query
+	case s.SetHeaderRoute != nil:
+		return "setHeaderRoute: " + s.SetHeaderRoute.String()
+	case s.SetCanaryScale != nil:
+		return "setCanaryScale " + s.SetCanaryScale.String()
 	}
 	return "unknown step"
 }
@@ -178,13 +189,13 @@ func ParseSteps(annotations map[string]string) ([]RolloutStep, error) {
 
 func validateStep(s RolloutStep, weight int32) error {
 	set := 0
-	for _, b := range []bool{s.SetWeight != nil, s.Pause != nil, s.Analysis != nil} {
+	for _, b := range []bool{s.SetWeight != nil, s.Pause != nil, s.Analysis != nil, s.SetHeaderRoute != nil, s.SetCanaryScale != nil} {
 		if b {
 			set++
 		}
 	}
 	if set != 1 {
-		return fmt.Errorf("a step has exactly one of setWeight, pause or analysis, this one has %d", set)
+		return fmt.Errorf("a step has exactly one of setWeight, pause, analysis, setHeaderRoute or setCanaryScale, this one has %d", set)
 	}
 	switch {
 	case s.SetWeight != nil:
@@ -201,6 +212,10 @@ func validateStep(s RolloutStep, weight int32) error {
 		}
 	case s.Analysis != nil:
 		return s.Analysis.validate()
+	case s.SetHeaderRoute != nil:
+		return s.SetHeaderRoute.validate()
+	case s.SetCanaryScale != nil:
+		return s.SetCanaryScale.validate()
 	}
 	return nil
 }
@@ -272,7 +287,11 @@ func ParseAutoRollback(annotations map[string]string) (bool, error) {
 // RolloutAnnotations is the value of a Deployment's stepped-rollout annotations, as one string
 // to compare: a change to either calls for a new decision.
 func RolloutAnnotations(annotations map[string]string) string {
-	return annotations[StepsAnnotation] + "\x00" + annotations[AutoRollbackAnnotation]
+	s := annotations[StepsAnnotation] + "\x00" + annotations[AutoRollbackAnnotation]
+	if v, ok := annotations[TrafficAnnotation]; ok {
+		s += "\x00" + v
+	}
+	return s
 }
 
 // WeightReplicas is the new ReplicaSet's share of replicas at a weight: ceil(weight% ×

@@ -27,7 +27,7 @@ func TestParseSteps(t *testing.T) {
 		{name: "an object, not a list", give: `{"setWeight":30}`, wantErr: []string{"is not a JSON list of steps"}},
 		{name: "every bad step named", give: `[{"setWeight":"x"},{"pause":{"duration":"soon"}}]`, wantErr: []string{"step 1: json: cannot unmarshal", `step 2: duration "soon"`}},
 		{name: "unknown field", give: `[{"setWeigth":30}]`, wantErr: []string{`unknown field "setWeigth"`}},
-		{name: "two kinds in a step", give: `[{"setWeight":30,"pause":{}}]`, wantErr: []string{"step 1 (setWeight): a step has exactly one of setWeight, pause or analysis, this one has 2"}},
+		{name: "two kinds in a step", give: `[{"setWeight":30,"pause":{}}]`, wantErr: []string{"step 1 (setWeight): a step has exactly one of setWeight, pause, analysis, setHeaderRoute or setCanaryScale, this one has 2"}},
 		{name: "empty step", give: `[{}]`, wantErr: []string{"step 1 (unknown)"}},
 		{name: "weight above 100", give: `[{"setWeight":130}]`, wantErr: []string{"setWeight 130 is not between 0 and 100"}},
 		{name: "weight goes back", give: `[{"setWeight":60},{"setWeight":30}]`, wantErr: []string{"step 2 (setWeight): setWeight 30 is lower than the weight before it (60)"}},

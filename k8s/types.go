@@ -65,6 +65,9 @@ type Canary struct {
 	Hash string `json:"hash"`
 	// Weight is the new ReplicaSet's share of replicas, 0–100.
 	Weight int32 `json:"weight"`
+	// Scale (setCanaryScale) sizes the new ReplicaSet apart from Weight; the old ones keep
+	// their share at Weight. Nil: the new ReplicaSet follows Weight.
+	Scale *CanaryScale `json:"scale,omitempty"`
 	// Hold: the rollout waits at this step (a pause, an analysis, an invalid steps
 	// annotation). The progress deadline does not run, and the Progressing condition says
 	// why (reason CanaryPaused, Message), as upstream's does for a paused Deployment; when the

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -64,6 +65,12 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	commands, _, err := kube.NewClientset(cfg.Kubeconfig, commandQPS, commandBurst)
 	if err != nil {
 		return err
+	}
+	// Traffic routing reads and writes HTTPRoutes (Gateway API) with the dynamic client, on
+	// the rollouts' budget.
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("build dynamic client: %w", err)
 	}
 	var prom *analysis.Client
 	if cfg.PrometheusAddress != "" {
@@ -170,6 +177,7 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	w.RegisterWorkflowWithOptions(workflows.DeploymentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowType})
 	acts := &activities.Activities{
 		Client:        kc,
+		Dynamic:       dyn,
 		CommandClient: commands,
 		Admission:     activities.NewAdmission(kube.BudgetOf(restCfg)),
 		Cache:         cache,

@@ -146,6 +146,8 @@ type Carry struct {
 	// ManagedProgress: the rollout's Progressing condition in managed mode.
 	ManagedProgress *appsv1.DeploymentCondition `json:"managedProgress,omitempty"`
 	ManagedGuard    bool                        `json:"managedGuard,omitempty"`
+	// Traffic: the route as the previous run's last traffic move left it.
+	Traffic *TrafficStatus `json:"traffic,omitempty"`
 }
 
 // Validate checks the namespace and name.
@@ -226,6 +228,9 @@ type Status struct {
 	AbortReason string `json:"abortReason,omitempty"`
 	// AnnotationError names an invalid rollout annotation that holds the rollout.
 	AnnotationError string `json:"annotationError,omitempty"`
+	// Traffic: with the temporal-rollout.io/traffic annotation, the route's weights, header
+	// routes and the invariant's check at the last traffic move (docs/traffic.md).
+	Traffic *TrafficStatus `json:"traffic,omitempty"`
 }
 
 // ReplicaSetStatus is one ReplicaSet's counts.
@@ -236,4 +241,18 @@ type ReplicaSetStatus struct {
 	Replicas  int32  `json:"replicas"`
 	Ready     int32  `json:"ready"`
 	Available int32  `json:"available"`
+}
+
+// TrafficStatus is the traffic routing's part of the status query (and of StepsStatus): the
+// HTTPRoute rule's weights, the pods each Service selects, the header routes, and the check of
+// the invariant (no canary share of traffic above its share of available pods) at the last
+// move: "holds", or what broke it.
+type TrafficStatus struct {
+	Route        string            `json:"route"`
+	StableWeight int32             `json:"stableWeight"`
+	CanaryWeight int32             `json:"canaryWeight"`
+	Stable       k8s.Backend       `json:"stable"`
+	Canary       k8s.Backend       `json:"canary"`
+	HeaderRoutes []k8s.HeaderRoute `json:"headerRoutes,omitempty"`
+	Check        string            `json:"check"`
 }

@@ -128,6 +128,8 @@ type rollout struct {
 
 	trigger, pause, resume, rollback workflow.ReceiveChannel
 
+	// traffic: the route as the last traffic move left it (traffic.go).
+	traffic *TrafficStatus
 	// Stepped rollouts: see steps.go.
 	steps     *stepsState
 	stepList  []k8s.RolloutStep
@@ -191,6 +193,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		r.steps, r.stepList, r.stableHash, r.abort, r.warned = c.Steps, c.StepList, c.StableHash, c.Abort, c.Warned
 		r.managed, r.managedGuard, r.progress = c.Managed, c.ManagedGuard, c.ManagedProgress
 		r.uid, r.localWait = c.UID, c.LocalWait
+		r.traffic = c.Traffic
 		if c.Abort != nil {
 			r.dirty = true
 		}
@@ -311,6 +314,7 @@ func (r *rollout) queryStatus() Status {
 	st.Syncs = r.syncs
 	st.Steps = r.stepsStatus()
 	st.AnnotationError = r.annotationError
+	st.Traffic = r.traffic
 	return st
 }
 
@@ -335,6 +339,7 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 		ManagedProgress: r.progress,
 		UID:             r.uid,
 		LocalWait:       r.localWait,
+		Traffic:         r.traffic,
 	}}
 	r.stopAwait()
 	if r.in.Carry != nil {
@@ -601,6 +606,11 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		r.progress = plan.ManagedProgress
 	}
 	ref := activities.DeploymentRef{Namespace: d.Namespace, Name: d.Name, UID: d.UID}
+	// Traffic moves before the plan's writes: weights fall before pods go (traffic.go).
+	if err := r.syncTraffic(ctx, ref, obs.Snapshot, plan); err != nil {
+		r.report(obs.Snapshot, plan)
+		return plan, true, err
+	}
 	wrote, restarted := false, false
 	for _, step := range foldStatus(plan.Steps) {
 		if step.Kind != k8s.StepEvent && step.Kind != k8s.StepUpdateStatus {

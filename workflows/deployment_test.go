@@ -77,6 +77,9 @@ type fakeCluster struct {
 	// awaitSnapshot: the AwaitChange activity returns the snapshot it decided on, as the real
 	// one does, and the sync may decide on it without an Observe.
 	awaitSnapshot bool
+	// beforeAwait, if set, runs with the lock held when the AwaitChange activity starts (a
+	// test's pods becoming available between syncs).
+	beforeAwait func()
 }
 
 func newFakeCluster(d *appsv1.Deployment, rss ...*appsv1.ReplicaSet) *fakeCluster {
@@ -203,6 +206,9 @@ func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (
 		return activities.AwaitResult{Reason: activities.AwaitResync}, nil
 	}
 	defer f.done("AwaitChange", false, new(error))
+	if f.beforeAwait != nil {
+		f.beforeAwait()
+	}
 	res := activities.AwaitResult{Reason: activities.AwaitDecide}
 	if f.awaitSnapshot && f.d != nil {
 		snap := f.snapshot()

@@ -102,6 +102,8 @@ type StepsStatus struct {
 	Full       bool                    `json:"full,omitempty"`
 	Analysis   *analysisState          `json:"analysis,omitempty"`
 	LastValue  *activities.Measurement `json:"lastMeasurement,omitempty"`
+	// Traffic: the route's weights and header routes (traffic.go).
+	Traffic *TrafficStatus `json:"traffic,omitempty"`
 }
 
 // update is a promote or abort waiting for the main loop.
@@ -329,9 +331,12 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 	if err == nil {
 		_, err = k8s.ParseAutoRollback(d.Annotations)
 	}
+	if err == nil {
+		err = checkTraffic(d.Annotations, steps)
+	}
 	if err != nil {
 		r.endSteps()
-		key := d.Annotations[k8s.StepsAnnotation] + "\x00" + d.Annotations[k8s.AutoRollbackAnnotation]
+		key := k8s.RolloutAnnotations(d.Annotations)
 		msg := "Rollout held: invalid annotation: " + err.Error()
 		if r.warned != key {
 			r.warned = key
@@ -358,7 +363,7 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 	if s.Full || s.Step >= len(steps) {
 		return nil
 	}
-	c := &k8s.Canary{Hash: hash, Weight: r.weight()}
+	c := &k8s.Canary{Hash: hash, Weight: r.weight(), Scale: k8s.ActiveCanaryScale(steps, s.Step)}
 	if s.WaitingFor != WaitingForWeight {
 		c.Hold, c.Message = true, s.Message
 	}
@@ -439,6 +444,9 @@ func (r *rollout) enterStep(ctx workflow.Context, i int) {
 	}
 	step := r.stepList[i]
 	prefix := fmt.Sprintf("Step %d of %d (%s)", i+1, n, step)
+	if r.enterTrafficStep(ctx, i, prefix) {
+		return
+	}
 	switch {
 	case step.SetWeight != nil:
 		s.WaitingFor, s.Message = WaitingForWeight, prefix+": scaling"
@@ -718,6 +726,7 @@ func (r *rollout) stepsStatus() *StepsStatus {
 	st := &StepsStatus{
 		Step: s.Step + 1, Steps: len(r.stepList), Current: r.currentStep(), Weight: r.weight(),
 		WaitingFor: s.WaitingFor, Message: s.Message, PauseUntil: s.PauseUntil, Full: s.Full, Analysis: s.Analysis,
+		Traffic: r.traffic,
 	}
 	if s.Full {
 		st.Weight = 100

@@ -1,0 +1,363 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+// HTTPRouteResource is the Gateway API's HTTPRoute, read and written with the dynamic client.
+var HTTPRouteResource = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}
+
+// ErrTraffic: the traffic routing cannot be carried out (no HTTPRoute, no such rule or
+// Service, a move that would break the invariant). The workflow retries after a backoff.
+const ErrTraffic = "TrafficError"
+
+// headerRulePrefix names the rules setHeaderRoute adds to the HTTPRoute (HTTPRouteRule.name),
+// so that the workflow finds its own rules and no other.
+const headerRulePrefix = "temporal-rollout-"
+
+// SyncTrafficInput is the traffic a sync wants: both Services' selectors and the route's
+// weights and header routes (absolute targets), with the available pods per
+// pod-template-hash (k8s.AvailableAfter) that every move is checked against.
+type SyncTrafficInput struct {
+	Deployment DeploymentRef    `json:"deployment"`
+	Spec       k8s.TrafficSpec  `json:"spec"`
+	Want       k8s.TrafficState `json:"want"`
+	Available  map[string]int32 `json:"available,omitempty"`
+	// AvailableAfter: the same once the sync's plan has run (k8s.AvailableAfter); every
+	// route move is checked against both.
+	AvailableAfter map[string]int32 `json:"availableAfter,omitempty"`
+	Events         []k8s.Event      `json:"events,omitempty"`
+}
+
+// TrafficMoveResult is one move as carried out: the move, whether it wrote, and the invariant
+// check on the route it left ("" when it holds).
+type TrafficMoveResult struct {
+	Move  k8s.TrafficMove `json:"move"`
+	Wrote bool            `json:"wrote,omitempty"`
+	Check string          `json:"check,omitempty"`
+}
+
+// SyncTrafficResult reports the traffic before and after, each move, and the route's
+// backends at the end (weights and available pods).
+type SyncTrafficResult struct {
+	Before k8s.TrafficState    `json:"before"`
+	After  k8s.TrafficState    `json:"after"`
+	Moves  []TrafficMoveResult `json:"moves,omitempty"`
+	Stable k8s.Backend         `json:"stable"`
+	Canary k8s.Backend         `json:"canary"`
+	// Check is the invariant check on the route as left ("" when it holds).
+	Check string `json:"check,omitempty"`
+}
+
+// SyncTraffic brings the two Services and the HTTPRoute to what the workflow wants, in the
+// order k8s.TrafficMoves gives (a Service switches pods only while it has no traffic). Each
+// write carries the resourceVersion it was decided on: a conflict is a stale decision
+// (ErrStale). Every route move is checked (k8s.CheckTraffic) and the check recorded; a move
+// that would raise the canary's weight past the invariant is refused (ErrTraffic), one that
+// lowers it is made, since it only narrows the breach.
+func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (SyncTrafficResult, error) {
+	ns, spec := in.Deployment.Namespace, in.Spec
+	if a.Dynamic == nil {
+		return SyncTrafficResult{}, nonRetryable(ErrTraffic, "sync traffic of %s: the worker has no dynamic client", in.Deployment)
+	}
+	routes := a.Dynamic.Resource(HTTPRouteResource).Namespace(ns)
+	route, err := routes.Get(ctx, spec.HTTPRoute.Name, metav1.GetOptions{})
+	if err != nil {
+		return SyncTrafficResult{}, trafficErr("get httproute "+ns+"/"+spec.HTTPRoute.Name, err)
+	}
+	services := a.client(ctx).CoreV1().Services(ns)
+	svcs := map[string]*corev1.Service{}
+	for _, name := range []string{spec.StableService, spec.CanaryService} {
+		svc, err := services.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return SyncTrafficResult{}, trafficErr("get service "+ns+"/"+name, err)
+		}
+		svcs[name] = svc
+	}
+	cur, err := readTraffic(route, spec, svcs)
+	if err != nil {
+		return SyncTrafficResult{}, nonRetryable(ErrTraffic, "read traffic of %s: %v", in.Deployment, err)
+	}
+	res := SyncTrafficResult{Before: cur}
+	for _, m := range k8s.TrafficMoves(spec, cur, in.Want) {
+		mr := TrafficMoveResult{Move: m}
+		if m.Route == nil {
+			svc := svcs[m.Service]
+			if svc.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey] != m.Hash {
+				obj := svc.DeepCopy()
+				obj.ManagedFields = nil
+				if obj.Spec.Selector == nil {
+					obj.Spec.Selector = map[string]string{}
+				}
+				obj.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey] = m.Hash
+				out, err := services.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+				a.countWrite("update", "services", err)
+				if err != nil {
+					return res, classify(fmt.Sprintf("point service %s/%s at pod-template-hash %s", ns, m.Service, m.Hash), err)
+				}
+				svcs[m.Service], mr.Wrote = out, true
+			}
+			if m.Service == spec.StableService {
+				cur.StableHash = m.Hash
+			} else {
+				cur.CanaryHash = m.Hash
+			}
+			res.Moves = append(res.Moves, mr)
+			continue
+		}
+		if err := checkBoth(spec, cur.StableHash, cur.CanaryHash, m.Route.CanaryWeight, in); err != nil {
+			mr.Check = err.Error()
+			if m.Route.CanaryWeight > cur.Route.CanaryWeight {
+				res.Moves = append(res.Moves, mr)
+				return res, nonRetryable(ErrTraffic, "move httproute %s/%s to canary weight %d: refused, the invariant would not hold: %v", ns, spec.HTTPRoute.Name, m.Route.CanaryWeight, err)
+			}
+		}
+		obj, changed, err := writeRoute(route, spec, *m.Route)
+		if err != nil {
+			return res, nonRetryable(ErrTraffic, "move httproute %s/%s: %v", ns, spec.HTTPRoute.Name, err)
+		}
+		if changed {
+			out, err := routes.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+			a.countWrite("update", "httproutes", err)
+			if err != nil {
+				return res, classify(fmt.Sprintf("move httproute %s/%s to canary weight %d", ns, spec.HTTPRoute.Name, m.Route.CanaryWeight), err)
+			}
+			route, mr.Wrote = out, true
+		}
+		cur.Route = *m.Route
+		res.Moves = append(res.Moves, mr)
+	}
+	res.After = cur
+	res.Stable, res.Canary = backends(spec, cur.StableHash, cur.CanaryHash, cur.Route.CanaryWeight, in.Available)
+	if err := checkBoth(spec, cur.StableHash, cur.CanaryHash, cur.Route.CanaryWeight, in); err != nil {
+		res.Check = err.Error()
+	}
+	a.record(in.Deployment, in.Events)
+	return res, nil
+}
+
+func trafficErr(what string, err error) error {
+	err = classify(what, err)
+	if IsKind(err, ErrNotFound) {
+		// A missing route or Service is not a missing Deployment: back off, do not re-observe
+		// at once.
+		return nonRetryable(ErrTraffic, "%v", err)
+	}
+	return err
+}
+
+// checkBoth checks a route against the pods available now and, for the canary's bound, once
+// the sync's plan has run. The stable Service is weighed as it is now: it is the fallback, and
+// its last pods go in the plan while it still serves the share the canary's bound leaves it.
+func checkBoth(spec k8s.TrafficSpec, stableHash, canaryHash string, canaryWeight int32, in SyncTrafficInput) error {
+	stable, canary := backends(spec, stableHash, canaryHash, canaryWeight, in.Available)
+	err := k8s.CheckTraffic(stable, canary)
+	if err == nil && in.AvailableAfter != nil {
+		s2, c2 := backends(spec, stableHash, canaryHash, canaryWeight, in.AvailableAfter)
+		s2.Available = max(s2.Available, min(stable.Available, 1))
+		if err2 := k8s.CheckTraffic(s2, c2); err2 != nil {
+			err = fmt.Errorf("after the sync's writes: %w", err2)
+		}
+	}
+	return err
+}
+
+func backends(spec k8s.TrafficSpec, stableHash, canaryHash string, canaryWeight int32, avail map[string]int32) (stable, canary k8s.Backend) {
+	stable = k8s.Backend{Service: spec.StableService, Hash: stableHash, Weight: 100 - canaryWeight, Available: avail[stableHash]}
+	canary = k8s.Backend{Service: spec.CanaryService, Hash: canaryHash, Weight: canaryWeight, Available: avail[canaryHash]}
+	return stable, canary
+}
+
+// readTraffic is the traffic as the objects have it. The canary's weight is its percentage of
+// the rule's two weights (0 when both are 0 or it has no backendRef); the header routes are
+// the rules named by headerRulePrefix.
+func readTraffic(route *unstructured.Unstructured, spec k8s.TrafficSpec, svcs map[string]*corev1.Service) (k8s.TrafficState, error) {
+	st := k8s.TrafficState{
+		StableHash: svcs[spec.StableService].Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey],
+		CanaryHash: svcs[spec.CanaryService].Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey],
+	}
+	rules, _, err := unstructured.NestedSlice(route.Object, "spec", "rules")
+	if err != nil {
+		return st, fmt.Errorf("spec.rules: %w", err)
+	}
+	if spec.HTTPRoute.Rule >= len(rules) {
+		return st, fmt.Errorf("httproute %s has %d rules; rule %d does not exist", route.GetName(), len(rules), spec.HTTPRoute.Rule)
+	}
+	rule, _ := rules[spec.HTTPRoute.Rule].(map[string]any)
+	refs, _, _ := unstructured.NestedSlice(rule, "backendRefs")
+	var sw, cw int64
+	var found bool
+	for _, r := range refs {
+		ref, _ := r.(map[string]any)
+		w, ok, _ := unstructured.NestedInt64(ref, "weight")
+		if !ok {
+			w = 1
+		}
+		switch ref["name"] {
+		case spec.StableService:
+			sw, found = w, true
+		case spec.CanaryService:
+			cw = w
+		}
+	}
+	if !found {
+		return st, fmt.Errorf("httproute %s rule %d has no backendRef to the stable service %s", route.GetName(), spec.HTTPRoute.Rule, spec.StableService)
+	}
+	if sw+cw > 0 {
+		st.Route.CanaryWeight = int32(cw * 100 / (sw + cw))
+	}
+	for _, r := range rules {
+		rule, _ := r.(map[string]any)
+		name, _ := rule["name"].(string)
+		if !strings.HasPrefix(name, headerRulePrefix) {
+			continue
+		}
+		st.Route.HeaderRoutes = append(st.Route.HeaderRoutes, k8s.HeaderRoute{Name: strings.TrimPrefix(name, headerRulePrefix), Match: headerMatches(rule)})
+	}
+	return st, nil
+}
+
+// headerMatches is a managed rule's header matches (its first match's headers).
+func headerMatches(rule map[string]any) []k8s.HeaderMatch {
+	matches, _, _ := unstructured.NestedSlice(rule, "matches")
+	if len(matches) == 0 {
+		return nil
+	}
+	m, _ := matches[0].(map[string]any)
+	hs, _, _ := unstructured.NestedSlice(m, "headers")
+	var out []k8s.HeaderMatch
+	for _, h := range hs {
+		hm, _ := h.(map[string]any)
+		name, _ := hm["name"].(string)
+		value, _ := hm["value"].(string)
+		typ, _ := hm["type"].(string)
+		out = append(out, k8s.HeaderMatch{Name: name, Value: value, Type: typ})
+	}
+	return out
+}
+
+// writeRoute is the route with the rule's weights at want (stable 100 − w, canary w; a
+// canary backendRef is added beside the stable one's when missing) and the managed header
+// rules replaced by want's. changed: it differs from route.
+func writeRoute(route *unstructured.Unstructured, spec k8s.TrafficSpec, want k8s.RouteState) (*unstructured.Unstructured, bool, error) {
+	obj := route.DeepCopy()
+	unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
+	rules, _, err := unstructured.NestedSlice(obj.Object, "spec", "rules")
+	if err != nil {
+		return nil, false, fmt.Errorf("spec.rules: %w", err)
+	}
+	if spec.HTTPRoute.Rule >= len(rules) {
+		return nil, false, fmt.Errorf("rule %d does not exist (%d rules)", spec.HTTPRoute.Rule, len(rules))
+	}
+	rule, _ := rules[spec.HTTPRoute.Rule].(map[string]any)
+	refs, _, _ := unstructured.NestedSlice(rule, "backendRefs")
+	var stableRef map[string]any
+	hasCanary := false
+	for _, r := range refs {
+		ref, _ := r.(map[string]any)
+		switch ref["name"] {
+		case spec.StableService:
+			ref["weight"] = int64(100 - want.CanaryWeight)
+			stableRef = ref
+		case spec.CanaryService:
+			ref["weight"] = int64(want.CanaryWeight)
+			hasCanary = true
+		}
+	}
+	if stableRef == nil {
+		return nil, false, fmt.Errorf("rule %d has no backendRef to the stable service %s", spec.HTTPRoute.Rule, spec.StableService)
+	}
+	canaryRef := func(weight int64) map[string]any {
+		ref := map[string]any{"name": spec.CanaryService, "weight": weight}
+		for _, k := range []string{"group", "kind", "port"} {
+			if v, ok := stableRef[k]; ok {
+				ref[k] = v
+			}
+		}
+		return ref
+	}
+	if !hasCanary {
+		refs = append(refs, canaryRef(int64(want.CanaryWeight)))
+	}
+	rule["backendRefs"] = refs
+	rules[spec.HTTPRoute.Rule] = rule
+	// The managed header rules go last, in want's order, each the weighted rule's matches with
+	// the headers added, to the canary Service alone.
+	kept := rules[:0:0]
+	for _, r := range rules {
+		m, _ := r.(map[string]any)
+		if name, _ := m["name"].(string); strings.HasPrefix(name, headerRulePrefix) {
+			continue
+		}
+		kept = append(kept, r)
+	}
+	if len(kept) <= spec.HTTPRoute.Rule || !sameRule(kept[spec.HTTPRoute.Rule], rule) {
+		return nil, false, fmt.Errorf("rule %d is not a rule of your own once the header routes' rules (named %s*) are left out; they go after it", spec.HTTPRoute.Rule, headerRulePrefix)
+	}
+	for _, h := range want.HeaderRoutes {
+		kept = append(kept, headerRule(h, rule, canaryRef(1)))
+	}
+	if err := unstructured.SetNestedSlice(obj.Object, kept, "spec", "rules"); err != nil {
+		return nil, false, fmt.Errorf("set spec.rules: %w", err)
+	}
+	orig, _, _ := unstructured.NestedSlice(route.Object, "spec", "rules")
+	return obj, !equalJSON(orig, kept), nil
+}
+
+// sameRule: a is the very map b (not an equal copy).
+func sameRule(a any, b map[string]any) bool {
+	m, ok := a.(map[string]any)
+	return ok && reflect.ValueOf(m).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+func equalJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// headerRule is a setHeaderRoute's rule: each of the weighted rule's matches (or one that
+// matches every path) with the route's headers added.
+func headerRule(h k8s.HeaderRoute, weighted map[string]any, backend map[string]any) map[string]any {
+	matches, _, _ := unstructured.NestedSlice(weighted, "matches")
+	if len(matches) == 0 {
+		matches = []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": "/"}}}
+	}
+	var headers []any
+	for _, m := range h.Match {
+		typ := m.Type
+		if typ == "" {
+			typ = k8s.HeaderMatchExact
+		}
+		headers = append(headers, map[string]any{"type": typ, "name": m.Name, "value": m.Value})
+	}
+	out := make([]any, 0, len(matches))
+	for _, m := range matches {
+		mm, _ := m.(map[string]any)
+		c := runtimeCopy(mm)
+		existing, _, _ := unstructured.NestedSlice(c, "headers")
+		c["headers"] = append(existing, headers...)
+		out = append(out, c)
+	}
+	return map[string]any{
+		"name":        headerRulePrefix + h.Name,
+		"matches":     out,
+		"backendRefs": []any{backend},
+	}
+}
+
+func runtimeCopy(m map[string]any) map[string]any {
+	return (&unstructured.Unstructured{Object: m}).DeepCopy().Object
+}

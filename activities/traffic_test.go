@@ -1,0 +1,174 @@
+package activities
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+var trafficSpec = k8s.TrafficSpec{HTTPRoute: k8s.HTTPRouteRef{Name: "web"}, StableService: "web-stable", CanaryService: "web-canary"}
+
+func httpRoute(stableWeight int64, extra ...any) *unstructured.Unstructured {
+	rules := []any{map[string]any{
+		"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": "/"}}},
+		"backendRefs": []any{map[string]any{"group": "", "kind": "Service", "name": "web-stable", "port": int64(80), "weight": stableWeight}},
+	}}
+	rules = append(rules, extra...)
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+		"metadata": map[string]any{"namespace": "default", "name": "web", "resourceVersion": "1"},
+		"spec":     map[string]any{"rules": rules},
+	}}
+}
+
+func service(name, hash string) *corev1.Service {
+	sel := map[string]string{"app": "web"}
+	if hash != "" {
+		sel[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+	}
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, ResourceVersion: "1"}, Spec: corev1.ServiceSpec{Selector: sel}}
+}
+
+func trafficActivities(route *unstructured.Unstructured, svcs ...runtime.Object) (*Activities, *dynamicfake.FakeDynamicClient, *fake.Clientset) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{HTTPRouteResource: "HTTPRouteList"}, route)
+	kc := fake.NewSimpleClientset(svcs...)
+	return &Activities{Client: kc, Dynamic: dyn}, dyn, kc
+}
+
+func readBack(t *testing.T, a *Activities, dyn *dynamicfake.FakeDynamicClient, kc *fake.Clientset) (weights map[string]int64, rules []string, stable, canary string) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := dyn.Resource(HTTPRouteResource).Namespace("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
+	weights = map[string]int64{}
+	for i, x := range rs {
+		m := x.(map[string]any)
+		name, _ := m["name"].(string)
+		rules = append(rules, name)
+		if i != 0 {
+			continue
+		}
+		refs, _, _ := unstructured.NestedSlice(m, "backendRefs")
+		for _, ref := range refs {
+			rm := ref.(map[string]any)
+			weights[rm["name"].(string)] = rm["weight"].(int64)
+		}
+	}
+	for _, n := range []string{"web-stable", "web-canary"} {
+		svc, err := kc.CoreV1().Services("default").Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == "web-stable" {
+			stable = svc.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey]
+		} else {
+			canary = svc.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey]
+		}
+	}
+	return weights, rules, stable, canary
+}
+
+func TestSyncTraffic(t *testing.T) {
+	hr := []k8s.HeaderRoute{{Name: "testers", Match: []k8s.HeaderMatch{{Name: "X-Canary", Value: "true"}}}}
+	managed := map[string]any{"name": "temporal-rollout-old", "backendRefs": []any{map[string]any{"name": "web-canary", "port": int64(80)}},
+		"matches": []any{map[string]any{"headers": []any{map[string]any{"name": "X-Old", "value": "1"}}}}}
+	tests := []struct {
+		name        string
+		route       *unstructured.Unstructured
+		stable      string
+		canary      string
+		want        k8s.TrafficState
+		avail       map[string]int32
+		wantWeights map[string]int64
+		wantRules   []string
+		wantStable  string
+		wantCanary  string
+		wantErr     string
+		wantCheck   string
+	}{
+		{name: "a new rollout: canary backendRef added at 0, canary selector to the new hash",
+			route: httpRoute(1), stable: "n", canary: "n", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m"},
+			avail: map[string]int32{"n": 10}, wantWeights: map[string]int64{"web-stable": 100, "web-canary": 0}, wantRules: []string{""}, wantStable: "n", wantCanary: "m"},
+		{name: "raise to 20 with a header route; the old managed rule goes",
+			route: httpRoute(100, managed), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 20, HeaderRoutes: hr}},
+			avail: map[string]int32{"n": 8, "m": 2}, wantWeights: map[string]int64{"web-stable": 80, "web-canary": 20}, wantRules: []string{"", "temporal-rollout-testers"}, wantStable: "n", wantCanary: "m"},
+		{name: "a raise past the invariant is refused",
+			route: httpRoute(100), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 30}},
+			avail: map[string]int32{"n": 8, "m": 2}, wantErr: "the invariant would not hold"},
+		{name: "no such rule", route: func() *unstructured.Unstructured {
+			r := httpRoute(100)
+			r.Object["spec"] = map[string]any{"rules": []any{}}
+			return r
+		}(), stable: "n", canary: "n", want: k8s.TrafficState{StableHash: "n", CanaryHash: "n"}, wantErr: "rule 0 does not exist"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, dyn, kc := trafficActivities(tt.route, service("web-stable", tt.stable), service("web-canary", tt.canary))
+			res, err := a.SyncTraffic(context.Background(), SyncTrafficInput{Deployment: DeploymentRef{Namespace: "default", Name: "web"}, Spec: trafficSpec, Want: tt.want, Available: tt.avail})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("SyncTraffic error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			weights, rules, stable, canary := readBack(t, a, dyn, kc)
+			if !reflect.DeepEqual(weights, tt.wantWeights) || !reflect.DeepEqual(rules, tt.wantRules) || stable != tt.wantStable || canary != tt.wantCanary {
+				t.Errorf("got weights %v, rules %q, selectors %s/%s; want %v, %q, %s/%s", weights, rules, stable, canary, tt.wantWeights, tt.wantRules, tt.wantStable, tt.wantCanary)
+			}
+			if res.Check != tt.wantCheck {
+				t.Errorf("check %q, want %q", res.Check, tt.wantCheck)
+			}
+		})
+	}
+}
+
+// Abort: the route goes back to 100/0 before the canary Service switches.
+func TestSyncTrafficAbortOrder(t *testing.T) {
+	r := httpRoute(70)
+	rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
+	refs := rules[0].(map[string]any)["backendRefs"].([]any)
+	rules[0].(map[string]any)["backendRefs"] = append(refs, map[string]any{"name": "web-canary", "port": int64(80), "weight": int64(30)})
+	_ = unstructured.SetNestedSlice(r.Object, rules, "spec", "rules")
+	a, dyn, kc := trafficActivities(r, service("web-stable", "n"), service("web-canary", "m"))
+	res, err := a.SyncTraffic(context.Background(), SyncTrafficInput{
+		Deployment: DeploymentRef{Namespace: "default", Name: "web"}, Spec: trafficSpec,
+		Want: k8s.TrafficState{StableHash: "n", CanaryHash: "n"}, Available: map[string]int32{"n": 7, "m": 3},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, act := range append(dyn.Actions(), kc.Actions()...) {
+		if act.GetVerb() == "update" {
+			order = append(order, act.GetResource().Resource)
+		}
+	}
+	if res.Before.Route.CanaryWeight != 30 || len(res.Moves) < 2 || res.Moves[0].Move.Route == nil || res.Moves[0].Move.Route.CanaryWeight != 0 || !res.Moves[0].Wrote || res.Moves[1].Move.Service != "web-canary" {
+		t.Errorf("moves %+v, want the route to 0 first, then the canary Service", res.Moves)
+	}
+	weights, _, stable, canary := readBack(t, a, dyn, kc)
+	if weights["web-canary"] != 0 || weights["web-stable"] != 100 || stable != "n" || canary != "n" {
+		t.Errorf("after abort: weights %v, selectors %s/%s; want 100/0 on n/n", weights, stable, canary)
+	}
+	if !reflect.DeepEqual(order, []string{"httproutes", "services"}) {
+		t.Errorf("writes %v, want [httproutes services]", order)
+	}
+}

@@ -1,0 +1,326 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/workflows"
+)
+
+// gatewayAPIVersion pins the Gateway API whose standard-channel HTTPRoute CRD the traffic
+// tests install (from the Go module's config/crd/standard/).
+const gatewayAPIVersion = "v1.4.1"
+
+var gatewayCRDs struct {
+	once sync.Once
+	err  error
+}
+
+// installGatewayCRDs applies the HTTPRoute CRD (and Gateway, GatewayClass: an HTTPRoute's
+// parentRefs name a Gateway) once per run, from the pinned module in the Go module cache.
+func installGatewayCRDs(t *testing.T) {
+	t.Helper()
+	gatewayCRDs.once.Do(func() {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module scratch\n\ngo 1.21\n"), 0o644); err != nil {
+			gatewayCRDs.err = err
+			return
+		}
+		cmd := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/gateway-api@"+gatewayAPIVersion)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			gatewayCRDs.err = fmt.Errorf("go mod download sigs.k8s.io/gateway-api@%s: %w", gatewayAPIVersion, err)
+			return
+		}
+		var mod struct{ Dir string }
+		if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+			gatewayCRDs.err = fmt.Errorf("go mod download: no Dir in %s", out)
+			return
+		}
+		for _, f := range []string{"gatewayclasses", "gateways", "httproutes"} {
+			path := filepath.Join(mod.Dir, "config", "crd", "standard", "gateway.networking.k8s.io_"+f+".yaml")
+			if out, err := runKubectl("--kubeconfig", env.stack.Kubeconfig, "apply", "--server-side", "-f", path); err != nil {
+				gatewayCRDs.err = fmt.Errorf("kubectl apply %s: %v\n%s", path, err, out)
+				return
+			}
+		}
+		if out, err := runKubectl("--kubeconfig", env.stack.Kubeconfig, "wait", "--for", "condition=established", "--timeout=60s", "crd/httproutes.gateway.networking.k8s.io"); err != nil {
+			gatewayCRDs.err = fmt.Errorf("wait for the httproutes CRD: %v\n%s", err, out)
+		}
+	})
+	if gatewayCRDs.err != nil {
+		t.Fatal(gatewayCRDs.err)
+	}
+}
+
+func dynamicClient(t *testing.T) dynamic.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.stack.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dc
+}
+
+// routeView is what a test checks of the route and Services.
+type routeView struct {
+	stableWeight, canaryWeight int64
+	stableHash, canaryHash     string
+	headerRules                []string
+}
+
+func (v routeView) String() string {
+	return fmt.Sprintf("weights %d/%d, selectors %s/%s, header rules %v", v.stableWeight, v.canaryWeight, v.stableHash, v.canaryHash, v.headerRules)
+}
+
+func viewRoute(t *testing.T, dc dynamic.Interface, ns string) routeView {
+	t.Helper()
+	ctx := context.Background()
+	r, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get httproute: %v", err)
+	}
+	return routeOf(t, ns, r)
+}
+
+func routeOf(t *testing.T, ns string, r *unstructured.Unstructured) routeView {
+	var v routeView
+	v.canaryWeight = -1
+	rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
+	for i, x := range rules {
+		rule := x.(map[string]any)
+		if i == 0 {
+			refs, _, _ := unstructured.NestedSlice(rule, "backendRefs")
+			for _, ref := range refs {
+				m := ref.(map[string]any)
+				w, _, _ := unstructured.NestedInt64(m, "weight")
+				switch m["name"] {
+				case "web-stable":
+					v.stableWeight = w
+				case "web-canary":
+					v.canaryWeight = w
+				}
+			}
+			continue
+		}
+		name, _ := rule["name"].(string)
+		b, _ := json.Marshal(rule["matches"])
+		refs, _, _ := unstructured.NestedSlice(rule, "backendRefs")
+		to := ""
+		if len(refs) == 1 {
+			to, _ = refs[0].(map[string]any)["name"].(string)
+		}
+		v.headerRules = append(v.headerRules, fmt.Sprintf("%s→%s %s", name, to, b))
+	}
+	if t != nil {
+		for _, n := range []string{"web-stable", "web-canary"} {
+			svc, err := env.kube.CoreV1().Services(ns).Get(context.Background(), n, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("get service %s: %v", n, err)
+			}
+			if n == "web-stable" {
+				v.stableHash = svc.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey]
+			} else {
+				v.canaryHash = svc.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey]
+			}
+		}
+	}
+	return v
+}
+
+func hashOf(t *testing.T, ns, image string) string {
+	t.Helper()
+	for _, rs := range replicaSets(t, ns) {
+		if rs.Spec.Template.Spec.Containers[0].Image == image {
+			return rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		}
+	}
+	t.Fatalf("no replicaset for %s: %s", image, sizes(t, ns))
+	return ""
+}
+
+func waitRoute(t *testing.T, dc dynamic.Interface, ns string, want routeView, headerWant string) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() string {
+		got := viewRoute(t, dc, ns)
+		hr := strings.Join(got.headerRules, ";")
+		if got.stableWeight != want.stableWeight || got.canaryWeight != want.canaryWeight || got.stableHash != want.stableHash || got.canaryHash != want.canaryHash ||
+			(headerWant == "" && hr != "") || !strings.Contains(hr, headerWant) {
+			return fmt.Sprintf("route %s; want %s with header rules %q", got, want, headerWant)
+		}
+		return ""
+	})
+}
+
+// TestTrafficRouting: a stepped rollout with temporal-rollout.io/traffic on the real stack
+// (apiserver with the Gateway API CRDs; no data plane: the test checks the objects a gateway
+// would read). At each step the HTTPRoute's weights and the Services' selectors are exact, a
+// setHeaderRoute step adds its rule, and an abort sets the weights back to 100/0 before the
+// canary ReplicaSet scales down (a watch on both compares the times).
+func TestTrafficRouting(t *testing.T) {
+	installGatewayCRDs(t)
+	ns := newNamespace(t)
+	dc := dynamicClient(t)
+	ctx := context.Background()
+	for _, n := range []string{"web-stable", "web-canary"} {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}},
+		}}
+		if _, err := env.kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create service %s: %v", n, err)
+		}
+	}
+	route := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+		"metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{
+			"parentRefs": []any{map[string]any{"name": "gateway"}},
+			"rules": []any{map[string]any{
+				"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": "/"}}},
+				"backendRefs": []any{map[string]any{"name": "web-stable", "port": int64(80)}},
+			}},
+		},
+	}}
+	if _, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Create(ctx, route, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create httproute: %v", err)
+	}
+	steps := `[{"setWeight":30},{"pause":{}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"setWeight":50},{"pause":{}}]`
+	traffic := `{"httpRoute":{"name":"web"},"stableService":"web-stable","canaryService":"web-canary"}`
+	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(steps), withAnnotation(k8s.TrafficAnnotation, traffic)))
+	waitComplete(t, ns, "web")
+	h1 := hashOf(t, ns, "nginx:1.25")
+	// At rest both Services select the stable pods, and the stable one takes everything.
+	waitRoute(t, dc, ns, routeView{stableWeight: 100, canaryWeight: 0, stableHash: h1, canaryHash: h1}, "")
+
+	setImage(t, ns, "web", "nginx:1.26")
+	st := waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=3/3 nginx:1.25=7/7")
+	h2 := hashOf(t, ns, "nginx:1.26")
+	waitRoute(t, dc, ns, routeView{stableWeight: 70, canaryWeight: 30, stableHash: h1, canaryHash: h2}, "")
+	st = queryStatus(t, ns, "web")
+	if tr := st.Steps.Traffic; tr == nil || tr.CanaryWeight != 30 || tr.StableWeight != 70 || tr.Check != "holds" || tr.Canary.Available != 3 || tr.Stable.Available != 7 {
+		t.Errorf("status steps.traffic = %+v, want 70/30 on 7 and 3 pods, the invariant holding", st.Steps.Traffic)
+	}
+
+	if out, err := updateCLI(ns, "web", workflows.UpdatePromote); err != nil {
+		t.Fatalf("promote: %v\n%s", err, out)
+	}
+	waitSteps(t, ns, "web", 5, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
+	header := `temporal-rollout-testers→web-canary [{"headers":[{"name":"X-Canary","type":"Exact","value":"true"}],"path":{"type":"PathPrefix","value":"/"}}]`
+	waitRoute(t, dc, ns, routeView{stableWeight: 50, canaryWeight: 50, stableHash: h1, canaryHash: h2}, header)
+	if tr := queryStatus(t, ns, "web").Steps.Traffic; tr == nil || len(tr.HeaderRoutes) != 1 || tr.HeaderRoutes[0].Name != "testers" {
+		t.Errorf("status steps.traffic = %+v, want the testers header route", tr)
+	}
+
+	// Abort: watch the route and the canary ReplicaSet, and compare when each moved.
+	var mu sync.Mutex
+	var weightBack, canaryDown time.Time
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rw, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Watch(wctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("watch httproute: %v", err)
+	}
+	rsw, err := env.kube.AppsV1().ReplicaSets(ns).Watch(wctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("watch replicasets: %v", err)
+	}
+	go func() {
+		for ev := range rw.ResultChan() {
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+				if v := routeOf(nil, ns, u); v.canaryWeight == 0 && v.stableWeight == 100 {
+					mu.Lock()
+					if weightBack.IsZero() {
+						weightBack = time.Now()
+					}
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	go func() {
+		for ev := range rsw.ResultChan() {
+			if rs, ok := ev.Object.(*appsv1.ReplicaSet); ok && rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h2 && *rs.Spec.Replicas < 5 {
+				mu.Lock()
+				if canaryDown.IsZero() {
+					canaryDown = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	time.Sleep(time.Second)
+	if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"testers saw errors"}`); err != nil {
+		t.Fatalf("abort: %v\n%s", err, out)
+	}
+	waitComplete(t, ns, "web")
+	waitRoute(t, dc, ns, routeView{stableWeight: 100, canaryWeight: 0, stableHash: h1, canaryHash: h1}, "")
+	if got := sizes(t, ns); got != "nginx:1.25=10/10 nginx:1.26=0/0" {
+		t.Errorf("after abort: %s, want the stable ReplicaSet back at 10", got)
+	}
+	mu.Lock()
+	back, down := weightBack, canaryDown
+	mu.Unlock()
+	if back.IsZero() || down.IsZero() || !back.Before(down) {
+		t.Errorf("abort: weights back to 100/0 at %s, canary ReplicaSet scaled down at %s; want the weights first",
+			back.Format(time.RFC3339Nano), down.Format(time.RFC3339Nano))
+	} else {
+		t.Logf("abort: weights back to 100/0 %s before the canary ReplicaSet scaled down", down.Sub(back))
+	}
+	for _, want := range []string{"TrafficShifted: Route web rule 0: canary web-canary 30%, stable web-stable 70%",
+		"TrafficShifted: Route web rule 0: canary web-canary 0%, stable web-stable 100%"} {
+		waitEvent(t, ns, "web", want)
+	}
+	for _, ev := range events(t, ns, "web") {
+		if strings.Contains(ev, "TrafficInvariant") {
+			t.Errorf("event %s: the invariant broke", ev)
+		}
+	}
+}
+
+// TestTrafficInvalidAnnotation: an invalid traffic annotation holds the rollout with a Warning
+// naming every problem, and nothing moves.
+func TestTrafficInvalidAnnotation(t *testing.T) {
+	ns := newNamespace(t)
+	create(t, newDeployment(ns, "web", 4, "nginx:1.25", rolling("25%", "25%"), withSteps(`[{"setWeight":50},{"pause":{}}]`),
+		withAnnotation(k8s.TrafficAnnotation, `{"httpRoute":{"rule":-1},"stableService":"web"}`)))
+	waitComplete(t, ns, "web")
+	setImage(t, ns, "web", "nginx:1.26")
+	waitEvent(t, ns, "web", "InvalidRolloutAnnotation: Rollout held: invalid annotation: temporal-rollout.io/traffic: httpRoute.name is missing")
+	eventually(t, 30*time.Second, func() string {
+		st := queryStatus(t, ns, "web")
+		for _, w := range []string{"httpRoute.name is missing", "canaryService is missing", "httpRoute.rule -1"} {
+			if !strings.Contains(st.AnnotationError, w) {
+				return fmt.Sprintf("annotationError %q, want it to say %q", st.AnnotationError, w)
+			}
+		}
+		return ""
+	})
+	if n := len(replicaSets(t, ns)); n != 1 {
+		t.Errorf("%d ReplicaSets, want 1: nothing moves (%s)", n, sizes(t, ns))
+	}
+}

@@ -1,0 +1,128 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+// Traffic routing (temporal-rollout.io/traffic, docs/traffic.md). Every sync of a Deployment
+// with the annotation brings the stable and canary Services and the HTTPRoute to what the
+// rollout wants, before the plan's writes: the canary's weight is the step's, capped by its
+// share of the available pods (k8s.TrafficWeight), so it rises only as canary pods become
+// available and falls before they go; an abort sends every request to the stable Service
+// before the canary ReplicaSet scales down. A Deployment without the annotation runs none of
+// this: histories recorded before it replay as they ran.
+
+// checkTraffic validates the traffic annotation and the steps that need it.
+func checkTraffic(annotations map[string]string, steps []k8s.RolloutStep) error {
+	spec, err := k8s.ParseTraffic(annotations)
+	if err != nil {
+		return err
+	}
+	return k8s.TrafficSteps(spec, steps)
+}
+
+// enterTrafficStep passes a setHeaderRoute or setCanaryScale step at once (as Argo Rollouts
+// does): the sync that follows writes the route or scales the canary. It reports whether step
+// i was one.
+func (r *rollout) enterTrafficStep(ctx workflow.Context, i int, prefix string) bool {
+	step := r.stepList[i]
+	if step.SetHeaderRoute == nil && step.SetCanaryScale == nil {
+		return false
+	}
+	r.steps.WaitingFor, r.steps.Message = "", prefix+": set"
+	r.recordStep(ctx, "RolloutStep", r.steps.Message)
+	r.dirty = true
+	r.enterStep(ctx, i+1)
+	return true
+}
+
+// syncTraffic moves the traffic for a sync's plan (nothing without a valid traffic
+// annotation, or while an invalid annotation holds the rollout).
+func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
+	d := k8s.Effective(snap.Deployment)
+	spec, err := k8s.ParseTraffic(d.Annotations)
+	if spec == nil || err != nil || r.annotationError != "" || plan.CanaryStale {
+		return nil
+	}
+	// The stable Service selects the stable template; the canary Service the new one during a
+	// rollout, the stable one otherwise. The template that completes in this sync is the
+	// stable one from here on.
+	stable, canary := r.stableHash, r.lastHash
+	if plan.Phase == k8s.PhaseComplete || stable == "" {
+		stable = canary
+	}
+	target := int32(100)
+	var headers []k8s.HeaderRoute
+	switch s := r.steps; {
+	case r.abort != nil || canary == stable:
+		target, canary = 0, stable
+	case s != nil && !s.Full && s.Step < len(r.stepList):
+		target = r.weight()
+		headers = k8s.ActiveHeaderRoutes(r.stepList, s.Step)
+	}
+	// The weight holds before the plan's writes and after them.
+	avail, after := k8s.AvailablePods(snap.ReplicaSets), k8s.AvailableAfter(snap.ReplicaSets, plan)
+	weight := min(k8s.TrafficWeight(target, avail[canary], avail[stable]), k8s.TrafficWeight(target, after[canary], after[stable]))
+	want := k8s.TrafficState{StableHash: stable, CanaryHash: canary, Route: k8s.RouteState{CanaryWeight: weight, HeaderRoutes: headers}}
+	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after}
+	routeName := fmt.Sprintf("%s rule %d", spec.HTTPRoute.Name, spec.HTTPRoute.Rule)
+	changed := r.traffic == nil || r.traffic.Route != routeName || r.traffic.CanaryWeight != want.Route.CanaryWeight ||
+		r.traffic.Stable.Hash != stable || r.traffic.Canary.Hash != canary || headerNames(r.traffic.HeaderRoutes) != headerNames(headers)
+	if changed {
+		in.Events = []k8s.Event{{Type: "Normal", Reason: "TrafficShifted", Message: trafficMessage(routeName, *spec, want, avail, target)}}
+	}
+	var res activities.SyncTrafficResult
+	err = workflow.ExecuteLocalActivity(ctx, a.SyncTraffic, in).Get(ctx, &res)
+	for _, m := range res.Moves {
+		if m.Check != "" {
+			r.recordStepWarning(ctx, "TrafficInvariant", "Traffic move on "+routeName+": "+m.Check)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("sync traffic on httproute %s: %w", routeName, err)
+	}
+	st := &TrafficStatus{
+		Route: routeName, StableWeight: res.Stable.Weight, CanaryWeight: res.Canary.Weight,
+		Stable: res.Stable, Canary: res.Canary, HeaderRoutes: res.After.Route.HeaderRoutes, Check: "holds",
+	}
+	if res.Check != "" {
+		st.Check = res.Check
+	}
+	r.traffic = st
+	if changed {
+		r.upsertStepState(ctx)
+	}
+	return nil
+}
+
+func headerNames(hs []k8s.HeaderRoute) string {
+	names := make([]string, len(hs))
+	for i, h := range hs {
+		names[i] = h.Name
+	}
+	return strings.Join(names, ",")
+}
+
+// trafficMessage describes a traffic move for its event: "Route web rule 0: canary web-canary
+// 20%, stable web-stable 80% (step weight 30; canary 2 of 10 available pods); header routes:
+// testers".
+func trafficMessage(route string, spec k8s.TrafficSpec, want k8s.TrafficState, avail map[string]int32, target int32) string {
+	w := want.Route.CanaryWeight
+	msg := fmt.Sprintf("Route %s: canary %s %d%%, stable %s %d%%", route, spec.CanaryService, w, spec.StableService, 100-w)
+	if want.CanaryHash != want.StableHash {
+		ca, sa := avail[want.CanaryHash], avail[want.StableHash]
+		msg += fmt.Sprintf(" (target %d%%; canary %d of %d available pods)", target, ca, ca+sa)
+	} else {
+		msg += fmt.Sprintf(" (both on pod-template-hash %s)", want.StableHash)
+	}
+	if len(want.Route.HeaderRoutes) > 0 {
+		msg += "; header routes: " + headerNames(want.Route.HeaderRoutes)
+	}
+	return msg
+}

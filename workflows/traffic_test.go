@@ -1,0 +1,165 @@
+package workflows
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+const testTraffic = `{"httpRoute":{"name":"web"},"stableService":"web-stable","canaryService":"web-canary"}`
+
+// trafficMove is one SyncTraffic call as the fake cluster saw it: the weight asked for, the
+// pods then available on each template, and its place among the activity calls.
+type trafficMove struct {
+	want                  k8s.TrafficState
+	canaryAvail, stableAv int32
+	at                    int
+}
+
+// fakeRoute plays the HTTPRoute and the Services for the fake cluster.
+type fakeRoute struct {
+	f     *fakeCluster
+	state k8s.TrafficState
+	moves []trafficMove
+}
+
+func (r *fakeRoute) SyncTraffic(_ context.Context, in activities.SyncTrafficInput) (_ activities.SyncTrafficResult, err error) {
+	f := r.f
+	f.mu.Lock()
+	defer f.done("SyncTraffic", true, &err)
+	avail := map[string]int32{}
+	for _, rs := range f.rss {
+		avail[rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]] += rs.Status.AvailableReplicas
+	}
+	r.moves = append(r.moves, trafficMove{want: in.Want, canaryAvail: avail[in.Want.CanaryHash], stableAv: avail[in.Want.StableHash], at: len(f.order)})
+	res := activities.SyncTrafficResult{Before: r.state, After: in.Want}
+	r.state = in.Want
+	stable := k8s.Backend{Service: in.Spec.StableService, Hash: in.Want.StableHash, Weight: 100 - in.Want.Route.CanaryWeight, Available: in.Available[in.Want.StableHash]}
+	canary := k8s.Backend{Service: in.Spec.CanaryService, Hash: in.Want.CanaryHash, Weight: in.Want.Route.CanaryWeight, Available: in.Available[in.Want.CanaryHash]}
+	res.Stable, res.Canary = stable, canary
+	if err := k8s.CheckTraffic(stable, canary); err != nil {
+		res.Check = err.Error()
+	}
+	f.events = append(f.events, in.Events...)
+	return res, nil
+}
+
+// A setWeight step raises the route's canary weight only once the canary pods are available
+// (they come up between syncs here), the status shows the weights and the header route, and
+// an abort sends every request back to the stable Service before the canary ReplicaSet
+// scales down.
+func TestTrafficRouting(t *testing.T) {
+	f := stepped(`[{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"setWeight":30},{"pause":{}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	v1, v2 := podTemplate("nginx:v1"), podTemplate("nginx:v2")
+	h1, h2 := k8s.PodTemplateHash(&v1, nil), k8s.PodTemplateHash(&v2, nil)
+	// New canary pods are not available until the next wait: the ReplicaSet controller and
+	// the kubelet take a while.
+	lagging := map[string]int32{}
+	f.afterWrite = func(activity string) {
+		if activity != "ScaleUpReplicaSet" && activity != "CreateReplicaSet" {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, rs := range f.rss {
+			if h := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; h == h2 {
+				if prev, ok := lagging[h]; ok || activity == "CreateReplicaSet" {
+					rs.Status.AvailableReplicas = min(prev, rs.Status.AvailableReplicas)
+				}
+			}
+		}
+	}
+	f.beforeAwait = func() {
+		for _, rs := range f.rss {
+			settle(rs)
+			lagging[rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]] = rs.Status.AvailableReplicas
+		}
+	}
+	route := &fakeRoute{f: f}
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	var aborted updateOutcome
+	at(env, time.Hour, func() {
+		st := queryStatus(t, env)
+		tr := st.Steps.Traffic
+		check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForPromote, "in the pause: steps %+v, want waiting for promote", st.Steps)
+		check(t, tr != nil && tr.CanaryWeight == 30 && tr.StableWeight == 70 && tr.Check == "holds" && len(tr.HeaderRoutes) == 1 && tr.HeaderRoutes[0].Name == "testers",
+			"in the pause: traffic %+v, want 70/30, the testers header route, and the invariant holding", tr)
+		check(t, tr != nil && tr.Canary.Hash == h2 && tr.Stable.Hash == h1, "in the pause: traffic %+v, want canary on %s and stable on %s", tr, h2, h1)
+	})
+	updateAt(env, 2*time.Hour, UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
+	env.ExecuteWorkflow(WorkflowType, input())
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
+	if !aborted.completed || aborted.err != nil {
+		t.Fatalf("abort: %+v, want completed", aborted)
+	}
+
+	// Every move kept the canary within its share of available pods, as the cluster had them.
+	raisedAt, sawHeld := -1, false
+	for i, m := range route.moves {
+		w := m.want.Route.CanaryWeight
+		if m.want.CanaryHash != m.want.StableHash && int64(w)*int64(m.canaryAvail+m.stableAv) > 100*int64(m.canaryAvail) {
+			t.Errorf("move %d: canary weight %d on %d of %d available pods", i, w, m.canaryAvail, m.canaryAvail+m.stableAv)
+		}
+		if w == 0 && m.want.CanaryHash == h2 && f.calls["CreateReplicaSet"] > 0 && raisedAt < 0 && m.canaryAvail == 0 && i > 0 {
+			sawHeld = true
+		}
+		if w == 30 && raisedAt < 0 {
+			raisedAt = i
+		}
+	}
+	if raisedAt < 0 || !sawHeld {
+		t.Errorf("moves %+v: want the weight held at 0 while the canary pods were not available, then 30", route.moves)
+	}
+	// Abort: the route back to 100/0, and no header route, before the canary scales down.
+	firstDown, back := -1, -1
+	for i, act := range f.order {
+		if act == "ScaleDownReplicaSet" && i > route.moves[raisedAt].at && firstDown < 0 {
+			firstDown = i
+		}
+	}
+	for _, m := range route.moves[raisedAt:] {
+		if m.want.Route.CanaryWeight == 0 && len(m.want.Route.HeaderRoutes) == 0 && back < 0 {
+			back = m.at
+		}
+	}
+	if back < 0 || firstDown < 0 || back > firstDown {
+		t.Errorf("abort: traffic back to stable at call %d, first scale-down at %d; want the traffic first (order %v)", back, firstDown, f.order)
+	}
+	if last := route.state; last.StableHash != h1 || last.CanaryHash != h1 || last.Route.CanaryWeight != 0 || len(last.Route.HeaderRoutes) > 0 {
+		t.Errorf("after abort: route %+v, want both Services on %s, weight 0, no header route", last, h1)
+	}
+	if !f.hasEvent("TrafficShifted") {
+		t.Errorf("no TrafficShifted event")
+	}
+	for _, ev := range f.events {
+		if ev.Reason == "TrafficInvariant" {
+			t.Errorf("event %+v: the invariant broke", ev)
+		}
+	}
+}
+
+// Without the traffic annotation, setHeaderRoute is an invalid step: the rollout is held.
+func TestTrafficStepNeedsAnnotation(t *testing.T) {
+	f := stepped(`[{"setCanaryScale":{"replicas":1}},{"setWeight":30}]`)
+	env := newEnv(t, f)
+	at(env, 10*time.Minute, func() {
+		st := queryStatus(t, env)
+		check(t, strings.Contains(st.AnnotationError, "needs the temporal-rollout.io/traffic annotation"), "annotationError %q", st.AnnotationError)
+		check(t, f.numReplicaSets() == 1, "%d ReplicaSets, want 1 (left as it is)", f.numReplicaSets())
+	})
+	endByDeletion(env, f, time.Hour)
+	env.ExecuteWorkflow(WorkflowType, input())
+	if !f.hasEvent("InvalidRolloutAnnotation") {
+		t.Errorf("no InvalidRolloutAnnotation event")
+	}
+}
