@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -144,6 +145,11 @@ type Carry struct {
 	// ManagedProgress: the rollout's Progressing condition in managed mode.
 	ManagedProgress *appsv1.DeploymentCondition `json:"managedProgress,omitempty"`
 	ManagedGuard    bool                        `json:"managedGuard,omitempty"`
+	// Notify is the notify annotation as the previous run last read it, UIURL the worker's
+	// --ui-url, and Notifications those not yet delivered, which this run sends.
+	Notify        *k8s.NotifyConfig        `json:"notify,omitempty"`
+	UIURL         string                   `json:"uiURL,omitempty"`
+	Notifications []activities.NotifyInput `json:"notifications,omitempty"`
 }
 
 // Validate checks the namespace and name.

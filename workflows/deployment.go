@@ -152,6 +152,8 @@ type rollout struct {
 	updateSeq        int
 	kick             workflow.Channel
 	ended            bool
+	// notifier: the webhook of the notify annotation (notify.go).
+	notifier notifier
 }
 
 // DeploymentWorkflow drives one Deployment, the way kube-controller-manager's Deployment
@@ -191,6 +193,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		r.steps, r.stepList, r.stableHash, r.abort, r.warned = c.Steps, c.StepList, c.StableHash, c.Abort, c.Warned
 		r.managed, r.managedGuard, r.progress = c.Managed, c.ManagedGuard, c.ManagedProgress
 		r.uid, r.localWait = c.UID, c.LocalWait
+		r.notifier.config, r.notifier.uiURL = c.Notify, c.UIURL
 		if c.Abort != nil {
 			r.dirty = true
 		}
@@ -209,6 +212,11 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 	}
 	ctx = workflow.WithLocalActivityOptions(ctx, localActivityOptions)
 	r.resumeStepWaits(ctx)
+	if c := in.Carry; c != nil {
+		for i := range c.Notifications {
+			r.deliver(ctx, &c.Notifications[i])
+		}
+	}
 
 	if len(in.Image) > 0 {
 		if err := r.setImage(ctx); err != nil {
@@ -332,6 +340,10 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 		ManagedProgress: r.progress,
 		UID:             r.uid,
 		LocalWait:       r.localWait,
+
+		Notify:        r.notifier.config,
+		UIURL:         r.notifier.uiURL,
+		Notifications: r.carriedNotifications(),
 	}}
 	r.stopAwait()
 	if r.in.Carry != nil {
@@ -572,6 +584,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		return k8s.Plan{}, false, fmt.Errorf("observe: %w", err)
 	} else {
 		r.managed, r.managedGuard, r.localWait = obs.Managed, obs.ManagedGuard, obs.LocalWait
+		r.notifier.uiURL = obs.UIURL
 	}
 	r.observed = nil
 	r.atLeast, r.liveNext = nil, false
@@ -587,6 +600,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	if req.Managed {
 		req.ManagedProgress, req.ManagedGuard = r.progress, r.managedGuard
 	}
+	r.readNotify(ctx, k8s.Effective(d))
 	req.Canary = r.canaryRequest(ctx, obs.Snapshot)
 	r.canaryReq = req.Canary
 	r.rolloutAnnotations = k8s.RolloutAnnotations(d.Annotations)
@@ -777,6 +791,7 @@ func (r *rollout) setWake(ctx workflow.Context, at time.Time) {
 
 func (r *rollout) finishRollout(ctx workflow.Context, outcome string) {
 	r.upsertSearchAttributes(ctx, outcome)
+	r.notifyOutcome(ctx, outcome)
 	if !r.progressed {
 		return
 	}

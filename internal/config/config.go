@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,9 @@ type Config struct {
 	Pprof bool `mapstructure:"pprof"`
 	// PrometheusAddress is the Prometheus server analysis steps query (worker).
 	PrometheusAddress string `mapstructure:"prometheus-address"`
+	// UIURL is the Temporal UI's address (worker), e.g. http://localhost:8233: notifications
+	// link to <ui-url>/namespaces/<namespace>/workflows/<workflow-id>. Empty: no link.
+	UIURL string `mapstructure:"ui-url"`
 	// Mode is "full" (our worker is the cluster's Deployment controller: kube-controller-manager
 	// runs with --controllers=*,-deployment; also when empty) or "managed" (beside the built-in controller, only
 	// Deployments annotated temporal-rollout.io/managed: "true"). Worker and watcher alike.
@@ -134,6 +138,7 @@ func flags(fs *pflag.FlagSet, metricsAddress string) {
 	fs.String("mode", ModeFull, "worker and watcher: full (every Deployment; kube-controller-manager runs with --controllers=*,-deployment) or managed (only Deployments annotated temporal-rollout.io/managed: \"true\", beside kube-controller-manager's Deployment controller); both must agree")
 	fs.Bool("managed-guard", false, "worker and watcher, managed mode: deploy/managed/guard.yaml's ReplicaSet policy is installed (it denies kube-controller-manager's deployment-controller any scale of a parked Deployment's ReplicaSets; needs --use-service-account-credentials on kube-controller-manager), so Recreate and maxSurge 0 are driven too")
 	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
+	fs.String("ui-url", "", "worker: the Temporal UI's address (http://localhost:8233), which rollout notifications (the temporal-rollout.io/notify annotation) link to as <ui-url>/namespaces/<namespace>/workflows/<workflow-id>; empty: no link")
 	fs.Bool("watch", false, "worker: run the watcher in this process too, on the worker's informer cache, so a created Deployment's workflow starts eagerly (its first workflow task comes back in the start's answer, to this worker, with no trip through matching); `starter watch` is then not needed")
 	fs.String("codec-key-file", "", "file of AES-256 keys, one ID=BASE64KEY a line, the first encrypting and every one decrypting (docs/codec.md), that encrypt every payload sent to Temporal: inputs, results, signals, queries, memos, failures; the same file on the worker, the watcher and the starter; empty (the default) sends payloads in clear")
 	fs.Bool("search-attributes", false, "watcher (and worker --watch): set the K8sNamespace/K8sDeployment search attributes on start; the worker and watcher check at start-up that all of workflows.SearchAttributes are registered and exit naming the missing ones")
@@ -238,6 +243,11 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("shutdown-timeout must be > 0, got %s", c.ShutdownTimeout))
+	}
+	if c.UIURL != "" {
+		if u, err := url.Parse(c.UIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("ui-url must be an http(s) URL like http://localhost:8233, got %q", c.UIURL))
+		}
 	}
 	if c.CodecKeyFile != "" {
 		if _, err := codec.Load(c.CodecKeyFile); err != nil {
