@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -61,6 +62,14 @@ type Activities struct {
 	// Prometheus answers analysis steps' queries; nil when the worker has no
 	// --prometheus-address.
 	Prometheus Prometheus
+	// HTTP sends web analyses' requests and notifications; nil is http.DefaultClient (each
+	// request is bounded by its own timeout).
+	HTTP *http.Client
+	// JobPoll is how often RunAnalysisJob reads its Job; 0 is defaultJobPoll.
+	JobPoll time.Duration
+	// UIURL is --ui-url, the Temporal UI's address. Observe reports it, so the workflow links
+	// its notifications to itself (and a replay decides on the value the run saw).
+	UIURL string
 	// Managed: the worker runs in managed mode (--mode managed), beside kube-controller-manager's
 	// own Deployment controller. Observe reports it, so the workflow decides with
 	// k8s.Request.Managed.

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+
+	"github.com/temporal-rollout/rollout/analysis"
+	"github.com/temporal-rollout/rollout/k8s"
 )
 
 // Prometheus answers instant PromQL queries (analysis.Client): the single value of the result,
@@ -23,6 +26,16 @@ type MeasureInput struct {
 	Query       string   `json:"query"`
 	Min         *float64 `json:"min,omitempty"`
 	Max         *float64 `json:"max,omitempty"`
+	// Web, when set, measures an HTTP endpoint instead of Query (k8s.WebMetric).
+	Web *k8s.WebMetric `json:"web,omitempty"`
+}
+
+// subject names what is measured in messages: the query, or "GET <url> <path>".
+func (in MeasureInput) subject() string {
+	if in.Web != nil {
+		return in.Web.String()
+	}
+	return in.Query
 }
 
 // Verdicts of one measurement.
@@ -34,6 +47,10 @@ const (
 
 // Measurement is one measurement and its verdict, as the history records it.
 type Measurement struct {
+	// Provider is web or job for those providers; empty for Prometheus.
+	Provider string `json:"provider,omitempty"`
+	// Job is the analysis Job's name (job provider).
+	Job     string    `json:"job,omitempty"`
 	Value   *float64  `json:"value,omitempty"`
 	Verdict string    `json:"verdict"`
 	Message string    `json:"message"`
@@ -46,7 +63,12 @@ const ErrNoPrometheus = "NoPrometheus"
 // MeasureAnalysis queries Prometheus once and weighs the value against the step's bounds. A
 // query that fails (Prometheus unreachable, a bad query, a result that is not one value) is an
 // error, retried by the activity's retry policy and never a failed measurement.
+//
+// With Web set it sends the step's HTTP request instead (measureWeb).
 func (a *Activities) MeasureAnalysis(ctx context.Context, in MeasureInput) (Measurement, error) {
+	if in.Web != nil {
+		return a.measureWeb(ctx, in)
+	}
 	if a.Prometheus == nil {
 		return Measurement{}, nonRetryable(ErrNoPrometheus, "analysis of %s: the worker has no Prometheus to ask (start it with --prometheus-address)", in.Deployment)
 	}
@@ -67,21 +89,43 @@ func (a *Activities) MeasureAnalysis(ctx context.Context, in MeasureInput) (Meas
 // Weigh is a measurement's verdict: NoData without a value, Successful within [Min, Max],
 // Failed otherwise.
 func Weigh(in MeasureInput, v float64, ok bool) Measurement {
+	subject := in.subject()
 	if !ok {
-		return Measurement{Verdict: VerdictNoData, Message: fmt.Sprintf("measurement %d: %s returned no data", in.Measurement, in.Query)}
+		return Measurement{Verdict: VerdictNoData, Message: fmt.Sprintf("measurement %d: %s returned no data", in.Measurement, subject)}
 	}
 	m := Measurement{Value: &v, Verdict: VerdictSuccessful}
 	switch {
 	case in.Min != nil && v < *in.Min:
 		m.Verdict = VerdictFailed
-		m.Message = fmt.Sprintf("measurement %d: %s = %g, below min %g", in.Measurement, in.Query, v, *in.Min)
+		m.Message = fmt.Sprintf("measurement %d: %s = %g, below min %g", in.Measurement, subject, v, *in.Min)
 	case in.Max != nil && v > *in.Max:
 		m.Verdict = VerdictFailed
-		m.Message = fmt.Sprintf("measurement %d: %s = %g, above max %g", in.Measurement, in.Query, v, *in.Max)
+		m.Message = fmt.Sprintf("measurement %d: %s = %g, above max %g", in.Measurement, subject, v, *in.Max)
 	default:
-		m.Message = fmt.Sprintf("measurement %d: %s = %g, within %s", in.Measurement, in.Query, v, bounds(in.Min, in.Max))
+		m.Message = fmt.Sprintf("measurement %d: %s = %g, within %s", in.Measurement, subject, v, bounds(in.Min, in.Max))
 	}
 	return m
+}
+
+// measureWeb sends a web analysis' request once and weighs the number at its JSON path as a
+// Prometheus value is weighed: a path that leads nowhere is no data (onNoData decides), and a
+// request that fails, a non-2xx answer or a value that is not a number is an error, retried by
+// the activity's retry policy and never a failed measurement.
+func (a *Activities) measureWeb(ctx context.Context, in MeasureInput) (Measurement, error) {
+	w := in.Web
+	v, ok, err := analysis.MeasureWeb(ctx, a.HTTP, analysis.WebRequest{
+		URL: w.URL, Method: w.Method, Headers: w.Headers, Body: w.Body, JSONPath: w.JSONPath, Timeout: time.Duration(w.Timeout),
+	})
+	if err != nil {
+		if activity.IsActivity(ctx) {
+			activity.GetLogger(ctx).Warn("Web analysis failed; retrying", "deployment", in.Deployment.String(), "url", w.URL, "error", err)
+		}
+		return Measurement{}, fmt.Errorf("web analysis: %w", err)
+	}
+	m := Weigh(in, v, ok)
+	m.Provider = k8s.ProviderWeb
+	m.At = time.Now().UTC()
+	return m, nil
 }
 
 func bounds(lo, hi *float64) string {

@@ -35,6 +35,8 @@ type ObserveResult struct {
 	ManagedGuard bool `json:"managedGuard,omitempty"`
 	// LocalWait: --local-wait (see Activities.LocalWait).
 	LocalWait time.Duration `json:"localWait,omitempty"`
+	// UIURL: --ui-url (see Activities.UIURL).
+	UIURL string `json:"uiURL,omitempty"`
 }
 
 // cacheCatchUp bounds how long Observe waits for the cache before reading live.
@@ -49,6 +51,7 @@ const cacheCatchUp = time.Second
 func (a *Activities) Observe(ctx context.Context, in ObserveInput) (ObserveResult, error) {
 	res, err := a.observe(ctx, in)
 	res.Managed, res.ManagedGuard, res.LocalWait = a.Managed, a.Managed && a.ManagedGuard, a.LocalWait
+	res.UIURL = a.UIURL
 	return res, err
 }
 

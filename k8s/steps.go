@@ -37,7 +37,8 @@ type RolloutStep struct {
 	SetWeight *int32 `json:"setWeight,omitempty"`
 	// Pause waits: for Duration on a durable timer, or, without one, for promote.
 	Pause *PauseStep `json:"pause,omitempty"`
-	// Analysis measures a Prometheus query and aborts the rollout when it fails.
+	// Analysis measures a Prometheus query, a web endpoint or a Job's result, and aborts the
+	// rollout when it fails.
 	Analysis *AnalysisStep `json:"analysis,omitempty"`
 	// SetHeaderRoute and SetCanaryScale need the traffic annotation (see traffic.go).
 	SetHeaderRoute *HeaderRoute `json:"setHeaderRoute,omitempty"`
@@ -56,14 +57,20 @@ type PauseStep struct {
 // returns no data is, with OnNoData "pause" (the default), an inconclusive analysis that waits
 // for promote or abort, and with "fail" a failed measurement. A query error is retried and is
 // not a measurement.
+//
+// Exactly one provider measures: Query (Prometheus), Web (an HTTP endpoint's JSON answer,
+// weighed as a query's value is) or Job (a Kubernetes Job whose result is the verdict; see
+// analysis.go).
 type AnalysisStep struct {
-	Query        string   `json:"query"`
-	Min          *float64 `json:"min,omitempty"`
-	Max          *float64 `json:"max,omitempty"`
-	Interval     Duration `json:"interval,omitempty"`
-	Count        int      `json:"count,omitempty"`
-	FailureLimit int      `json:"failureLimit,omitempty"`
-	OnNoData     string   `json:"onNoData,omitempty"`
+	Query        string     `json:"query"`
+	Web          *WebMetric `json:"web,omitempty"`
+	Job          *JobMetric `json:"job,omitempty"`
+	Min          *float64   `json:"min,omitempty"`
+	Max          *float64   `json:"max,omitempty"`
+	Interval     Duration   `json:"interval,omitempty"`
+	Count        int        `json:"count,omitempty"`
+	FailureLimit int        `json:"failureLimit,omitempty"`
+	OnNoData     string     `json:"onNoData,omitempty"`
 }
 
 // OnNoData values.
@@ -127,7 +134,7 @@ func (s RolloutStep) String() string {
 	case s.Pause != nil:
 		return "pause until promoted"
 	case s.Analysis != nil:
-		return "analysis of " + s.Analysis.Query
+		return s.Analysis.String()
 	case s.SetHeaderRoute != nil:
 		return "setHeaderRoute: " + s.SetHeaderRoute.String()
 	case s.SetCanaryScale != nil:
@@ -222,6 +229,11 @@ func validateStep(s RolloutStep, weight int32) error {
 
 func (a *AnalysisStep) withDefaults() *AnalysisStep {
 	c := *a
+	c.Web, c.Job = a.Web.withDefaults(), a.Job.withDefaults()
+	if c.Job != nil {
+		// A Job is one measurement: its result.
+		c.Count = 1
+	}
 	if c.Interval == 0 {
 		c.Interval = Duration(10 * time.Second)
 	}
@@ -236,8 +248,21 @@ func (a *AnalysisStep) withDefaults() *AnalysisStep {
 
 func (a *AnalysisStep) validate() error {
 	var errs []error
-	if strings.TrimSpace(a.Query) == "" {
-		errs = append(errs, errors.New("query is empty"))
+	providers := 0
+	for _, b := range []bool{a.Query != "", a.Web != nil, a.Job != nil} {
+		if b {
+			providers++
+		}
+	}
+	switch {
+	case providers > 1:
+		errs = append(errs, fmt.Errorf("an analysis has exactly one of query (Prometheus), web or job, this one has %d", providers))
+	case a.Job != nil:
+		return a.validateJob()
+	case a.Web != nil:
+		errs = append(errs, a.Web.validate()...)
+	case providers == 0 || strings.TrimSpace(a.Query) == "":
+		errs = append(errs, errors.New("query is empty (an analysis has exactly one of query (Prometheus), web or job)"))
 	}
 	if a.Min == nil && a.Max == nil {
 		errs = append(errs, errors.New("neither min nor max is set; a measurement needs a bound"))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
@@ -188,6 +189,7 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 
 		ManagedGuard: cfg.ManagedGuard,
 		LocalWait:    cfg.LocalWait,
+		UIURL:        strings.TrimSuffix(cfg.UIURL, "/"),
 
 		SpecDigestKey: digestKey,
 	}

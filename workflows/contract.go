@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -148,6 +149,11 @@ type Carry struct {
 	ManagedGuard    bool                        `json:"managedGuard,omitempty"`
 	// Traffic: the route as the previous run's last traffic move left it.
 	Traffic *TrafficStatus `json:"traffic,omitempty"`
+	// Notify is the notify annotation as the previous run last read it, UIURL the worker's
+	// --ui-url, and Notifications those not yet delivered, which this run sends.
+	Notify        *k8s.NotifyConfig        `json:"notify,omitempty"`
+	UIURL         string                   `json:"uiURL,omitempty"`
+	Notifications []activities.NotifyInput `json:"notifications,omitempty"`
 }
 
 // Validate checks the namespace and name.

@@ -154,6 +154,8 @@ type rollout struct {
 	updateSeq        int
 	kick             workflow.Channel
 	ended            bool
+	// notifier: the webhook of the notify annotation (notify.go).
+	notifier notifier
 }
 
 // DeploymentWorkflow drives one Deployment, the way kube-controller-manager's Deployment
@@ -194,6 +196,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		r.managed, r.managedGuard, r.progress = c.Managed, c.ManagedGuard, c.ManagedProgress
 		r.uid, r.localWait = c.UID, c.LocalWait
 		r.traffic = c.Traffic
+		r.notifier.config, r.notifier.uiURL = c.Notify, c.UIURL
 		if c.Abort != nil {
 			r.dirty = true
 		}
@@ -212,6 +215,11 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 	}
 	ctx = workflow.WithLocalActivityOptions(ctx, localActivityOptions)
 	r.resumeStepWaits(ctx)
+	if c := in.Carry; c != nil {
+		for i := range c.Notifications {
+			r.deliver(ctx, &c.Notifications[i])
+		}
+	}
 
 	if len(in.Image) > 0 {
 		if err := r.setImage(ctx); err != nil {
@@ -340,6 +348,10 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 		UID:             r.uid,
 		LocalWait:       r.localWait,
 		Traffic:         r.traffic,
+
+		Notify:        r.notifier.config,
+		UIURL:         r.notifier.uiURL,
+		Notifications: r.carriedNotifications(),
 	}}
 	r.stopAwait()
 	if r.in.Carry != nil {
@@ -580,6 +592,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		return k8s.Plan{}, false, fmt.Errorf("observe: %w", err)
 	} else {
 		r.managed, r.managedGuard, r.localWait = obs.Managed, obs.ManagedGuard, obs.LocalWait
+		r.notifier.uiURL = obs.UIURL
 	}
 	r.observed = nil
 	r.atLeast, r.liveNext = nil, false
@@ -595,6 +608,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	if req.Managed {
 		req.ManagedProgress, req.ManagedGuard = r.progress, r.managedGuard
 	}
+	r.readNotify(ctx, k8s.Effective(d))
 	req.Canary = r.canaryRequest(ctx, obs.Snapshot)
 	r.canaryReq = req.Canary
 	r.rolloutAnnotations = k8s.RolloutAnnotations(d.Annotations)
@@ -790,6 +804,7 @@ func (r *rollout) setWake(ctx workflow.Context, at time.Time) {
 
 func (r *rollout) finishRollout(ctx workflow.Context, outcome string) {
 	r.upsertSearchAttributes(ctx, outcome)
+	r.notifyOutcome(ctx, outcome)
 	if !r.progressed {
 		return
 	}

@@ -70,6 +70,8 @@ type fakeCluster struct {
 	afterWrite func(activity string)
 	// localWait is the worker's --local-wait that Observe reports (0: no local waits).
 	localWait time.Duration
+	// uiURL is the worker's --ui-url that Observe reports.
+	uiURL string
 	// localMoves: how many local waits see a move within their window; the rest see none.
 	localMoves int
 	// order lists every activity call in order.
@@ -245,7 +247,7 @@ func (f *fakeCluster) Observe(_ context.Context, in activities.ObserveInput) (_ 
 	if f.d == nil || f.d.Namespace != in.Namespace || f.d.Name != in.Name {
 		return activities.ObserveResult{Found: false}, nil
 	}
-	return activities.ObserveResult{Found: true, Snapshot: f.snapshot(), LocalWait: f.localWait}, nil
+	return activities.ObserveResult{Found: true, Snapshot: f.snapshot(), LocalWait: f.localWait, UIURL: f.uiURL}, nil
 }
 
 // snapshot is what a sync sees of the fake cluster. Call it with the lock held.

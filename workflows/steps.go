@@ -59,7 +59,10 @@ type stepsState struct {
 
 // analysisState is one analysis step's progress.
 type analysisState struct {
-	Step         int                      `json:"step"`
+	Step int `json:"step"`
+	// Provider measures: prometheus, web or job; Job is the analysis Job's name.
+	Provider     string                   `json:"provider,omitempty"`
+	Job          string                   `json:"job,omitempty"`
 	Taken        int                      `json:"taken"`
 	Failures     int                      `json:"failures"`
 	Measurements []activities.Measurement `json:"measurements,omitempty"`
@@ -531,7 +534,8 @@ type analysisResult struct {
 }
 
 // startAnalysis measures the current analysis step in a goroutine: Count measurements,
-// Interval apart, each an activity whose result (value and verdict) is in the history.
+// Interval apart, each an activity whose result (value and verdict) is in the history (see
+// analysis.go for the providers).
 func (r *rollout) startAnalysis(ctx workflow.Context) {
 	s := r.steps
 	spec := r.stepList[s.Step].Analysis
@@ -539,23 +543,19 @@ func (r *rollout) startAnalysis(ctx workflow.Context) {
 	actx, cancel := workflow.WithCancel(ctx)
 	r.cancelAnalysis = cancel
 	gen := r.analysisGen
-	ref := activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid}
+	meas := r.newMeasurer(ctx, spec, st)
 	workflow.Go(actx, func(gctx workflow.Context) {
 		done := func(verdict, msg string) {
 			st.Verdict, st.Message = verdict, msg
 			r.analysisDone.Send(gctx, analysisResult{gen: gen, verdict: verdict, message: msg})
 		}
-		mctx := workflow.WithActivityOptions(gctx, measureOptions)
 		for st.Taken < spec.Count {
 			if st.Taken > 0 {
 				if err := workflow.Sleep(gctx, time.Duration(spec.Interval)); err != nil {
 					return
 				}
 			}
-			var m activities.Measurement
-			err := workflow.ExecuteActivity(mctx, a.MeasureAnalysis, activities.MeasureInput{
-				Deployment: ref, Step: st.Step + 1, Measurement: st.Taken + 1, Query: spec.Query, Min: spec.Min, Max: spec.Max,
-			}).Get(gctx, &m)
+			m, err := meas.take(gctx)
 			if gctx.Err() != nil {
 				return
 			}
@@ -670,6 +670,7 @@ func (r *rollout) recordEvent(ctx workflow.Context, ev k8s.Event) {
 			r.log.Warn("Recording a rollout event failed", "reason", ev.Reason, "error", err)
 		}
 	}
+	r.notifyEvent(ctx, ev)
 	r.upsertStepState(ctx)
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,9 @@ type Config struct {
 	Pprof bool `mapstructure:"pprof"`
 	// PrometheusAddress is the Prometheus server analysis steps query (worker).
 	PrometheusAddress string `mapstructure:"prometheus-address"`
+	// UIURL is the Temporal UI's address (worker), e.g. http://localhost:8233: notifications
+	// link to <ui-url>/namespaces/<namespace>/workflows/<workflow-id>. Empty: no link.
+	UIURL string `mapstructure:"ui-url"`
 	// Mode is "full" (our worker is the cluster's Deployment controller: kube-controller-manager
 	// runs with --controllers=*,-deployment; also when empty) or "managed" (beside the built-in controller, only
 	// Deployments annotated temporal-rollout.io/managed: "true"). Worker and watcher alike.
@@ -190,6 +194,7 @@ func WorkerFlags(fs *pflag.FlagSet) {
 	fs.Int("max-concurrent-syncs", 20, "worker: workflow tasks (syncs) run at once; more wait in the task queue, not on the client rate limiter")
 	fs.Duration("local-wait", 0, "worker: how long a rollout's wait for its next move runs first inside the workflow task that made the last move (a local activity), so a move within it costs no round trip through Temporal; signals, updates and queries to that workflow wait for it to end, so keep it at most 500ms; 0 (the default) always waits in the AwaitChange activity")
 	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
+	fs.String("ui-url", "", "worker: the Temporal UI's address (http://localhost:8233), which rollout notifications (the temporal-rollout.io/notify annotation) link to as <ui-url>/namespaces/<namespace>/workflows/<workflow-id>; empty: no link")
 	fs.Bool("watch", false, "worker: run the watcher in this process too, on the worker's informer cache, so a created Deployment's workflow starts eagerly (its first workflow task comes back in the start's answer, to this worker, with no trip through matching); `starter watch` is then not needed")
 }
 
@@ -301,6 +306,11 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("shutdown-timeout must be > 0, got %s", c.ShutdownTimeout))
+	}
+	if c.UIURL != "" {
+		if u, err := url.Parse(c.UIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("ui-url must be an http(s) URL like http://localhost:8233, got %q", c.UIURL))
+		}
 	}
 	if c.CodecKeyFile != "" {
 		if _, err := codec.Load(c.CodecKeyFile); err != nil {

@@ -316,6 +316,8 @@ func TestValidate(t *testing.T) {
 		{name: "gzip", give: func(c *Config) { c.Compression = CompressionGzip }},
 		{name: "unknown compression", give: func(c *Config) { c.Compression = "zstd" }, want: []string{`temporal-compression must be none or gzip, got "zstd"`}},
 		{name: "codec key file", give: func(c *Config) { c.CodecKeyFile = keyFile }},
+		{name: "ui url", give: func(c *Config) { c.UIURL = "http://localhost:8233" }},
+		{name: "ui url without scheme", give: func(c *Config) { c.UIURL = "localhost:8233" }, want: []string{`ui-url must be an http(s) URL like http://localhost:8233, got "localhost:8233"`}},
 		{name: "codec key file missing", give: func(c *Config) { c.CodecKeyFile = missing }, want: []string{"codec-key-file: read codec key file: open " + missing}},
 		{name: "not a codec key file", give: func(c *Config) { c.CodecKeyFile = existing }, want: []string{"codec-key-file: codec key file " + existing + ": line 1: want ID=BASE64KEY"}},
 	}
@@ -717,7 +719,7 @@ var workerFlagNames = []string{
 	"managed-guard", "max-concurrent-syncs", "metrics-address", "mode", "pprof", "prometheus-address", "resync",
 	"search-attributes", "shutdown-timeout", "startup-timeout", "task-queue", "temporal-address", "temporal-api-key",
 	"temporal-compression", "temporal-namespace", "temporal-tls-ca", "temporal-tls-cert", "temporal-tls-key",
-	"temporal-tls-server-name", "watch", "watch-namespace", "workflow-cache-size",
+	"temporal-tls-server-name", "ui-url", "watch", "watch-namespace", "workflow-cache-size",
 }
 
 func flagNames(register func(*pflag.FlagSet)) []string {
@@ -740,7 +742,7 @@ func TestFlagGroups(t *testing.T) {
 		}
 		return out
 	}
-	workerOnly := []string{"local-wait", "max-concurrent-syncs", "prometheus-address", "watch", "workflow-cache-size"}
+	workerOnly := []string{"local-wait", "max-concurrent-syncs", "prometheus-address", "ui-url", "watch", "workflow-cache-size"}
 	tests := []struct {
 		name string
 		give func(*pflag.FlagSet)
