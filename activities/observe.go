@@ -21,6 +21,9 @@ type ObserveInput struct {
 	AtLeast   []k8s.ObjectVersion `json:"atLeast,omitempty"`
 	// Live skips the cache (a sync after a stale decision reads live).
 	Live bool `json:"live,omitempty"`
+	// Command: the sync carries out a user's command (a rollback), so its live reads go
+	// under the commands' client budget (see Activities.CommandClient).
+	Command bool `json:"command,omitempty"`
 }
 
 // ObserveResult is the snapshot; Found is false when the Deployment does not exist (confirmed
@@ -59,6 +62,9 @@ func (a *Activities) observe(ctx context.Context, in ObserveInput) (ObserveResul
 	if in.Namespace == "" || in.Name == "" {
 		return ObserveResult{}, nonRetryable(ErrInvalid, "observe: namespace and name are required, got %q/%q", in.Namespace, in.Name)
 	}
+	if in.Command {
+		ctx = asCommand(ctx)
+	}
 	if a.Cache != nil && !in.Live && a.waitCaughtUp(ctx, in.Namespace, in.AtLeast, cacheCatchUp) {
 		d, err := a.Cache.Deployment(in.Namespace, in.Name)
 		if err == nil {
@@ -93,7 +99,7 @@ func (a *Activities) waitCaughtUp(ctx context.Context, namespace string, want []
 // consistent list). ReplicaSets it controls whose labels no longer match, which only need
 // releasing, come from the cache. Pods for Recreate are listed live.
 func (a *Activities) observeLive(ctx context.Context, in ObserveInput) (ObserveResult, error) {
-	d, err := a.Client.AppsV1().Deployments(in.Namespace).Get(ctx, in.Name, metav1.GetOptions{})
+	d, err := a.client(ctx).AppsV1().Deployments(in.Namespace).Get(ctx, in.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return ObserveResult{Found: false}, nil
 	}
@@ -106,7 +112,7 @@ func (a *Activities) observeLive(ctx context.Context, in ObserveInput) (ObserveR
 		// The engine reports an invalid or empty selector; nothing to list.
 		return ObserveResult{Found: true, Snapshot: a.redactSnapshot(k8s.NewSnapshot(d, nil, nil))}, nil
 	}
-	list, err := a.Client.AppsV1().ReplicaSets(in.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	list, err := a.client(ctx).AppsV1().ReplicaSets(in.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
 		return ObserveResult{}, classify("list replicasets of deployment "+in.Namespace+"/"+in.Name, err)
 	}
@@ -128,7 +134,7 @@ func (a *Activities) observeLive(ctx context.Context, in ObserveInput) (ObserveR
 	}
 	var pods []*corev1.Pod
 	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		list, err := a.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+		list, err := a.client(ctx).CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 		if err != nil {
 			return ObserveResult{}, classify("list pods of deployment "+d.Namespace+"/"+d.Name, err)
 		}

@@ -586,7 +586,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	if r.observed != nil && !r.liveNext && r.observed.Holds(r.atLeast) {
 		obs = activities.ObserveResult{Found: true, Snapshot: *r.observed, FromCache: true}
 	} else if err := workflow.ExecuteLocalActivity(ctx, a.Observe, activities.ObserveInput{
-		Namespace: r.in.Namespace, Name: r.in.Name, AtLeast: r.atLeast, Live: r.liveNext,
+		Namespace: r.in.Namespace, Name: r.in.Name, AtLeast: r.atLeast, Live: r.liveNext, Command: r.rollbackTo != nil,
 	}).Get(ctx, &obs); err != nil {
 		r.observed = nil
 		return k8s.Plan{}, false, fmt.Errorf("observe: %w", err)
