@@ -65,6 +65,7 @@ func TestWebAnalysisNotify(t *testing.T) {
 	run := func(t *testing.T, path string) string {
 		ns := newNamespace(t)
 		recordHistories(t, ns, "web")
+		recordHistories(t, ns, "web")
 		steps := fmt.Sprintf(`[{"setWeight":50},{"analysis":{"web":{"url":%q,"jsonPath":"$.data.errorRate","timeout":"5s"},"max":0.05,"interval":"1s","count":2}}]`, metrics.URL+path)
 		create(t, newDeployment(ns, "web", 4, "nginx:1.25", rolling("1", "0"), withSteps(steps),
 			withAnnotation(k8s.NotifyAnnotation, fmt.Sprintf(`{"url":%q}`, hook.URL))))

@@ -480,3 +480,49 @@ func TestStepsKubectl(t *testing.T) {
 		t.Errorf("after undo: steps %+v, want none (the stable template skips them)", st.Steps)
 	}
 }
+
+// TestStepsEveryStepHonoured (issue 23, defect 1): a weight that covers every replica does not
+// end the steps. One replica at setWeight 20 keeps a stable pod beside the canary (a surge
+// pod) and waits for promote; a pause after setWeight 100 still holds with every pod new.
+func TestStepsEveryStepHonoured(t *testing.T) {
+	tests := []struct {
+		name       string
+		replicas   int32
+		steps      string
+		wantHeld   string
+		wantWeight int32
+	}{
+		{name: "one replica at 20", replicas: 1, steps: `[{"setWeight":20},{"pause":{}}]`,
+			wantHeld: "nginx:1.26=1/1 nginx:1.25=1/1", wantWeight: 20},
+		{name: "a pause after 100", replicas: 4, steps: `[{"setWeight":100},{"pause":{}}]`,
+			wantHeld: "nginx:1.26=4/4 nginx:1.25=0/0", wantWeight: 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			create(t, newDeployment(ns, "web", tt.replicas, "nginx:1.25", rolling("1", "0"), withSteps(tt.steps)))
+			waitComplete(t, ns, "web")
+			setImage(t, ns, "web", "nginx:1.26")
+			st := waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, tt.wantHeld)
+			if st.Steps.Weight != tt.wantWeight || st.Phase == string(k8s.PhaseComplete) {
+				t.Errorf("held: phase %s, steps %+v; want not Complete, weight %d", st.Phase, st.Steps, tt.wantWeight)
+			}
+			// It stays held.
+			time.Sleep(2 * time.Second)
+			if got := sizes(t, ns); got != tt.wantHeld {
+				t.Errorf("during the pause: %s, want %s", got, tt.wantHeld)
+			}
+			d := getDeployment(t, ns, "web")
+			if c := k8s.GetCondition(d.Status, appsv1.DeploymentProgressing); c == nil || c.Reason != k8s.CanaryPausedReason {
+				t.Errorf("Progressing condition = %+v, want CanaryPaused", c)
+			}
+			if out, err := updateCLI(ns, "web", workflows.UpdatePromote); err != nil {
+				t.Fatalf("promote: %v\n%s", err, out)
+			}
+			waitComplete(t, ns, "web")
+			if got, want := sizes(t, ns), fmt.Sprintf("nginx:1.26=%d/%d nginx:1.25=0/0", tt.replicas, tt.replicas); got != want {
+				t.Errorf("after promote: %s, want %s", got, want)
+			}
+		})
+	}
+}

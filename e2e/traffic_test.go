@@ -185,6 +185,7 @@ func waitRoute(t *testing.T, dc dynamic.Interface, ns string, want routeView, he
 func TestTrafficRouting(t *testing.T) {
 	installGatewayCRDs(t)
 	ns := newNamespace(t)
+	recordHistories(t, ns, "web")
 	dc := dynamicClient(t)
 	ctx := context.Background()
 	for _, n := range []string{"web-stable", "web-canary"} {

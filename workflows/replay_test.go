@@ -14,7 +14,7 @@ import (
 // shape of the workflow that breaks them must go behind workflow.GetVersion (docs/versioning.md).
 //
 // The corpus is the 0.1 baseline, recorded once by the e2e suite with E2E_RECORD_HISTORIES on
-// 2026-11-26 (every run of each test's Deployment): RollingUpdate rollouts at four surge and
+// 2026-11-26 (every run of each test's Deployment, with the code of that day's release): RollingUpdate rollouts at four surge and
 // unavailability settings (TestRollingUpdate), a Recreate rollout (TestRecreate), pause and
 // resume by signal and by kubectl with a template change while paused (TestPause), rollback by
 // signal and by kubectl rollout undo (TestRollback), a rollback with the worker SIGKILLed when
@@ -25,7 +25,9 @@ import (
 // that passes, fails and aborts, and retries a failing query, kubectl pause, resume and undo
 // mid-step (TestSteps*), and managed mode: park, steps and promote, pause, resume, rollback,
 // opt-in and opt-out mid-rollout, a worker SIGKILL, abort at a step, a progress deadline and
-// auto-rollback on it (TestManagedMode, TestManagedModeFaults).
+// auto-rollback on it (TestManagedMode, TestManagedModeFaults), Gateway API traffic routing
+// with weights, a header route, promote and abort (TestTrafficRouting), and a web analysis that
+// passes and one that fails and aborts, with webhook notifications (TestWebAnalysisNotify).
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {
