@@ -64,12 +64,33 @@ var localActivityOptions = workflow.LocalActivityOptions{
 	},
 }
 
-// rollout is one run's state.
+// rollout is one run's state, by concern, as argo-rollouts splits rollout/ into canary, pause
+// and analysis: what the syncs need (syncState, here), the wait for a rollout's next move
+// (waitState, wait.go), a stepped rollout (stepState, steps.go), managed mode (managedState,
+// managed.go), the users' updates (updateState, steps.go), traffic routing (traffic.go) and
+// notifications (notify.go).
 type rollout struct {
 	in     Input
 	log    log.Logger
 	status Status
 
+	syncState
+	waitState
+	stepState
+	managedState
+	updateState
+
+	trigger, pause, resume, rollback workflow.ReceiveChannel
+
+	// traffic: the route as the last traffic move left it (traffic.go).
+	traffic *TrafficStatus
+	// notifier: the webhook of the notify annotation (notify.go).
+	notifier notifier
+}
+
+// syncState is what the syncs need: the work owed, the Deployment as last seen, and the
+// versions the next Observe must see.
+type syncState struct {
 	dirty        bool
 	pendingPause *bool
 	rollbackTo   *int64
@@ -81,19 +102,6 @@ type rollout struct {
 	liveNext bool
 	// pauseBlocked: the last SetPaused failed; wait for the backoff timer or a signal.
 	pauseBlocked bool
-	// rolling: the last sync left a rollout under way; AwaitChange waits for its next move.
-	rolling     bool
-	await       workflow.Future
-	cancelAwait workflow.CancelFunc
-	// localWait is the worker's --local-wait, as its last Observe reported it (so a replay
-	// decides as the run did): how long the wait for a rollout's next move runs first inside
-	// the workflow task, as a local AwaitChange. 0: the wait is always the AwaitChange
-	// activity, and the workflow task completes after every sync. Signals, updates and
-	// queries that arrive during a local wait are delivered when it ends.
-	localWait time.Duration
-	// awaitLocal: the pending wait is the local one; awaitRemote: it ended without a move, so
-	// the next wait before a sync is the AwaitChange activity.
-	awaitLocal, awaitRemote bool
 	// recordRollback: a sync rolled back; the sync that rolls the restored template out and
 	// any local wait come after the workflow task that rolled back completed, with the
 	// rollback recorded. A rollback to "the previous revision" is not idempotent once the next
@@ -101,14 +109,15 @@ type rollout struct {
 	// or a continue-as-new that a late signal rejects, re-runs the task's local activities on
 	// the cluster as it then is), it would roll back once more.
 	recordRollback bool
-	// recordUpdate: an update was applied; the next wait is the activity too, so the workflow
-	// task that accepted it completes and records it at once. A task held open by local waits
-	// is discarded whole when the server rejects its completion (a signal that arrived while
-	// it continued as new: UnhandledCommand), and an update accepted in it is lost with it.
-	recordUpdate bool
-	// observed: the snapshot AwaitChange decided on; the next sync uses it instead of an
-	// Observe of its own.
-	observed *k8s.Snapshot
+
+	failures   int
+	progressed bool
+	startedAt  time.Time
+	syncs      int
+}
+
+// managedState is managed mode's (managed.go).
+type managedState struct {
 	// managed: the worker runs in managed mode (Observe says so).
 	managed bool
 	// managedGuard: --managed-guard (Observe says so).
@@ -116,46 +125,6 @@ type rollout struct {
 	// progress (managed mode): the rollout's own Progressing condition, the progress
 	// deadline's clock (k8s.Request.ManagedProgress).
 	progress *appsv1.DeploymentCondition
-
-	failures   int
-	progressed bool
-	startedAt  time.Time
-	syncs      int
-
-	wakeAt     time.Time
-	wake       workflow.Future
-	cancelWake workflow.CancelFunc
-
-	trigger, pause, resume, rollback workflow.ReceiveChannel
-
-	// traffic: the route as the last traffic move left it (traffic.go).
-	traffic *TrafficStatus
-	// Stepped rollouts: see steps.go.
-	steps     *stepsState
-	stepList  []k8s.RolloutStep
-	canaryReq *k8s.Canary
-	// rolloutAnnotations: k8s.RolloutAnnotations at the last sync.
-	rolloutAnnotations string
-	stableHash         string
-	lastHash           string
-	abort, aborted     *abortState
-	warned             string
-	annotationError    string
-	waitingSA          string
-	stepTimer          workflow.Future
-	cancelStepTimer    workflow.CancelFunc
-	stepTimerFor       int
-	cancelAnalysis     workflow.CancelFunc
-	analysisGen        int
-	analysisDone       workflow.Channel
-	// Updates: queued by their handlers (kick wakes the main loop), applied by the main loop,
-	// done once the sync after them ran.
-	updates, applied []*update
-	updateSeq        int
-	kick             workflow.Channel
-	ended            bool
-	// notifier: the webhook of the notify annotation (notify.go).
-	notifier notifier
 }
 
 // DeploymentWorkflow drives one Deployment, the way kube-controller-manager's Deployment
@@ -172,14 +141,14 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		in:       in,
 		log:      log.With(workflow.GetLogger(ctx), "namespace", in.Namespace, "deployment", in.Name),
 		status:   Status{Namespace: in.Namespace, Name: in.Name, Phase: "Pending"},
-		dirty:    true,
 		trigger:  workflow.GetSignalChannel(ctx, SignalTrigger),
 		pause:    workflow.GetSignalChannel(ctx, SignalPause),
 		resume:   workflow.GetSignalChannel(ctx, SignalResume),
 		rollback: workflow.GetSignalChannel(ctx, SignalRollback),
 
-		kick:         workflow.NewBufferedChannel(ctx, 1),
-		analysisDone: workflow.NewBufferedChannel(ctx, 4),
+		syncState:   syncState{dirty: true},
+		updateState: updateState{kick: workflow.NewBufferedChannel(ctx, 1)},
+		stepState:   stepState{analysisDone: workflow.NewBufferedChannel(ctx, 4)},
 	}
 	if c := in.Carry; c != nil {
 		r.dirty = !c.Idle || c.Dirty
@@ -359,80 +328,6 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 	}
 	r.endRun(ctx)
 	return workflow.NewContinueAsNewError(ctx, WorkflowType, next)
-}
-
-// waitForWork blocks until a signal or the wake timer.
-func (r *rollout) waitForWork(ctx workflow.Context) {
-	sel := workflow.NewSelector(ctx)
-	r.addSignals(ctx, sel)
-	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
-	if r.wake != nil {
-		sel.AddFuture(r.wake, func(workflow.Future) {
-			r.wake, r.cancelWake, r.wakeAt = nil, nil, time.Time{}
-			r.dirty = true
-		})
-	}
-	if r.await != nil {
-		sel.AddFuture(r.await, func(f workflow.Future) {
-			var res activities.AwaitResult
-			err := f.Get(ctx, &res)
-			local := r.awaitLocal
-			r.await, r.cancelAwait, r.awaitLocal = nil, nil, false
-			if local && (err != nil || res.Reason == activities.AwaitResync || res.Reason == activities.AwaitBusy) {
-				// No move within the window (or no local slot): wait in the activity, outside
-				// the workflow task, so signals and queries are not held up.
-				r.awaitRemote = true
-				return
-			}
-			if err != nil {
-				// The worker that waited died (heartbeat timeout) or the wait failed: sync
-				// after a backoff rather than at once.
-				r.failures++
-				r.setWake(ctx, workflow.Now(ctx).Add(backoffFor(r.failures)))
-				r.log.Warn("Waiting for the rollout's next move failed, syncing after backoff", "error", err)
-				return
-			}
-			r.dirty = true
-			r.observed = res.Snapshot
-			if res.Reason == activities.AwaitGone {
-				r.liveNext = true
-			}
-		})
-	}
-	sel.Select(ctx)
-	r.pauseBlocked = false
-}
-
-// startAwait starts AwaitChange for the rollout under way, with the versions the next sync
-// must see and the request it would sync with.
-func (r *rollout) startAwait(ctx workflow.Context) {
-	in := activities.AwaitInput{
-		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, AtLeast: r.atLeast,
-		Request: k8s.Request{RollbackTo: r.rollbackTo, Canary: r.canaryReq, Managed: r.managed}, MaxWait: awaitMaxWait,
-	}
-	if in.Request.Managed {
-		in.Request.ManagedProgress, in.Request.ManagedGuard = r.progress, r.managedGuard
-	}
-	ann := r.rolloutAnnotations
-	in.RolloutAnnotations = &ann
-	if r.localWait > 0 && !r.awaitRemote && !r.recordRollback && !r.recordUpdate {
-		in.MaxWait = r.localWait
-		lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, localAwaitOptions(r.localWait)))
-		r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteLocalActivity(lctx, a.AwaitChange, in), cancel, true
-		return
-	}
-	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitOptions))
-	r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteActivity(actx, a.AwaitChange, in), cancel, false
-	r.recordRollback, r.recordUpdate = false, false
-}
-
-// stopAwait cancels a wait still running: a signal or timer came first, and the sync that
-// follows starts a new one on its own writes.
-func (r *rollout) stopAwait() {
-	if r.cancelAwait != nil {
-		r.cancelAwait()
-	}
-	r.await, r.cancelAwait, r.awaitLocal = nil, nil, false
 }
 
 // drainSignals handles every signal already delivered, without blocking.
@@ -773,33 +668,6 @@ func (r *rollout) failed(ctx workflow.Context, err error) {
 // backoffFor is 2s, 4s, 8s ... up to maxBackoff.
 func backoffFor(failures int) time.Duration {
 	return min(time.Second<<min(max(failures, 1), 9), maxBackoff)
-}
-
-// scheduleWake keeps one timer for a converged Deployment: the recheck its plan asks for (a
-// progress deadline, minReadySeconds). A rollout under way is woken by AwaitChange, which also
-// wakes it at its progress deadline and after awaitMaxWait.
-func (r *rollout) scheduleWake(ctx workflow.Context, plan k8s.Plan) {
-	if !plan.Phase.Converged() || plan.RecheckAt == nil {
-		return
-	}
-	r.setWake(ctx, plan.RecheckAt.Time)
-}
-
-// setWake starts the timer unless one already fires no later than at (within a second).
-func (r *rollout) setWake(ctx workflow.Context, at time.Time) {
-	if r.wake != nil && !r.wakeAt.After(at.Add(time.Second)) {
-		return
-	}
-	if r.cancelWake != nil {
-		r.cancelWake()
-	}
-	d := at.Sub(workflow.Now(ctx))
-	if d < time.Second {
-		d = time.Second
-	}
-	tctx, cancel := workflow.WithCancel(ctx)
-	r.wake = workflow.NewTimer(tctx, d)
-	r.wakeAt, r.cancelWake = at, cancel
 }
 
 func (r *rollout) finishRollout(ctx workflow.Context, outcome string) {

@@ -109,6 +109,36 @@ type StepsStatus struct {
 	Traffic *TrafficStatus `json:"traffic,omitempty"`
 }
 
+// stepState is a stepped rollout's part of a run.
+type stepState struct {
+	steps     *stepsState
+	stepList  []k8s.RolloutStep
+	canaryReq *k8s.Canary
+	// rolloutAnnotations: k8s.RolloutAnnotations at the last sync.
+	rolloutAnnotations string
+	stableHash         string
+	lastHash           string
+	abort, aborted     *abortState
+	warned             string
+	annotationError    string
+	waitingSA          string
+	stepTimer          workflow.Future
+	cancelStepTimer    workflow.CancelFunc
+	stepTimerFor       int
+	cancelAnalysis     workflow.CancelFunc
+	analysisGen        int
+	analysisDone       workflow.Channel
+}
+
+// updateState holds the users' updates: queued by their handlers (kick wakes the main loop),
+// applied by the main loop, answered once applied and recorded (returnUpdates).
+type updateState struct {
+	updates, applied []*update
+	updateSeq        int
+	kick             workflow.Channel
+	ended            bool
+}
+
 // update is a promote or abort waiting for the main loop.
 type update struct {
 	seq     int
