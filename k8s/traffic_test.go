@@ -273,10 +273,6 @@ func describeMoves(ms []TrafficMove) string {
 	return strings.Join(out, "\n")
 }
 
-func itoa(n int32) string {
-	return strings.TrimSpace(strings.Replace(string(rune('0'+n%10)), "", "", 0))
-}
-
 func TestAvailableAfter(t *testing.T) {
 	d := webDeployment(10, "app:v2")
 	stable := ownedRS(d, "app:v1", 1, 7, 7, ago(time.Hour))
