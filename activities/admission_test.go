@@ -1,8 +1,13 @@
 package activities
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 type fakeBudget struct {
@@ -46,5 +51,42 @@ func TestAdmission(t *testing.T) {
 	}
 	if got := (*Admission)(nil).Wait(t0); got != 0 {
 		t.Errorf("nil Admission: Wait = %s, want 0", got)
+	}
+}
+
+// A user's command (pause, a rollback's sync) writes through CommandClient; everything else
+// through Client.
+func TestCommandClient(t *testing.T) {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "u1"}}
+	main, commands := fake.NewClientset(d.DeepCopy()), fake.NewClientset(d.DeepCopy())
+	a := &Activities{Client: main, CommandClient: commands}
+	if _, err := a.SetPaused(context.Background(), SetPausedInput{Namespace: "default", Name: "web", Paused: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(commands.Actions()), 2; got != want || len(main.Actions()) != 0 {
+		t.Errorf("SetPaused: %d actions on CommandClient, %d on Client; want %d (get, patch) and 0", got, len(main.Actions()), want)
+	}
+	tests := []struct {
+		name    string
+		command bool
+		want    *fake.Clientset
+	}{
+		{name: "a command", command: true, want: commands},
+		{name: "a sync", command: false, want: main},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tt.command {
+				ctx = asCommand(ctx)
+			}
+			if got := a.client(ctx); got != tt.want {
+				t.Errorf("client() = %p, want %p", got, tt.want)
+			}
+		})
+	}
+	// Without a CommandClient, commands use Client.
+	if got := (&Activities{Client: main}).client(asCommand(context.Background())); got != main {
+		t.Errorf("client() without CommandClient = %p, want Client", got)
 	}
 }

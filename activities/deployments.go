@@ -21,6 +21,9 @@ import (
 
 // DeploymentWriteInput is the whole desired Deployment, as decided from a snapshot.
 type DeploymentWriteInput struct {
+	// Command: the write carries out a user's command (a sync that rolls back), under the
+	// commands' client budget (see Activities.CommandClient).
+	Command    bool               `json:"command,omitempty"`
 	Deployment *appsv1.Deployment `json:"deployment"`
 	Events     []k8s.Event        `json:"events,omitempty"`
 	// Strict (UpdateDeploymentStatus): the Deployment's resourceVersion is the write's
@@ -42,11 +45,14 @@ type DeploymentWriteResult struct {
 // make it stale, and a conflict they cause is retried on a fresh read. A new generation is
 // stale. With Strict, any write since the decision is stale.
 func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWriteInput) (DeploymentWriteResult, error) {
+	if in.Command {
+		ctx = asCommand(ctx)
+	}
 	want := in.Deployment
 	if want == nil || want.Name == "" {
 		return DeploymentWriteResult{}, nonRetryable(ErrInvalid, "update status of deployment: no deployment given")
 	}
-	dc := a.Client.AppsV1().Deployments(want.Namespace)
+	dc := a.client(ctx).AppsV1().Deployments(want.Namespace)
 	var have *appsv1.Deployment
 	if a.Cache != nil {
 		if d, err := a.Cache.Deployment(want.Namespace, want.Name); err == nil && d.UID == want.UID && d.ResourceVersion == want.ResourceVersion {

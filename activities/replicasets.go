@@ -19,6 +19,9 @@ const conflictRetries = 5
 
 // ClaimInput lists the ReplicaSets to adopt and to release.
 type ClaimInput struct {
+	// Command: the write carries out a user's command (a sync that rolls back), under the
+	// commands' client budget (see Activities.CommandClient).
+	Command    bool            `json:"command,omitempty"`
 	Deployment DeploymentRef   `json:"deployment"`
 	Adopt      []k8s.ObjectRef `json:"adopt,omitempty"`
 	Release    []k8s.ObjectRef `json:"release,omitempty"`
@@ -36,10 +39,13 @@ type ClaimResult struct {
 // changed or it is being deleted (kubernetes#42639). Both patches carry the ReplicaSet's UID as
 // a precondition.
 func (a *Activities) ClaimReplicaSets(ctx context.Context, in ClaimInput) (ClaimResult, error) {
+	if in.Command {
+		ctx = asCommand(ctx)
+	}
 	var res ClaimResult
-	rsClient := a.Client.AppsV1().ReplicaSets(in.Deployment.Namespace)
+	rsClient := a.client(ctx).AppsV1().ReplicaSets(in.Deployment.Namespace)
 	if len(in.Adopt) > 0 {
-		fresh, err := a.Client.AppsV1().Deployments(in.Deployment.Namespace).Get(ctx, in.Deployment.Name, metav1.GetOptions{})
+		fresh, err := a.client(ctx).AppsV1().Deployments(in.Deployment.Namespace).Get(ctx, in.Deployment.Name, metav1.GetOptions{})
 		if err != nil {
 			return res, classify("recheck deployment "+in.Deployment.String()+" before adoption", err)
 		}
@@ -87,6 +93,9 @@ func (a *Activities) ClaimReplicaSets(ctx context.Context, in ClaimInput) (Claim
 
 // CreateInput is the new ReplicaSet, built by the workflow.
 type CreateInput struct {
+	// Command: the write carries out a user's command (a sync that rolls back), under the
+	// commands' client budget (see Activities.CommandClient).
+	Command    bool               `json:"command,omitempty"`
 	Deployment DeploymentRef      `json:"deployment"`
 	ReplicaSet *appsv1.ReplicaSet `json:"replicaSet"`
 	Events     []k8s.Event        `json:"events,omitempty"`
@@ -112,6 +121,9 @@ type CreateResult struct {
 // the same template, that one is it. If it exists with another template, it is a hash
 // collision: status.collisionCount goes up so the next hash differs.
 func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (CreateResult, error) {
+	if in.Command {
+		ctx = asCommand(ctx)
+	}
 	rs := in.ReplicaSet
 	if rs == nil || rs.Name == "" || rs.Namespace != in.Deployment.Namespace {
 		return CreateResult{}, nonRetryable(ErrInvalid, "create replicaset: invalid replicaset for deployment %s", in.Deployment)
@@ -124,7 +136,7 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 			return res, err
 		}
 	}
-	created, err := a.Client.AppsV1().ReplicaSets(rs.Namespace).Create(ctx, rs, metav1.CreateOptions{FieldManager: fieldManager})
+	created, err := a.client(ctx).AppsV1().ReplicaSets(rs.Namespace).Create(ctx, rs, metav1.CreateOptions{FieldManager: fieldManager})
 	a.countWrite("create", "replicasets", err)
 	switch {
 	case err == nil:
@@ -133,7 +145,7 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 		a.record(in.Deployment, in.Events)
 		return res, a.thenStatus(ctx, in.ThenStatus, &res.Wrote)
 	case apierrors.IsAlreadyExists(err):
-		existing, gerr := a.Client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+		existing, gerr := a.client(ctx).AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
 		if gerr != nil {
 			return res, classify("get existing replicaset "+rs.Namespace+"/"+rs.Name, gerr)
 		}
@@ -171,7 +183,7 @@ func (a *Activities) restoreFromDeployment(ctx context.Context, ref DeploymentRe
 			return nil
 		}
 	}
-	d, err := a.Client.AppsV1().Deployments(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	d, err := a.client(ctx).AppsV1().Deployments(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if err != nil {
 		return classify("get deployment "+ref.String(), err)
 	}
@@ -193,7 +205,7 @@ func (a *Activities) bumpCollisionCount(ctx context.Context, ref DeploymentRef) 
 
 // updateStatusWith reads the Deployment, applies mutate and writes status, retrying conflicts.
 func (a *Activities) updateStatusWith(ctx context.Context, ref DeploymentRef, mutate func(*appsv1.Deployment) bool) error {
-	dc := a.Client.AppsV1().Deployments(ref.Namespace)
+	dc := a.client(ctx).AppsV1().Deployments(ref.Namespace)
 	for i := 0; ; i++ {
 		d, err := dc.Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil {
@@ -216,6 +228,9 @@ func (a *Activities) updateStatusWith(ctx context.Context, ref DeploymentRef, mu
 // WriteReplicaSetInput is the whole desired ReplicaSet; only spec.replicas,
 // spec.minReadySeconds and annotations are taken from it.
 type WriteReplicaSetInput struct {
+	// Command: the write carries out a user's command (a sync that rolls back), under the
+	// commands' client budget (see Activities.CommandClient).
+	Command      bool               `json:"command,omitempty"`
 	Deployment   DeploymentRef      `json:"deployment"`
 	ReplicaSet   *appsv1.ReplicaSet `json:"replicaSet"`
 	FromReplicas int32              `json:"fromReplicas"`
@@ -256,12 +271,15 @@ func (a *Activities) UpdateReplicaSet(ctx context.Context, in WriteReplicaSetInp
 // clients' labels and annotations) are kept, and a conflict caused by them is retried on a
 // fresh read, so a busy ReplicaSet does not starve the rollout.
 func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInput) (WriteReplicaSetResult, error) {
+	if in.Command {
+		ctx = asCommand(ctx)
+	}
 	want := in.ReplicaSet
 	if want == nil || want.Name == "" || want.Spec.Replicas == nil || *want.Spec.Replicas < 0 {
 		return WriteReplicaSetResult{}, nonRetryable(ErrInvalid, "write replicaset: invalid target for deployment %s", in.Deployment)
 	}
 	res := WriteReplicaSetResult{Name: want.Name, Replicas: *want.Spec.Replicas}
-	rsc := a.Client.AppsV1().ReplicaSets(want.Namespace)
+	rsc := a.client(ctx).AppsV1().ReplicaSets(want.Namespace)
 	var have *appsv1.ReplicaSet
 	if a.Cache != nil {
 		if rs, err := a.Cache.ReplicaSet(want.Namespace, want.Name); err == nil && rs.UID == want.UID && rs.ResourceVersion == want.ResourceVersion {
@@ -363,7 +381,7 @@ func (a *Activities) CleanupReplicaSets(ctx context.Context, in CleanupInput) (C
 	var res CleanupResult
 	for _, r := range in.Delete {
 		uid := r.UID
-		err := a.Client.AppsV1().ReplicaSets(in.Deployment.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		err := a.client(ctx).AppsV1().ReplicaSets(in.Deployment.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		a.countWrite("delete", "replicasets", err)
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			continue

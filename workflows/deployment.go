@@ -558,14 +558,18 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 // execute carries out one step. It reports whether the sync must start over (a hash
 // collision bumped collisionCount).
 func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d *appsv1.Deployment, step k8s.Step) (bool, error) {
+	// A sync that rolls back carries out a user's command: its writes (the new ReplicaSet that
+	// upstream creates before a rollback, the status) go under the commands' budget too.
+	cmd := r.rollbackTo != nil
 	switch step.Kind {
 	case k8s.StepEvent:
 		return false, workflow.ExecuteLocalActivity(ctx, a.RecordEvent, activities.RecordEventInput{Deployment: ref, Events: step.Events}).Get(ctx, nil)
 	case k8s.StepClaim:
-		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.ClaimReplicaSets, activities.ClaimInput{Deployment: ref, Adopt: step.Adopt, Release: step.Release}))
+		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.ClaimReplicaSets, activities.ClaimInput{Command: cmd, Deployment: ref, Adopt: step.Adopt, Release: step.Release}))
 	case k8s.StepCreate:
 		var res activities.CreateResult
 		err := workflow.ExecuteLocalActivity(ctx, a.CreateReplicaSet, activities.CreateInput{
+			Command:    cmd,
 			Deployment: ref, ReplicaSet: step.ReplicaSet, Events: step.Events, ProgressDeadline: k8s.HasProgressDeadline(d),
 			ThenStatus: step.Deployment,
 		}).Get(ctx, &res)
@@ -588,13 +592,14 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 			fn = a.ScaleDownReplicaSet
 		}
 		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, fn, activities.WriteReplicaSetInput{
+			Command:    cmd,
 			Deployment: ref, ReplicaSet: step.ReplicaSet, FromReplicas: step.FromReplicas, Events: step.Events,
 			ThenStatus: step.Deployment,
 		}))
 	case k8s.StepCleanup:
 		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.CleanupReplicaSets, activities.CleanupInput{Deployment: ref, Delete: step.Delete}))
 	case k8s.StepUpdateStatus:
-		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.UpdateDeploymentStatus, activities.DeploymentWriteInput{Deployment: step.Deployment, Events: step.Events}))
+		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.UpdateDeploymentStatus, activities.DeploymentWriteInput{Command: cmd, Deployment: step.Deployment, Events: step.Events}))
 	case k8s.StepRollback:
 		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.RollbackDeployment, activities.DeploymentWriteInput{Deployment: step.Deployment, Events: step.Events}))
 	case k8s.StepPark, k8s.StepRelease:
