@@ -19,10 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/temporal-rollout/rollout/internal/stack"
 	"github.com/temporal-rollout/rollout/k8s"
@@ -770,9 +767,7 @@ func updatePatch(image, steps string) []byte {
 // deployWatch is a Deployment informer on one namespace with waiters for a condition on one
 // Deployment.
 type deployWatch struct {
-	cancel  context.CancelFunc
-	factory informers.SharedInformerFactory
-	lister  appslisters.DeploymentNamespaceLister
+	deploymentInformer
 
 	mu      sync.Mutex
 	waiters map[string][]*waiter
@@ -784,29 +779,13 @@ type waiter struct {
 }
 
 func startDeployWatch(ctx context.Context, kc kubernetes.Interface, ns string) (*deployWatch, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	f := informers.NewSharedInformerFactoryWithOptions(kc, 0, informers.WithNamespace(ns))
-	inf := f.Apps().V1().Deployments()
-	w := &deployWatch{cancel: cancel, factory: f, lister: inf.Lister().Deployments(ns), waiters: map[string][]*waiter{}}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.onChange(obj) },
-		UpdateFunc: func(_, obj any) { w.onChange(obj) },
-	}); err != nil {
-		cancel()
+	w := &deployWatch{waiters: map[string][]*waiter{}}
+	di, err := startDeploymentInformer(ctx, kc, ns, w.onChange)
+	if err != nil {
 		return nil, err
 	}
-	f.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
-		cancel()
-		f.Shutdown()
-		return nil, fmt.Errorf("deployment informer did not sync: %w", ctx.Err())
-	}
+	w.deploymentInformer = di
 	return w, nil
-}
-
-func (w *deployWatch) stop() {
-	w.cancel()
-	w.factory.Shutdown()
 }
 
 func (w *deployWatch) onChange(obj any) {

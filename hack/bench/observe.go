@@ -24,9 +24,7 @@ import (
 // tracker follows the namespace's Deployments with an informer and notices the moment a set
 // of them is complete by `kubectl rollout status` rules.
 type tracker struct {
-	cancel  context.CancelFunc
-	factory informers.SharedInformerFactory
-	lister  appslisters.DeploymentNamespaceLister
+	deploymentInformer
 
 	mu   sync.Mutex
 	goal *goal
@@ -40,30 +38,49 @@ type goal struct {
 	done    chan struct{}
 }
 
-func startTracker(ctx context.Context, kube kubernetes.Interface, ns string) (*tracker, error) {
+// deploymentInformer is an informer on the Deployments of one namespace, each change handed to
+// a function; the tracker and the control measurement's watch both run one.
+type deploymentInformer struct {
+	cancel  context.CancelFunc
+	factory informers.SharedInformerFactory
+	lister  appslisters.DeploymentNamespaceLister
+}
+
+// startDeploymentInformer starts the informer and waits for its first list.
+func startDeploymentInformer(ctx context.Context, kube kubernetes.Interface, ns string, onChange func(obj any)) (deploymentInformer, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns))
 	inf := f.Apps().V1().Deployments()
-	t := &tracker{cancel: cancel, factory: f, lister: inf.Lister().Deployments(ns)}
+	di := deploymentInformer{cancel: cancel, factory: f, lister: inf.Lister().Deployments(ns)}
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { t.onChange(obj) },
-		UpdateFunc: func(_, obj any) { t.onChange(obj) },
+		AddFunc:    onChange,
+		UpdateFunc: func(_, obj any) { onChange(obj) },
 	}); err != nil {
 		cancel()
-		return nil, err
+		return deploymentInformer{}, err
 	}
 	f.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
 		cancel()
 		f.Shutdown()
-		return nil, fmt.Errorf("deployment informer did not sync: %w", ctx.Err())
+		return deploymentInformer{}, fmt.Errorf("deployment informer did not sync: %w", ctx.Err())
 	}
-	return t, nil
+	return di, nil
 }
 
-func (t *tracker) stop() {
-	t.cancel()
-	t.factory.Shutdown()
+func (di deploymentInformer) stop() {
+	di.cancel()
+	di.factory.Shutdown()
+}
+
+func startTracker(ctx context.Context, kube kubernetes.Interface, ns string) (*tracker, error) {
+	t := &tracker{}
+	di, err := startDeploymentInformer(ctx, kube, ns, t.onChange)
+	if err != nil {
+		return nil, err
+	}
+	t.deploymentInformer = di
+	return t, nil
 }
 
 func (t *tracker) onChange(obj any) {
