@@ -26,6 +26,11 @@ type AwaitInput struct {
 	// weighed on (k8s.RolloutAnnotations): a Deployment whose annotations differ calls for a
 	// sync (steps added, fixed or removed mid-rollout).
 	RolloutAnnotations *string `json:"rolloutAnnotations,omitempty"`
+	// Retry: the workflow's last decisions were stale more than once in a row; it syncs again
+	// from a live read. The wait weighs nothing: it returns AwaitDecide, with no snapshot, as
+	// soon as Admission admits a move (at most maxHold), so that a run of retries neither
+	// holds one workflow task open nor jumps the queue of a saturated client budget.
+	Retry bool `json:"retry,omitempty"`
 }
 
 // Await reasons: why AwaitChange returned.
@@ -109,6 +114,9 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 		default:
 			return AwaitResult{Reason: AwaitBusy}, nil
 		}
+	}
+	if in.Retry {
+		return a.admitRetry(ctx, in)
 	}
 	wake, stop := a.Cache.Subscribe(in.Namespace, in.Name)
 	defer stop()
@@ -227,6 +235,35 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 		case <-retry:
 		case <-hold:
 		case <-wake:
+		}
+	}
+}
+
+// admitRetry is AwaitChange for a retry (AwaitInput.Retry): AwaitDecide once Admission admits
+// the move, or AwaitGone at once for a Deployment the cache saw deleted.
+func (a *Activities) admitRetry(ctx context.Context, in AwaitInput) (AwaitResult, error) {
+	beat := time.NewTicker(heartbeatEvery)
+	defer beat.Stop()
+	started, held := time.Now(), false
+	for {
+		if a.Cache.DeploymentDeleted(in.UID) {
+			return AwaitResult{Reason: AwaitGone}, nil
+		}
+		wait := a.Admission.Wait(time.Now())
+		if wait == 0 || time.Since(started) >= maxHold {
+			res := AwaitResult{Reason: AwaitDecide}
+			if held {
+				res.Held = time.Since(started).Round(time.Millisecond)
+			}
+			return res, nil
+		}
+		held = true
+		select {
+		case <-ctx.Done():
+			return AwaitResult{}, ctx.Err()
+		case <-beat.C:
+			activity.RecordHeartbeat(ctx)
+		case <-time.After(wait):
 		}
 	}
 }

@@ -763,3 +763,42 @@ func TestAwaitChangeHoldsMovesForTheBudget(t *testing.T) {
 		t.Errorf("returned after %s with held %s, want the move held until the budget's queue was short (%s)", took, res.Held, short)
 	}
 }
+
+// A stale decision's retry (Retry) weighs nothing: it returns Decide, with no snapshot, once the
+// client budget admits a move; at once while the budget is free.
+func TestAwaitChangeRetryWaitsForTheBudget(t *testing.T) {
+	d, rss, _ := midRollout(t)
+	f := awaitFixture(t, d, rss)
+	budget := &lockedBudget{}
+	f.a.Admission = NewAdmission(budget)
+	in := AwaitInput{Namespace: testNS, Name: "web", UID: dUID, MaxWait: 30 * time.Second, Retry: true}
+
+	start := time.Now()
+	res, err := runAwait(t, f.a, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); res.Reason != AwaitDecide || res.Snapshot != nil || res.Held != 0 || took > time.Second {
+		t.Fatalf("free budget: result %+v after %s, want Decide at once with no snapshot", res, took)
+	}
+
+	budget.mu.Lock()
+	budget.backlog = 3 * time.Second
+	budget.mu.Unlock()
+	const short = 600 * time.Millisecond
+	after(t, short, func() error {
+		budget.mu.Lock()
+		budget.backlog = 0
+		budget.mu.Unlock()
+		return nil
+	})
+	start = time.Now()
+	res, err = runAwait(t, f.a, in)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != AwaitDecide || took < short || res.Held < short-150*time.Millisecond {
+		t.Fatalf("saturated budget: result %+v after %s, want Decide held until the queue was short (%s)", res, took, short)
+	}
+}

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/temporal-rollout/rollout/k8s"
 )
 
 // TestChangesWhileNoWatcherRuns (issue 23, defect 5): two `worker --watch` processes, as
@@ -228,3 +230,65 @@ func controlledBy(rs *appsv1.ReplicaSet, uid types.UID) bool {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// Defect 5 in managed mode: kube-controller-manager's own Deployment controller writes
+// observedGeneration for a parked (paused) Deployment at once, so a change made while our
+// worker and watcher were down is not an unobserved generation there. The watcher's first
+// resync weighs each parked Deployment against its ReplicaSets instead: each rolls out once
+// they are back.
+func TestManagedChangesWhileNoWatcherRuns(t *testing.T) {
+	inManagedMode(t)
+	ns := newNamespace(t)
+	deps := []string{"app-0", "app-1", "app-2"}
+	old := map[string]string{}
+	for _, name := range deps {
+		create(t, newDeployment(ns, name, 3, "nginx:1.25", rolling("1", "0"), managed()))
+	}
+	for _, name := range deps {
+		waitParked(t, ns, name, "1", "0")
+		old[name] = ownedReplicaSets(t, ns, name)[0].Name
+	}
+
+	env.stack.KillProcess("watcher")
+	env.stack.KillProcess("worker")
+	for _, name := range deps {
+		setImage(t, ns, name, "nginx:1.26")
+	}
+	// kube-controller-manager observes the new generation of each parked Deployment, and
+	// nothing rolls.
+	eventually(t, 30*time.Second, func() string {
+		for _, name := range deps {
+			if d := getDeployment(t, ns, name); d.Status.ObservedGeneration != d.Generation {
+				return fmt.Sprintf("%s: observedGeneration %d, generation %d", name, d.Status.ObservedGeneration, d.Generation)
+			}
+		}
+		return ""
+	})
+	for _, name := range deps {
+		if got := rsSummary(ownedReplicaSets(t, ns, name)); got != old[name]+":r1:3" {
+			t.Fatalf("%s with no worker running: replicasets %s, want only %s at 3", name, got, old[name])
+		}
+	}
+
+	start := time.Now()
+	if err := startWorker("--mode", "managed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := startWatcher("--mode", "managed"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range deps {
+		d := waitParked(t, ns, name, "1", "0")
+		if got := d.Spec.Template.Spec.Containers[0].Image; got != "nginx:1.26" {
+			t.Errorf("%s: image %s, want nginx:1.26", name, got)
+		}
+		if got := d.Annotations[k8s.RevisionAnnotation]; got != "2" {
+			t.Errorf("%s: revision %s, want 2", name, got)
+		}
+		want := fmt.Sprintf("%s:r2:3 %s:r1:0", expectedRSName(d), old[name])
+		if got := rsSummary(ownedReplicaSets(t, ns, name)); got != want {
+			t.Errorf("%s: replicasets %s, want %s", name, got, want)
+		}
+	}
+	t.Logf("all %d rolled out %s after the worker and the watcher started", len(deps), since(start))
+}

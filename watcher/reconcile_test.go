@@ -303,9 +303,30 @@ func TestReconcileUnobservedGeneration(t *testing.T) {
 		give func(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet)
 		// giveChange, if set, is written after the first resync, while the watcher runs.
 		giveChange func(d *appsv1.Deployment) *appsv1.Deployment
+		// managed: the watcher runs in managed mode.
+		managed bool
 		// want is what each of three resyncs queues.
 		want [3][]string
 	}{
+		{
+			// kube-controller-manager's paused sync wrote observedGeneration for the change.
+			name:    "parked (managed mode), changed while no watcher ran, its generation observed by the built-in controller: signalled",
+			managed: true,
+			give: func(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+				d, rss := atRest(t, "web")
+				d = d.DeepCopy()
+				d.Annotations = map[string]string{k8s.ManagedAnnotation: "true"}
+				if err := k8s.Park(d); err != nil {
+					t.Fatal(err)
+				}
+				d = newImage(d, "nginx:2")
+				// Its status, as the built-in controller's paused sync writes it: no
+				// ReplicaSet has the new template yet.
+				d.Status.ObservedGeneration, d.Status.UpdatedReplicas = d.Generation, 0
+				return d, rss
+			},
+			want: [3][]string{{"prod/web"}, {"prod/web"}, {"prod/web"}},
+		},
 		{
 			name: "changed while no watcher ran: signalled from the first resync on",
 			give: func(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
@@ -362,6 +383,7 @@ func TestReconcileUnobservedGeneration(t *testing.T) {
 				Executions: executions(workflows.WorkflowID("prod", "web")),
 			}, nil)
 			w, kc := startWatcher(t, tc, objects(d, rss)...)
+			w.opts.Managed = tt.managed
 
 			for i, want := range tt.want {
 				if i == 1 && tt.giveChange != nil {

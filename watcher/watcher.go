@@ -150,10 +150,18 @@ type generation struct {
 	gen int64
 }
 
-// unobservedGeneration is d's generation, and whether its status has not observed it yet: a
-// spec change no sync has acted on.
+// unobservedGeneration is d's generation, and whether no sync may have acted on it yet: its
+// status has not observed it. A parked Deployment's (managed mode) status is no witness:
+// kube-controller-manager's own Deployment controller writes observedGeneration for it at once
+// (its paused sync), so a spec change made there while no watcher ran looks observed. For it,
+// a rollout under way by its user's terms (WorkerCovers) counts: its workflow may be at rest,
+// waiting for a signal nobody sent.
 func unobservedGeneration(d *appsv1.Deployment) (generation, bool) {
-	return generation{uid: d.UID, gen: d.Generation}, d.Status.ObservedGeneration < d.Generation
+	g := generation{uid: d.UID, gen: d.Generation}
+	if _, parked, err := k8s.Parked(d); parked && err == nil {
+		return g, WorkerCovers(d)
+	}
+	return g, d.Status.ObservedGeneration < d.Generation
 }
 
 // New registers the watcher's handlers on the cache's informers. Call it before the cache

@@ -23,6 +23,10 @@ const (
 	// staleRetries: stale decisions synced again at once, from a live read, in a row before
 	// backing off (see failed).
 	staleRetries = 10
+	// changeStaleRetryAdmitted (0.2): from the second stale decision in a row, the retry waits
+	// for the client budget in AwaitChange (AwaitInput.Retry) instead of syncing again inside
+	// the same workflow task.
+	changeStaleRetryAdmitted = "stale-retry-admitted"
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
 )
@@ -657,8 +661,17 @@ func (r *rollout) failed(ctx workflow.Context, err error) {
 	// a row before backing off.
 	stale := activities.IsKind(err, activities.ErrStale) || activities.IsKind(err, activities.ErrNotFound)
 	if stale && r.failures <= staleRetries {
+		r.liveNext = true
+		if r.failures > 1 && workflow.GetVersion(ctx, changeStaleRetryAdmitted, workflow.DefaultVersion, 1) == 1 {
+			// Stale again: a run of retries in one workflow task held it (and every signal,
+			// update and query behind it) for seconds on a saturated client budget. The next
+			// one comes after this task, once the budget admits it.
+			r.log.Info("Decision was stale again, syncing from a live read once the client budget admits it", "error", err, "failures", r.failures)
+			r.startRetryAwait(ctx)
+			return
+		}
 		r.log.Info("Decision was stale, syncing again from a live read", "error", err)
-		r.dirty, r.liveNext = true, true
+		r.dirty = true
 		return
 	}
 	n := r.failures

@@ -82,6 +82,11 @@ type fakeCluster struct {
 	// beforeAwait, if set, runs with the lock held when the AwaitChange activity starts (a
 	// test's pods becoming available between syncs).
 	beforeAwait func()
+	// staleCreates: how many CreateReplicaSet calls fail as stale decisions (ErrStale) before
+	// they succeed.
+	staleCreates int
+	// retryAwaits: the AwaitChange activities that were a stale decision's retry (Retry).
+	retryAwaits int
 }
 
 func newFakeCluster(d *appsv1.Deployment, rss ...*appsv1.ReplicaSet) *fakeCluster {
@@ -208,6 +213,10 @@ func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (
 		return activities.AwaitResult{Reason: activities.AwaitResync}, nil
 	}
 	defer f.done("AwaitChange", false, new(error))
+	if in.Retry {
+		f.retryAwaits++
+		return activities.AwaitResult{Reason: activities.AwaitDecide}, nil
+	}
 	if f.beforeAwait != nil {
 		f.beforeAwait()
 	}
@@ -353,6 +362,10 @@ func (f *fakeCluster) ClaimReplicaSets(_ context.Context, in activities.ClaimInp
 func (f *fakeCluster) CreateReplicaSet(_ context.Context, in activities.CreateInput) (_ activities.CreateResult, err error) {
 	f.mu.Lock()
 	defer f.done("CreateReplicaSet", true, &err)
+	if f.staleCreates > 0 {
+		f.staleCreates--
+		return activities.CreateResult{}, appErr(activities.ErrStale, "deployment changed since the decision")
+	}
 	if in.ReplicaSet == nil || in.ReplicaSet.Name == "" || in.ReplicaSet.Namespace != in.Deployment.Namespace {
 		return activities.CreateResult{}, appErr(activities.ErrInvalid, "invalid replicaset")
 	}
@@ -1131,6 +1144,40 @@ func TestSignalDuringFinalSyncIsKept(t *testing.T) {
 		t.Fatalf("pause sent during the final sync: spec.paused=false before the resume, want it applied")
 	}
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
+}
+
+// 7c. A stale decision is synced again at once, from a live read, in the same workflow task;
+// from the second in a row, the retry waits in the AwaitChange activity (Retry) for the client
+// budget, so a run of retries on a saturated budget does not hold one workflow task (and the
+// users' signals, updates and queries behind it) open for seconds.
+func TestStaleRetriesLeaveTheTask(t *testing.T) {
+	f := midRollout()
+	f.staleCreates = 3
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
+	if f.retryAwaits != 2 {
+		t.Fatalf("retries through AwaitChange: got %d, want 2 (the second and third stale decisions)", f.retryAwaits)
+	}
+	// The first retry stays in the task: Observe, the stale create, Observe (live), the stale
+	// create, then the wait.
+	var seq []string
+	for _, act := range f.order {
+		if act == "Observe" || act == "CreateReplicaSet" || act == "AwaitChange" {
+			seq = append(seq, act)
+		}
+	}
+	want := []string{"Observe", "CreateReplicaSet", "Observe", "CreateReplicaSet", "AwaitChange", "Observe", "CreateReplicaSet", "AwaitChange", "Observe", "CreateReplicaSet"}
+	if len(seq) < len(want) || !slices.Equal(seq[:len(want)], want) {
+		t.Fatalf("activities: got %v, want %v first", seq, want)
+	}
+	for i, in := range f.observed[1:4] {
+		if !in.Live {
+			t.Errorf("Observe %d after a stale decision: not live", i+2)
+		}
+	}
 }
 
 // 8b. A trigger naming a Deployment newer than the snapshot the wait returns (the watcher wrote

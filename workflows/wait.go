@@ -103,6 +103,15 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 	r.recordRollback, r.recordUpdate = false, false
 }
 
+// startRetryAwait starts AwaitChange for a stale decision's retry (AwaitInput.Retry): the
+// workflow task ends, and the retry's sync follows once the client budget admits it.
+func (r *rollout) startRetryAwait(ctx workflow.Context) {
+	r.stopAwait()
+	in := activities.AwaitInput{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, Retry: true, MaxWait: awaitMaxWait}
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitOptions))
+	r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteActivity(actx, a.AwaitChange, in), cancel, false
+}
+
 // stopAwait cancels a wait still running: a signal or timer came first, and the sync that
 // follows starts a new one on its own writes.
 func (r *rollout) stopAwait() {
