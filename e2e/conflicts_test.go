@@ -26,6 +26,7 @@ import (
 // exact ReplicaSets, and a stale decision met again in a row is retried after its workflow task
 // ended, through the AwaitChange activity (Retry), as the `stale-retry-admitted` version of
 // the workflow does: the history holds that version's marker and the retries.
+// TestConflictsDuringRollout patches the ReplicaSets instead (409s on our ReplicaSet writes).
 func TestConflictingWriterRetries(t *testing.T) {
 	if env.builtin {
 		t.Skip("our worker is not running")
