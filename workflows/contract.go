@@ -149,6 +149,9 @@ type Carry struct {
 	ManagedGuard    bool                        `json:"managedGuard,omitempty"`
 	// Traffic: the route as the previous run's last traffic move left it.
 	Traffic *TrafficStatus `json:"traffic,omitempty"`
+	// BlueGreen: a blue-green rollout in progress, and what its Services selected.
+	BlueGreen         *blueGreenState    `json:"blueGreen,omitempty"`
+	BlueGreenServices *BlueGreenServices `json:"blueGreenServices,omitempty"`
 	// Notify is the notify annotation as the previous run last read it, UIURL the worker's
 	// --ui-url, and Notifications those not yet delivered, which this run sends.
 	Notify        *k8s.NotifyConfig        `json:"notify,omitempty"`
@@ -237,6 +240,9 @@ type Status struct {
 	// Traffic: with the temporal-rollout.io/traffic annotation, the route's weights, header
 	// routes and the invariant's check at the last traffic move (docs/traffic.md).
 	Traffic *TrafficStatus `json:"traffic,omitempty"`
+	// BlueGreen: with the temporal-rollout.io/blue-green annotation, the rollout's phase and
+	// what the active and preview Services select (docs/blue-green.md).
+	BlueGreen *BlueGreenStatus `json:"blueGreen,omitempty"`
 }
 
 // ReplicaSetStatus is one ReplicaSet's counts.
