@@ -208,64 +208,72 @@ func TestBlueGreen(t *testing.T) {
 		}
 	})
 
-	t.Run("instant rollback to the warm replicaset", func(t *testing.T) {
-		ns := newNamespace(t)
-		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","scaleDownDelaySeconds":300}`)
-		setImage(t, ns, "web", "nginx:1.26")
-		h2 := ""
-		eventually(t, 60*time.Second, func() string {
-			st := queryStatus(t, ns, "web")
-			if st.BlueGreen == nil || st.BlueGreen.Hash == "" {
-				return "no blue-green rollout yet"
-			}
-			h2 = st.BlueGreen.Hash
-			return ""
-		})
-		// autoPromotionEnabled (the default) promotes as soon as the preview is ready.
-		waitBlueGreen(t, ns, workflows.BlueGreenScaleDownDelay, workflows.WaitingForTimer,
-			fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h2), sel(h2)))
-		waitEvent(t, ns, "web", "RolloutPromoted: Promoted automatically (autoPromotionEnabled)")
+	for _, how := range []string{"kubectl rollout undo", "rollback signal"} {
+		t.Run("instant rollback to the warm replicaset by "+how, func(t *testing.T) {
+			ns := newNamespace(t)
+			h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","scaleDownDelaySeconds":300}`)
+			setImage(t, ns, "web", "nginx:1.26")
+			h2 := ""
+			eventually(t, 60*time.Second, func() string {
+				st := queryStatus(t, ns, "web")
+				if st.BlueGreen == nil || st.BlueGreen.Hash == "" {
+					return "no blue-green rollout yet"
+				}
+				h2 = st.BlueGreen.Hash
+				return ""
+			})
+			// autoPromotionEnabled (the default) promotes as soon as the preview is ready.
+			waitBlueGreen(t, ns, workflows.BlueGreenScaleDownDelay, workflows.WaitingForTimer,
+				fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h2), sel(h2)))
+			waitEvent(t, ns, "web", "RolloutPromoted: Promoted automatically (autoPromotionEnabled)")
 
-		obs := observe(t, ns, 6, 3)
-		start := time.Now()
-		if out, err := runKubectl("rollout", "undo", "deployment/web", "-n", ns); err != nil {
-			t.Fatalf("kubectl rollout undo: %v\n%s", err, out)
-		}
-		var switched time.Duration
-		var oldMin int32 = 3
-		eventually(t, 60*time.Second, func() string {
-			oldMin = min(oldMin, rsReplicasOf(t, ns, "nginx:1.25"))
-			if selects(t, ns, "web") != sel(h1) {
-				return "active Service still on " + selects(t, ns, "web")
+			obs := observe(t, ns, 6, 3)
+			start := time.Now()
+			if how == "kubectl rollout undo" {
+				if out, err := runKubectl("rollout", "undo", "deployment/web", "-n", ns); err != nil {
+					t.Fatalf("kubectl rollout undo: %v\n%s", err, out)
+				}
+			} else {
+				signal(t, ns, "web", workflows.SignalRollback, `{"revision":0}`)
 			}
-			switched = time.Since(start)
-			return ""
-		})
-		t.Logf("rollback to the warm replicaset: the active Service selected it again %s after kubectl rollout undo", switched.Round(time.Millisecond))
-		if switched > 20*time.Second {
-			t.Errorf("rollback to the warm replicaset took %s; want it at once", switched)
-		}
-		waitComplete(t, ns, "web")
-		eventually(t, 60*time.Second, func() string {
-			if got, want := bgState(t, ns), fmt.Sprintf("replicasets nginx:1.25=3/3 nginx:1.26=0/0; active %s; preview %s", sel(h1), sel(h1)); got != want {
-				return fmt.Sprintf("after the rollback: %s, want %s", got, want)
+			var switched time.Duration
+			var oldMin int32 = 3
+			eventually(t, 60*time.Second, func() string {
+				oldMin = min(oldMin, rsReplicasOf(t, ns, "nginx:1.25"))
+				if selects(t, ns, "web") != sel(h1) {
+					return "active Service still on " + selects(t, ns, "web")
+				}
+				switched = time.Since(start)
+				return ""
+			})
+			t.Logf("rollback to the warm replicaset: the active Service selected it again %s after the %s", switched.Round(time.Millisecond), how)
+			if switched > 20*time.Second {
+				t.Errorf("rollback to the warm replicaset took %s; want it at once", switched)
 			}
-			return ""
+			waitComplete(t, ns, "web")
+			eventually(t, 60*time.Second, func() string {
+				if got, want := bgState(t, ns), fmt.Sprintf("replicasets nginx:1.25=3/3 nginx:1.26=0/0; active %s; preview %s", sel(h1), sel(h1)); got != want {
+					return fmt.Sprintf("after the rollback: %s, want %s", got, want)
+				}
+				return ""
+			})
+			obs.stop()
+			// The warm ReplicaSet was never scaled: no scale-up was needed.
+			if oldMin != 3 || obs.worstTotal > 6 {
+				t.Errorf("the warm replicaset went down to %d (worst Σ spec %d); want it at 3 throughout", oldMin, obs.worstTotal)
+			}
+			if img := getDeployment(t, ns, "web").Spec.Template.Spec.Containers[0].Image; img != "nginx:1.25" {
+				t.Errorf("image after the undo = %s, want nginx:1.25", img)
+			}
+			waitEvent(t, ns, "web", "ActiveSwitched: Active Service web selects pod-template-hash "+h1)
 		})
-		obs.stop()
-		// The warm ReplicaSet was never scaled: no scale-up was needed.
-		if oldMin != 3 || obs.worstTotal > 6 {
-			t.Errorf("the warm replicaset went down to %d (worst Σ spec %d); want it at 3 throughout", oldMin, obs.worstTotal)
-		}
-		if img := getDeployment(t, ns, "web").Spec.Template.Spec.Containers[0].Image; img != "nginx:1.25" {
-			t.Errorf("image after the undo = %s, want nginx:1.25", img)
-		}
-		waitEvent(t, ns, "web", "ActiveSwitched: Active Service web selects pod-template-hash "+h1)
-	})
+	}
 
 	t.Run("autoPromotionSeconds survives a worker SIGKILL", func(t *testing.T) {
 		ns := newNamespace(t)
-		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionSeconds":20,"scaleDownDelaySeconds":3}`)
+		// previewReplicaCount 1: one new pod before promotion, all three after, and the active
+		// Service switches once all three are available.
+		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionSeconds":20,"scaleDownDelaySeconds":3,"previewReplicaCount":1}`)
 		setImage(t, ns, "web", "nginx:1.26")
 		h2 := ""
 		eventually(t, 60*time.Second, func() string {
@@ -277,11 +285,11 @@ func TestBlueGreen(t *testing.T) {
 			return ""
 		})
 		st := waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForTimer,
-			fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)))
+			fmt.Sprintf("replicasets nginx:1.26=1/1 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)))
 		until := *st.BlueGreen.Until
 		env.stack.KillProcess("worker")
 		time.Sleep(5 * time.Second)
-		if got, want := bgState(t, ns), fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)); got != want {
+		if got, want := bgState(t, ns), fmt.Sprintf("replicasets nginx:1.26=1/1 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)); got != want {
 			t.Errorf("worker down during the wait: %s, want unchanged %s", got, want)
 		}
 		if err := startWorker(); err != nil {
@@ -297,6 +305,11 @@ func TestBlueGreen(t *testing.T) {
 			return ""
 		})
 		switched := time.Now()
+		for _, rs := range replicaSets(t, ns) {
+			if rs.Spec.Template.Spec.Containers[0].Image == "nginx:1.26" && (*rs.Spec.Replicas != 3 || rs.Status.AvailableReplicas != 3) {
+				t.Errorf("active Service switched with the new replicaset at %d replicas, %d available; want all 3 available", *rs.Spec.Replicas, rs.Status.AvailableReplicas)
+			}
+		}
 		if switched.Before(until) {
 			t.Errorf("active Service switched at %s, before the automatic promotion at %s", switched.Format(time.RFC3339Nano), until)
 		}

@@ -327,12 +327,22 @@ func (r *rollout) promoteBlueGreen(ctx workflow.Context, req PromoteRequest, why
 // what it selects.
 func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
 	d := k8s.Effective(snap.Deployment)
-	if _, ok := d.Annotations[k8s.BlueGreenAnnotation]; !ok || plan.CanaryStale || r.annotationError != "" || !r.blueGreenOn(ctx) {
+	_, annotated := d.Annotations[k8s.BlueGreenAnnotation]
+	if !annotated && r.bgServices == nil || plan.CanaryStale || r.annotationError != "" || !r.blueGreenOn(ctx) {
 		return nil
 	}
-	spec, err := k8s.ParseBlueGreen(d)
-	if err != nil {
-		return nil
+	var spec *k8s.BlueGreenSpec
+	if annotated {
+		var err error
+		if spec, err = k8s.ParseBlueGreen(d); err != nil {
+			return nil
+		}
+	} else {
+		// The annotation is gone (removed, or a rollback restored annotations from an older
+		// ReplicaSet): the Services are pointed at the Deployment's template once, as at rest,
+		// and then left to the user.
+		spec = &k8s.BlueGreenSpec{ActiveService: r.bgServices.Active, PreviewService: r.bgServices.Preview}
+		r.endBlueGreen()
 	}
 	stable, target := r.stableHash, r.lastHash
 	if r.abort != nil && stable != "" {
@@ -354,6 +364,9 @@ func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentR
 	}
 	changed := r.bgServices == nil || *r.bgServices != *sv
 	r.bgServices = sv
+	if !annotated && sv.ActiveSelects == target && (sv.Preview == "" || sv.PreviewSelects == target) {
+		r.bgServices, changed = nil, true
+	}
 	if changed {
 		r.upsertStepState(ctx)
 	}
