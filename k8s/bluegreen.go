@@ -184,9 +184,11 @@ func (c *Canary) blueGreenSize(replicas int32) int32 {
 }
 
 // ServesFully reports whether the ReplicaSet with pod-template-hash hash has pods and all of
-// them available: only then may a Service switch to it (traffic never exceeds capacity).
-// rss: the snapshot's ReplicaSets.
-func ServesFully(rss []*appsv1.ReplicaSet, hash string) bool {
+// them available, before the sync's plan runs and after: only then may a Service switch to it
+// (traffic never exceeds capacity). rss: the snapshot's ReplicaSets. A ReplicaSet the plan
+// scales is weighed at its new size: 1 of 1 pods available and the plan scaling it to 3 (a
+// promotion after previewReplicaCount 1) is not fully available.
+func ServesFully(rss []*appsv1.ReplicaSet, plan Plan, hash string) bool {
 	if hash == "" {
 		return false
 	}
@@ -195,6 +197,14 @@ func ServesFully(rss []*appsv1.ReplicaSet, hash string) bool {
 			continue
 		}
 		n := rsReplicas(rs)
+		for _, s := range plan.Steps {
+			switch s.Kind {
+			case StepScaleUp, StepScaleDown, StepUpdateRS:
+				if s.ReplicaSet != nil && s.ReplicaSet.Name == rs.Name && s.ReplicaSet.Spec.Replicas != nil {
+					n = max(n, *s.ReplicaSet.Spec.Replicas)
+				}
+			}
+		}
 		return n > 0 && rs.Status.AvailableReplicas >= n
 	}
 	return false

@@ -210,20 +210,29 @@ func TestServesFully(t *testing.T) {
 	empty := ownedRS(d, "nginx:1.2", 3, 0, 0, ago(time.Minute))
 	rss := []*appsv1.ReplicaSet{full, partial, empty}
 	hash := func(rs *appsv1.ReplicaSet) string { return rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] }
+	scaleTo := func(rs *appsv1.ReplicaSet, kind StepKind, n int32) Plan {
+		c := rs.DeepCopy()
+		c.Spec.Replicas = &n
+		return Plan{Steps: []Step{{Kind: kind, ReplicaSet: c}}}
+	}
 	tests := []struct {
 		name string
 		give string
+		plan Plan
 		want bool
 	}{
-		{"all pods available", hash(full), true},
-		{"2 of 3 available", hash(partial), false},
-		{"no pods", hash(empty), false},
-		{"no such ReplicaSet", "abc", false},
-		{"no hash", "", false},
+		{name: "all pods available", give: hash(full), want: true},
+		{name: "2 of 3 available", give: hash(partial), want: false},
+		{name: "no pods", give: hash(empty), want: false},
+		{name: "no such ReplicaSet", give: "abc", want: false},
+		{name: "no hash", give: "", want: false},
+		// A preview of 3 promoted to 5 in this sync: 3 of 5 once the plan ran.
+		{name: "the plan scales it up", give: hash(full), plan: scaleTo(full, StepScaleUp, 5), want: false},
+		{name: "the plan scales another", give: hash(full), plan: scaleTo(partial, StepScaleUp, 5), want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ServesFully(rss, tt.give); got != tt.want {
+			if got := ServesFully(rss, tt.plan, tt.give); got != tt.want {
 				t.Errorf("ServesFully(%s) = %t, want %t", tt.give, got, tt.want)
 			}
 		})

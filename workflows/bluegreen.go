@@ -350,9 +350,9 @@ func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentR
 	}
 	rolling := r.bg != nil && r.abort == nil
 	active, preview := k8s.BlueGreenTargets(stable, target, rolling, rolling && r.bg.Promoted)
-	switches := []activities.ServiceSwitch{r.serviceSwitch(snap, spec.ActiveService, "ActiveSwitched", "Active", active)}
+	switches := []activities.ServiceSwitch{r.serviceSwitch(snap, plan, spec.ActiveService, "ActiveSwitched", "Active", active)}
 	if spec.PreviewService != "" {
-		switches = append(switches, r.serviceSwitch(snap, spec.PreviewService, "PreviewSwitched", "Preview", preview))
+		switches = append(switches, r.serviceSwitch(snap, plan, spec.PreviewService, "PreviewSwitched", "Preview", preview))
 	}
 	var res activities.SyncBlueGreenResult
 	if err := workflow.ExecuteLocalActivity(ctx, a.SyncBlueGreen, activities.SyncBlueGreenInput{Deployment: ref, Switches: switches}).Get(ctx, &res); err != nil {
@@ -375,8 +375,8 @@ func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentR
 
 // serviceSwitch is the switch of one Service to hash, if the ReplicaSet of hash serves fully
 // (otherwise the Service is left as it is).
-func (r *rollout) serviceSwitch(snap k8s.Snapshot, service, reason, role, hash string) activities.ServiceSwitch {
-	if !k8s.ServesFully(snap.ReplicaSets, hash) {
+func (r *rollout) serviceSwitch(snap k8s.Snapshot, plan k8s.Plan, service, reason, role, hash string) activities.ServiceSwitch {
+	if !k8s.ServesFully(snap.ReplicaSets, plan, hash) {
 		return activities.ServiceSwitch{Service: service}
 	}
 	var name string
