@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,6 +74,24 @@ func waitBlueGreen(t *testing.T, ns, phase, waiting, want string) workflows.Stat
 		return ""
 	})
 	return st
+}
+
+// memoBlueGreen is the blueGreen field of the workflow's memo.
+func memoBlueGreen(t *testing.T, id string) workflows.BlueGreenStatus {
+	t.Helper()
+	resp, err := env.tc.DescribeWorkflowExecution(context.Background(), id, "")
+	if err != nil {
+		t.Fatalf("describe %s: %v", id, err)
+	}
+	var bg workflows.BlueGreenStatus
+	p := resp.GetWorkflowExecutionInfo().GetMemo().GetFields()["blueGreen"]
+	if p == nil {
+		t.Fatalf("memo of %s has no blueGreen", id)
+	}
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &bg); err != nil {
+		t.Fatalf("decode memo blueGreen: %v", err)
+	}
+	return bg
 }
 
 // rsReplicasOf is the spec.replicas of the ReplicaSet running image.
@@ -147,6 +166,16 @@ func TestBlueGreen(t *testing.T) {
 		eventually(t, 30*time.Second, func() string {
 			return listed(t, fmt.Sprintf(`%s = "%s" AND WorkflowId = "%s"`, workflows.SearchAttrWaitingFor, workflows.WaitingForPromote, id), id)
 		})
+		// The memo (the Temporal UI) and `starter status` show the phase.
+		if bg := memoBlueGreen(t, id); bg.Phase != workflows.BlueGreenPaused || bg.WaitingFor != workflows.WaitingForPromote || bg.PreviewSelects != h2 {
+			t.Errorf("memo blueGreen %+v, want Paused waiting for promote, preview on %s", bg, h2)
+		}
+		out, err = starterCmd(t, "status", ns+"/web")
+		for _, want := range []string{"Blue-green:", "Paused, template " + h2, "Promote (starter promote " + ns + "/web)", "web → pod-template-hash " + h1, "web-preview → pod-template-hash " + h2} {
+			if err != nil || !strings.Contains(out, want) {
+				t.Errorf("starter status: %v\n%s\nwant %q", err, out, want)
+			}
+		}
 		time.Sleep(2 * time.Second)
 		if got, want := bgState(t, ns), fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)); got != want {
 			t.Errorf("while paused: %s, want unchanged %s", got, want)
