@@ -159,8 +159,8 @@ func TestBlueGreen(t *testing.T) {
 			t.Errorf("Progressing condition = %+v, want CanaryPaused, paused until promoted", c)
 		}
 		out, err := runKubectl("rollout", "status", "deployment/web", "-n", ns, "--timeout=2s")
-		if err == nil || !strings.Contains(out, "Waiting for deployment \"web\" rollout to finish") {
-			t.Errorf("kubectl rollout status before promotion: %v\n%s\nwant it waiting", err, out)
+		if err == nil || !strings.Contains(out, "Waiting for deployment \"web\" rollout to finish: 3 old replicas are pending termination") {
+			t.Errorf("kubectl rollout status before promotion: %v\n%s\nwant it waiting on the 3 old replicas", err, out)
 		}
 		id := workflowID(ns, "web")
 		eventually(t, 30*time.Second, func() string {
@@ -195,6 +195,10 @@ func TestBlueGreen(t *testing.T) {
 			if n := rsReplicasOf(t, ns, "nginx:1.25"); n != 3 {
 				t.Errorf("old replicaset at %d replicas %s before the delay ends, want 3 (warm)", n, time.Until(until).Round(time.Millisecond))
 			}
+		}
+		out, err = runKubectl("rollout", "status", "deployment/web", "-n", ns, "--timeout=2s")
+		if err == nil || !strings.Contains(out, "3 old replicas are pending termination") {
+			t.Errorf("kubectl rollout status in the scale-down delay: %v\n%s\nwant it waiting on the 3 old replicas", err, out)
 		}
 		out, err = updateCLI(ns, "web", workflows.UpdatePromote)
 		if err == nil || !strings.Contains(out, "already promoted") {
