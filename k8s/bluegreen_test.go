@@ -270,3 +270,22 @@ func TestRolloutAnnotationsSeesBlueGreen(t *testing.T) {
 		t.Errorf("RolloutAnnotations does not change with the blue-green annotation: %q, %q", a, b)
 	}
 }
+
+// ParseBlueGreen runs in workflow code (workflowcheck.config.yaml exempts it): the same
+// annotation gives the same result, its error naming the problems in the same order.
+func TestParseBlueGreenIsDeterministic(t *testing.T) {
+	d := webDeployment(3, "nginx:1.1")
+	d.Annotations[BlueGreenAnnotation] = `{"previewService":"X","scaleDownDelaySeconds":-1,"previewReplicaCount":0,
+		"prePromotionAnalysis":{"web":{"url":"ftp://x","headers":{"B":"1","A":"2","C":"3"}},"min":2,"max":1},
+		"postPromotionAnalysis":{"query":"","count":2,"failureLimit":5}}`
+	d.Annotations[StepsAnnotation] = `[{"setWeight":10}]`
+	_, first := ParseBlueGreen(d)
+	if first == nil {
+		t.Fatal("want an error")
+	}
+	for range 200 {
+		if _, err := ParseBlueGreen(d); err == nil || err.Error() != first.Error() {
+			t.Fatalf("error %q, then %q", first, err)
+		}
+	}
+}

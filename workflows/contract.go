@@ -38,7 +38,8 @@ const (
 	QueryStatus = "status"
 	// UpdatePromote (a Workflow Update) moves a stepped rollout past the step it waits at:
 	// {} to the next step, {"full":true} past every remaining step. It is rejected when nothing
-	// waits (no stepped rollout, or a setWeight step still scaling). Returns the Status as
+	// waits (no stepped rollout, or a setWeight step still scaling). A blue-green rollout it
+	// promotes, or moves past its analysis (docs/blue-green.md). Returns the Status as
 	// soon as the promote is applied and recorded (the step it moved to); the sync that
 	// carries it out follows at once.
 	UpdatePromote = "promote"
@@ -55,8 +56,8 @@ const (
 	SearchAttrDeployment = "K8sDeployment"
 	SearchAttrRevision   = "K8sRevision"
 	SearchAttrOutcome    = "RolloutOutcome"
-	// SearchAttrWaitingFor (Keyword) is what a stepped rollout waits for: Promote, Timer,
-	// Analysis, Weight, or empty. `temporal workflow list --query 'RolloutWaitingFor="Promote"'`
+	// SearchAttrWaitingFor (Keyword) is what a stepped or blue-green rollout waits for:
+	// Promote, Timer, Analysis, Weight, ReplicaSet, or empty. `temporal workflow list --query 'RolloutWaitingFor="Promote"'`
 	// lists every Deployment waiting for promotion.
 	SearchAttrWaitingFor = "RolloutWaitingFor"
 )
