@@ -70,6 +70,9 @@ type blueGreenState struct {
 	// Analysis and AnalysisSpec: the pre- or post-promotion analysis under way.
 	Analysis     *analysisState    `json:"analysis,omitempty"`
 	AnalysisSpec *k8s.AnalysisStep `json:"analysisSpec,omitempty"`
+	// Spec is the annotation as the last sync read it, so a run continued from this one acts
+	// on a timer or an analysis that ends before its first sync.
+	Spec *k8s.BlueGreenSpec `json:"spec,omitempty"`
 }
 
 // BlueGreenServices is what the blue-green Services select at the last sync.
@@ -157,6 +160,7 @@ func (r *rollout) blueGreenRequest(ctx workflow.Context, d *appsv1.Deployment, h
 		r.enterBlueGreen(ctx, BlueGreenPreview)
 	}
 	bg := r.bg
+	bg.Spec = spec
 	c = &k8s.Canary{Hash: hash, BlueGreen: true}
 	switch bg.Phase {
 	case BlueGreenScalingDown:
@@ -424,9 +428,10 @@ func (r *rollout) startBlueGreenAnalysis(ctx workflow.Context) {
 // phase waits for: a timer waits only what is left of it.
 func (r *rollout) resumeBlueGreenWaits(ctx workflow.Context) {
 	bg := r.bg
-	if bg == nil {
+	if bg == nil || bg.Spec == nil {
 		return
 	}
+	r.bgSpec = bg.Spec
 	switch {
 	case bg.Until != nil && (bg.Phase == BlueGreenPaused || bg.Phase == BlueGreenScaleDownDelay):
 		r.startBlueGreenTimer(ctx)

@@ -190,3 +190,47 @@ func TestBlueGreenCanPromote(t *testing.T) {
 		})
 	}
 }
+
+// A run continued in the scale-down delay (Continue-As-New) waits only what is left of it,
+// from the carried state, and then scales the old ReplicaSet down.
+func TestBlueGreenDelayAcrossContinueAsNew(t *testing.T) {
+	ann := `{"activeService":"web","previewService":"web-preview","scaleDownDelaySeconds":1800}`
+	f, svcs, h1, h2 := blueGreen(t, ann)
+	f.d.Annotations[k8s.RevisionAnnotation] = "2"
+	f.rss = append(f.rss, newReplicaSet(f.d, "nginx:v2", 2, 10, time.Minute))
+	svcs.selects["web"], svcs.selects["web-preview"] = h2, h2
+	spec, err := k8s.ParseBlueGreen(f.d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := newEnv(t, f)
+	env.SetStartTime(baseTime)
+	env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(svcs.SyncBlueGreen)
+	var scaledAt time.Time
+	f.afterWrite = func(activity string) {
+		if activity == "ScaleDownReplicaSet" && scaledAt.IsZero() {
+			scaledAt = env.Now()
+		}
+	}
+	until := baseTime.Add(20 * time.Minute)
+	at(env, 10*time.Minute, func() {
+		assertReplicasNow(t, f, "in the delay", map[string]int32{"nginx:v1": 10, "nginx:v2": 10})
+		st := queryStatus(t, env)
+		check(t, st.BlueGreen != nil && st.BlueGreen.Phase == BlueGreenScaleDownDelay && st.BlueGreen.Until != nil && st.BlueGreen.Until.Equal(until),
+			"in the delay: blueGreen %+v, want the carried end %s", st.BlueGreen, until)
+	})
+	env.ExecuteWorkflow(WorkflowType, Input{Namespace: testNS, Name: testName, Carry: &Carry{
+		StableHash: h1, Status: &Status{Namespace: testNS, Name: testName, Phase: "Progressing", CurrentRevision: 1},
+		BlueGreen: &blueGreenState{Hash: h2, StableHash: h1, Revision: 2, Phase: BlueGreenScaleDownDelay, WaitingFor: WaitingForTimer,
+			Promoted: true, Until: &until, Spec: spec},
+		BlueGreenServices: &BlueGreenServices{Active: "web", ActiveSelects: h2, Preview: "web-preview", PreviewSelects: h2},
+	}})
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
+	if scaledAt.Before(until) || scaledAt.After(until.Add(time.Minute)) {
+		t.Errorf("old ReplicaSet scaled down at %s, want at the carried end of the delay %s", scaledAt, until)
+	}
+	if !f.hasEvent("OldReplicaSetScaledDown") {
+		t.Error("no OldReplicaSetScaledDown event")
+	}
+}
