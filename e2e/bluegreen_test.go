@@ -108,11 +108,12 @@ func rsReplicasOf(t *testing.T, ns, image string) int32 {
 // newBlueGreen creates Services web and web-preview and a 3-replica Deployment web with the
 // blue-green annotation, waits for its first rollout and for both Services to select it, and
 // returns the first template's hash.
-func newBlueGreen(t *testing.T, ns, annotation string) string {
+func newBlueGreen(t *testing.T, ns, annotation string, opts ...deployOpt) string {
 	t.Helper()
 	recordHistories(t, ns, "web")
 	createServices(t, ns, "web", "web-preview")
-	create(t, newDeployment(ns, "web", 3, "nginx:1.25", rolling("25%", "25%"), withAnnotation(k8s.BlueGreenAnnotation, annotation)))
+	opts = append([]deployOpt{rolling("25%", "25%"), withAnnotation(k8s.BlueGreenAnnotation, annotation)}, opts...)
+	create(t, newDeployment(ns, "web", 3, "nginx:1.25", opts...))
 	waitComplete(t, ns, "web")
 	h1 := hashOf(t, ns, "nginx:1.25")
 	eventually(t, 60*time.Second, func() string {
@@ -390,6 +391,32 @@ func TestBlueGreen(t *testing.T) {
 		}
 		waitEvent(t, ns, "web", "RolloutAborted: Rollout of revision 2 aborted: aborted by user: preview looks wrong")
 		waitEvent(t, ns, "web", "PreviewSwitched: Preview Service web-preview selects pod-template-hash "+h1)
+	})
+
+	t.Run("auto-rollback on a missed progress deadline", func(t *testing.T) {
+		ns := newNamespace(t)
+		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview"}`,
+			progressDeadline(5), withAnnotation(k8s.AutoRollbackAnnotation, "true"))
+		setImage(t, ns, "web", "nginx:404")
+		// The new pods never become ready: neither Service moves to them, the deadline
+		// passes while the preview scales, and the rollout aborts.
+		waitEvent(t, ns, "web", "RolloutAborted: Rollout of revision 2 aborted: progress deadline exceeded")
+		h2 := hashOf(t, ns, "nginx:404")
+		d := waitComplete(t, ns, "web")
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.25" {
+			t.Errorf("image after the auto-rollback = %s, want nginx:1.25", img)
+		}
+		eventually(t, 60*time.Second, func() string {
+			if got, want := bgState(t, ns), fmt.Sprintf("replicasets nginx:1.25=3/3 nginx:404=0/0; active %s; preview %s", sel(h1), sel(h1)); got != want {
+				return fmt.Sprintf("after the auto-rollback: %s, want %s", got, want)
+			}
+			return ""
+		})
+		for _, e := range events(t, ns, "web") {
+			if strings.Contains(e, "pod-template-hash "+h2) {
+				t.Errorf("a Service was switched to the pods that never became ready: %s", e)
+			}
+		}
 	})
 
 	t.Run("analyses", func(t *testing.T) {
