@@ -30,8 +30,8 @@ import (
 // passes and one that fails and aborts, with webhook notifications (TestWebAnalysisNotify).
 // Recorded after the baseline, with the code that added them: blue-green rollouts (promote and
 // scale-down delay, rollback to the warm ReplicaSet by undo and by signal, autoPromotionSeconds
-// across a worker SIGKILL, abort, auto-rollback, pre- and post-promotion analysis, an invalid annotation:
-// TestBlueGreen) and job analysis steps that pass and fail (TestJobAnalysis); and a
+// across a worker SIGKILL, abort, auto-rollback, pre- and post-promotion analysis, an invalid
+// annotation: TestBlueGreen) and job analysis steps that pass and fail (TestJobAnalysis); and a
 // Deployment with the blue-green annotation rolled out by the 0.1 code, which ignored it
 // (testbluegreenbaseline): it replays only behind the "blue-green" change ID.
 func TestReplayHistories(t *testing.T) {
