@@ -22,6 +22,10 @@ func (p *planner) rolloutRolling() {
 		p.syncRolloutStatus(withNew(old, newRS), newRS)
 		return
 	}
+	if c := p.canary; c != nil && c.BlueGreen {
+		p.rolloutBlueGreen()
+		return
+	}
 	p.setNewCap()
 	newRS, old := p.getNewReplicaSet(true)
 	all := withNew(old, newRS)

@@ -316,6 +316,9 @@ func RolloutAnnotations(annotations map[string]string) string {
 	if v, ok := annotations[TrafficAnnotation]; ok {
 		s += "\x00" + v
 	}
+	if v, ok := annotations[BlueGreenAnnotation]; ok {
+		s += "\x01" + v
+	}
 	return s
 }
 

@@ -132,6 +132,10 @@ func (p *planner) getNewReplicaSet(create bool) (*appsv1.ReplicaSet, []*appsv1.R
 	if p.newCap >= 0 {
 		n = min(n, p.newCap)
 	}
+	if c := p.canary; c != nil && c.BlueGreen {
+		// Blue-green: the new ReplicaSet starts at its full size (rolloutBlueGreen).
+		n = p.newCap
+	}
 	*newRS.Spec.Replicas = n
 	setNewReplicaSetAnnotations(d, newRS, newRevision, false)
 

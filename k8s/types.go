@@ -77,6 +77,11 @@ type Canary struct {
 	// Freeze: make no rollout move at all (no new ReplicaSet, no scaling), as for an invalid
 	// steps annotation: the Deployment is left as it is.
 	Freeze bool `json:"freeze,omitempty"`
+	// BlueGreen: a blue-green rollout (see rolloutBlueGreen): the new ReplicaSet goes at once
+	// to BlueGreenReplicas (0: replicas), beside the old ones, which keep their replicas.
+	// Weight and Scale do not apply.
+	BlueGreen         bool  `json:"blueGreen,omitempty"`
+	BlueGreenReplicas int32 `json:"blueGreenReplicas,omitempty"`
 }
 
 // StepKind names a write; each maps to one activity, and the names read well in the

@@ -156,6 +156,9 @@ func renderStatus(st workflows.Status) string {
 	if s := st.Steps; s != nil {
 		renderSteps(row, st, s)
 	}
+	if bg := st.BlueGreen; bg != nil {
+		renderBlueGreen(row, st, bg)
+	}
 	// Why it stopped, or what went wrong.
 	for _, f := range []struct{ key, value string }{
 		{"Abort reason", st.AbortReason},

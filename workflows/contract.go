@@ -38,7 +38,8 @@ const (
 	QueryStatus = "status"
 	// UpdatePromote (a Workflow Update) moves a stepped rollout past the step it waits at:
 	// {} to the next step, {"full":true} past every remaining step. It is rejected when nothing
-	// waits (no stepped rollout, or a setWeight step still scaling). Returns the Status as
+	// waits (no stepped rollout, or a setWeight step still scaling). A blue-green rollout it
+	// promotes, or moves past its analysis (docs/blue-green.md). Returns the Status as
 	// soon as the promote is applied and recorded (the step it moved to); the sync that
 	// carries it out follows at once.
 	UpdatePromote = "promote"
@@ -55,8 +56,8 @@ const (
 	SearchAttrDeployment = "K8sDeployment"
 	SearchAttrRevision   = "K8sRevision"
 	SearchAttrOutcome    = "RolloutOutcome"
-	// SearchAttrWaitingFor (Keyword) is what a stepped rollout waits for: Promote, Timer,
-	// Analysis, Weight, or empty. `temporal workflow list --query 'RolloutWaitingFor="Promote"'`
+	// SearchAttrWaitingFor (Keyword) is what a stepped or blue-green rollout waits for:
+	// Promote, Timer, Analysis, Weight, ReplicaSet, or empty. `temporal workflow list --query 'RolloutWaitingFor="Promote"'`
 	// lists every Deployment waiting for promotion.
 	SearchAttrWaitingFor = "RolloutWaitingFor"
 )
@@ -149,6 +150,9 @@ type Carry struct {
 	ManagedGuard    bool                        `json:"managedGuard,omitempty"`
 	// Traffic: the route as the previous run's last traffic move left it.
 	Traffic *TrafficStatus `json:"traffic,omitempty"`
+	// BlueGreen: a blue-green rollout in progress, and what its Services selected.
+	BlueGreen         *blueGreenState    `json:"blueGreen,omitempty"`
+	BlueGreenServices *BlueGreenServices `json:"blueGreenServices,omitempty"`
 	// Notify is the notify annotation as the previous run last read it, UIURL the worker's
 	// --ui-url, and Notifications those not yet delivered, which this run sends.
 	Notify        *k8s.NotifyConfig        `json:"notify,omitempty"`
@@ -237,6 +241,9 @@ type Status struct {
 	// Traffic: with the temporal-rollout.io/traffic annotation, the route's weights, header
 	// routes and the invariant's check at the last traffic move (docs/traffic.md).
 	Traffic *TrafficStatus `json:"traffic,omitempty"`
+	// BlueGreen: with the temporal-rollout.io/blue-green annotation, the rollout's phase and
+	// what the active and preview Services select (docs/blue-green.md).
+	BlueGreen *BlueGreenStatus `json:"blueGreen,omitempty"`
 }
 
 // ReplicaSetStatus is one ReplicaSet's counts.

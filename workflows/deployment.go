@@ -83,6 +83,7 @@ type rollout struct {
 	stepState
 	managedState
 	updateState
+	bgState
 
 	trigger, pause, resume, rollback workflow.ReceiveChannel
 
@@ -153,6 +154,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		syncState:   syncState{dirty: true},
 		updateState: updateState{kick: workflow.NewBufferedChannel(ctx, 1)},
 		stepState:   stepState{analysisDone: workflow.NewBufferedChannel(ctx, 4)},
+		bgState:     bgState{bgAnalysisDone: workflow.NewBufferedChannel(ctx, 4)},
 	}
 	if c := in.Carry; c != nil {
 		r.dirty = !c.Idle || c.Dirty
@@ -169,6 +171,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		r.managed, r.managedGuard, r.progress = c.Managed, c.ManagedGuard, c.ManagedProgress
 		r.uid, r.localWait = c.UID, c.LocalWait
 		r.traffic = c.Traffic
+		r.bg, r.bgServices = c.BlueGreen, c.BlueGreenServices
 		r.notifier.config, r.notifier.uiURL = c.Notify, c.UIURL
 		if c.Abort != nil {
 			r.dirty = true
@@ -188,6 +191,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 	}
 	ctx = workflow.WithLocalActivityOptions(ctx, localActivityOptions)
 	r.resumeStepWaits(ctx)
+	r.resumeBlueGreenWaits(ctx)
 	if c := in.Carry; c != nil {
 		for i := range c.Notifications {
 			r.deliver(ctx, &c.Notifications[i])
@@ -296,6 +300,7 @@ func (r *rollout) queryStatus() Status {
 	st.Steps = r.stepsStatus()
 	st.AnnotationError = r.annotationError
 	st.Traffic = r.traffic
+	st.BlueGreen = r.blueGreenStatus()
 	return st
 }
 
@@ -321,6 +326,9 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 		UID:             r.uid,
 		LocalWait:       r.localWait,
 		Traffic:         r.traffic,
+
+		BlueGreen:         r.bg,
+		BlueGreenServices: r.bgServices,
 
 		Notify:        r.notifier.config,
 		UIURL:         r.notifier.uiURL,
@@ -386,6 +394,7 @@ func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 		r.log.Info("Rollback requested", "revision", rev)
 	})
 	r.addStepWaits(ctx, sel)
+	r.addBlueGreenWaits(ctx, sel)
 }
 
 // receive takes the next value off a signal channel as raw JSON. It receives the payload
@@ -524,6 +533,10 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		r.report(obs.Snapshot, plan)
 		return plan, true, err
 	}
+	if err := r.syncBlueGreen(ctx, ref, obs.Snapshot, plan); err != nil {
+		r.report(obs.Snapshot, plan)
+		return plan, true, err
+	}
 	wrote, restarted := false, false
 	for _, step := range foldStatus(plan.Steps) {
 		if step.Kind != k8s.StepEvent && step.Kind != k8s.StepUpdateStatus {
@@ -552,6 +565,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	}
 	r.report(obs.Snapshot, plan)
 	r.status.LastError = ""
+	r.afterBlueGreen(ctx, plan)
 	r.afterSync(ctx, obs.Snapshot, plan)
 	workflow.SetCurrentDetails(ctx, r.details())
 	// After a rollback (PhaseRollingBack) the restored template is rolled out by the next
@@ -703,7 +717,7 @@ func (r *rollout) finishRollout(ctx workflow.Context, outcome string) {
 func (r *rollout) details() string {
 	st := r.status
 	line := fmt.Sprintf("**%s/%s** %s: revision %d → %d", st.Namespace, st.Name, st.Phase, r.fromRevision, st.TargetRevision)
-	if r.steps != nil || r.abort != nil {
+	if r.steps != nil || r.abort != nil || r.bg != nil {
 		line += "\n\n" + r.stepSummary()
 	}
 	for _, rs := range st.ReplicaSets {

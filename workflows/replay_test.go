@@ -28,6 +28,12 @@ import (
 // auto-rollback on it (TestManagedMode, TestManagedModeFaults), Gateway API traffic routing
 // with weights, a header route, promote and abort (TestTrafficRouting), and a web analysis that
 // passes and one that fails and aborts, with webhook notifications (TestWebAnalysisNotify).
+// Recorded after the baseline, with the code that added them: blue-green rollouts (promote and
+// scale-down delay, rollback to the warm ReplicaSet by undo and by signal, autoPromotionSeconds
+// across a worker SIGKILL, abort, auto-rollback, pre- and post-promotion analysis, an invalid
+// annotation: TestBlueGreen) and job analysis steps that pass and fail (TestJobAnalysis); and a
+// Deployment with the blue-green annotation rolled out by the 0.1 code, which ignored it
+// (testbluegreenbaseline): it replays only behind the "blue-green" change ID.
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {

@@ -225,6 +225,9 @@ func (r *rollout) awaitUpdate(ctx workflow.Context, u *update) (Status, error) {
 }
 
 func (r *rollout) canPromote(req PromoteRequest) error {
+	if r.bg != nil {
+		return r.canPromoteBlueGreen(req)
+	}
 	s := r.steps
 	if s == nil || s.Full {
 		return fmt.Errorf("no stepped rollout is in progress for %s/%s", r.in.Namespace, r.in.Name)
@@ -303,6 +306,10 @@ func (r *rollout) syncedUpdates() {
 }
 
 func (r *rollout) promote(ctx workflow.Context, req PromoteRequest) {
+	if r.bg != nil {
+		r.promoteBlueGreen(ctx, req, "Promoted")
+		return
+	}
 	s := r.steps
 	r.stopStepWaits()
 	if req.Full {
@@ -355,7 +362,11 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 	}
 	if r.abort != nil || hash == r.stableHash || r.stableHash == "" {
 		r.endSteps()
+		r.endBlueGreen()
 		return nil
+	}
+	if c, ok := r.blueGreenRequest(ctx, d, hash); ok {
+		return c
 	}
 	steps, err := k8s.ParseSteps(d.Annotations)
 	if err == nil && len(steps) > 0 {
@@ -575,46 +586,55 @@ func (r *rollout) startAnalysis(ctx workflow.Context) {
 	gen := r.analysisGen
 	meas := r.newMeasurer(ctx, spec, st)
 	workflow.Go(actx, func(gctx workflow.Context) {
-		done := func(verdict, msg string) {
-			st.Verdict, st.Message = verdict, msg
+		meas.run(gctx, func(verdict, msg string) {
 			r.analysisDone.Send(gctx, analysisResult{gen: gen, verdict: verdict, message: msg})
-		}
-		for st.Taken < spec.Count {
-			if st.Taken > 0 {
-				if err := workflow.Sleep(gctx, time.Duration(spec.Interval)); err != nil {
-					return
-				}
-			}
-			m, err := meas.take(gctx)
-			if gctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				done(analysisInconclusive, fmt.Sprintf("measurement %d could not be taken: %v", st.Taken+1, err))
-				return
-			}
-			st.Taken++
-			st.Measurements = append(st.Measurements, m)
-			if len(st.Measurements) > maxKeptMeasurements {
-				st.Measurements = st.Measurements[len(st.Measurements)-maxKeptMeasurements:]
-			}
-			switch m.Verdict {
-			case activities.VerdictFailed:
-				st.Failures++
-			case activities.VerdictNoData:
-				if spec.OnNoData != k8s.OnNoDataFail {
-					done(analysisInconclusive, m.Message+" (onNoData: pause)")
-					return
-				}
-				st.Failures++
-			}
-			if st.Failures > spec.FailureLimit {
-				done(analysisFailed, fmt.Sprintf("%d of %d measurements failed (failureLimit %d); last: %s", st.Failures, st.Taken, spec.FailureLimit, m.Message))
-				return
-			}
-		}
-		done(analysisSuccessful, fmt.Sprintf("%d measurements, %d failed (failureLimit %d)", st.Taken, st.Failures, spec.FailureLimit))
+		})
 	})
+}
+
+// run takes the analysis's measurements, Interval apart, and hands its verdict to send (also
+// recorded in the state); it returns without a verdict when ctx is canceled.
+func (meas *measurer) run(gctx workflow.Context, send func(verdict, msg string)) {
+	spec, st := meas.spec, meas.st
+	done := func(verdict, msg string) {
+		st.Verdict, st.Message = verdict, msg
+		send(verdict, msg)
+	}
+	for st.Taken < spec.Count {
+		if st.Taken > 0 {
+			if err := workflow.Sleep(gctx, time.Duration(spec.Interval)); err != nil {
+				return
+			}
+		}
+		m, err := meas.take(gctx)
+		if gctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			done(analysisInconclusive, fmt.Sprintf("measurement %d could not be taken: %v", st.Taken+1, err))
+			return
+		}
+		st.Taken++
+		st.Measurements = append(st.Measurements, m)
+		if len(st.Measurements) > maxKeptMeasurements {
+			st.Measurements = st.Measurements[len(st.Measurements)-maxKeptMeasurements:]
+		}
+		switch m.Verdict {
+		case activities.VerdictFailed:
+			st.Failures++
+		case activities.VerdictNoData:
+			if spec.OnNoData != k8s.OnNoDataFail {
+				done(analysisInconclusive, m.Message+" (onNoData: pause)")
+				return
+			}
+			st.Failures++
+		}
+		if st.Failures > spec.FailureLimit {
+			done(analysisFailed, fmt.Sprintf("%d of %d measurements failed (failureLimit %d); last: %s", st.Failures, st.Taken, spec.FailureLimit, m.Message))
+			return
+		}
+	}
+	done(analysisSuccessful, fmt.Sprintf("%d measurements, %d failed (failureLimit %d)", st.Taken, st.Failures, spec.FailureLimit))
 }
 
 // addStepWaits adds the step's timer and analysis to a selector.
@@ -668,6 +688,7 @@ func (r *rollout) startAbort(ctx workflow.Context, reason string) {
 		}
 	}
 	r.endSteps()
+	r.endBlueGreen()
 	r.abort = &abortState{Reason: reason, Hash: r.lastHash}
 	r.aborted = nil
 	r.rollbackTo = &rev
@@ -715,12 +736,17 @@ func (r *rollout) upsertStepState(ctx workflow.Context) {
 	if st.AbortReason != "" {
 		memo["abortReason"] = st.AbortReason
 	}
+	if st.BlueGreen != nil {
+		memo["blueGreen"] = st.BlueGreen
+	}
 	if err := workflow.UpsertMemo(ctx, memo); err != nil {
 		r.log.Warn("Upsert memo failed", "error", err)
 	}
 	waiting := ""
 	if st.Steps != nil {
 		waiting = st.Steps.WaitingFor
+	} else if st.BlueGreen != nil {
+		waiting = st.BlueGreen.WaitingFor
 	}
 	if r.waitingSA == waiting {
 		return
@@ -740,6 +766,8 @@ func (r *rollout) stepSummary() string {
 	switch {
 	case r.abort != nil:
 		return "aborting: " + r.abort.Reason
+	case r.bg != nil:
+		return r.bg.Message
 	case r.steps == nil:
 		return string(r.status.Phase)
 	case r.steps.Full:

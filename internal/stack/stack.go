@@ -296,7 +296,8 @@ func (s *Stack) startKube(ctx context.Context) error {
 }
 
 // writeStages writes kwok's stages: node initialise and heartbeat, pods Ready after the
-// configured delay unless their image tag is :404 or :nonexistent, pod completion and delete.
+// configured delay unless their image tag is :404 or :nonexistent, pod completion (a Job's pod
+// whose image tag is :fail fails) and delete.
 func (s *Stack) writeStages() (string, error) {
 	src := filepath.Join(s.Opts.Tools, "kwok-"+KwokVersion, "stages")
 	var docs []string
@@ -316,6 +317,19 @@ func (s *Stack) writeStages() (string, error) {
 				doc = strings.Replace(doc, "  next:\n", fmt.Sprintf("  delay:\n    durationMilliseconds: %d\n    jitterDurationMilliseconds: %d\n  next:\n",
 					s.Opts.PodReadyDelay.Milliseconds(), (s.Opts.PodReadyDelay+s.Opts.PodReadyJitter).Milliseconds()), 1)
 			}
+		}
+		if f == "pod-complete.yaml" {
+			// A Job's pod whose image tag is :fail exits 1 instead (pod-fail), as a failing
+			// test would: the analysis Job fails.
+			failing := "    - key: '[.spec.containers.[].image | test(\":fail$\")] | any'\n" +
+				"      operator: '%s'\n" +
+				"      values:\n" +
+				"      - 'true'\n"
+			fail := strings.NewReplacer("name: pod-complete", "name: pod-fail", "exitCode: 0", "exitCode: 1",
+				"reason: Completed", "reason: Error", "phase: Succeeded", "phase: Failed").Replace(doc)
+			fail = strings.Replace(fail, "    matchExpressions:\n", "    matchExpressions:\n"+fmt.Sprintf(failing, "In"), 1)
+			doc = strings.Replace(doc, "    matchExpressions:\n", "    matchExpressions:\n"+fmt.Sprintf(failing, "NotIn"), 1)
+			docs = append(docs, strings.TrimSpace(fail))
 		}
 		docs = append(docs, strings.TrimSpace(doc))
 	}

@@ -1,0 +1,535 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+// Blue-green rollouts (temporal-rollout.io/blue-green, docs/blue-green.md), in Argo Rollouts'
+// blueGreen vocabulary. A new template runs through these phases:
+//
+//	Preview               the new ReplicaSet scales to its full size (previewReplicaCount)
+//	                      beside the old one; once all its pods are available the preview
+//	                      Service selects them
+//	PrePromotionAnalysis  the pre-promotion analysis measures (optional)
+//	Paused                waits for promote, or autoPromotionSeconds on a durable timer
+//	                      (autoPromotionEnabled without seconds promotes at once)
+//	Promoting             the new ReplicaSet at full size; the active Service switches to it
+//	                      once all its pods are available (traffic never exceeds capacity)
+//	PostPromotionAnalysis the post-promotion analysis measures (optional)
+//	ScaleDownDelay        the old ReplicaSet stays at full size for scaleDownDelaySeconds: a
+//	                      rollback (undo, the rollback signal, abort) switches the active
+//	                      Service straight back to its warm pods
+//	ScalingDown           the old ReplicaSet goes to 0 (upstream's rolling update) and the
+//	                      rollout completes
+//
+// A failed analysis aborts (the steps' abort: back to the stable revision). The state is the
+// workflow's, carried over Continue-As-New: a worker killed mid-phase changes nothing, a
+// timer waits only what is left of it. The whole branch runs only for a Deployment with the
+// annotation, behind the "blue-green" change ID.
+
+// Blue-green phases (the status query's blueGreen.phase).
+const (
+	BlueGreenPreview               = "Preview"
+	BlueGreenPrePromotionAnalysis  = "PrePromotionAnalysis"
+	BlueGreenPaused                = "Paused"
+	BlueGreenPromoting             = "Promoting"
+	BlueGreenPostPromotionAnalysis = "PostPromotionAnalysis"
+	BlueGreenScaleDownDelay        = "ScaleDownDelay"
+	BlueGreenScalingDown           = "ScalingDown"
+)
+
+// WaitingForReplicaSet: a blue-green rollout waits for the new ReplicaSet's pods.
+const WaitingForReplicaSet = "ReplicaSet"
+
+// blueGreenChange is the change ID that guards the blue-green branch.
+const blueGreenChange = "blue-green"
+
+// blueGreenState is a blue-green rollout in progress.
+type blueGreenState struct {
+	// Hash is the template rolled out, Revision its revision; StableHash the template the
+	// active Service selects until promotion.
+	Hash       string `json:"hash"`
+	Revision   int64  `json:"revision,omitempty"`
+	StableHash string `json:"stableHash,omitempty"`
+	Phase      string `json:"phase"`
+	WaitingFor string `json:"waitingFor,omitempty"`
+	Message    string `json:"message,omitempty"`
+	// Promoted: promote (or the automatic promotion) happened; Full: promote {"full":true}
+	// skipped the analyses.
+	Promoted bool `json:"promoted,omitempty"`
+	Full     bool `json:"full,omitempty"`
+	// Until ends the automatic promotion's wait or the scale-down delay.
+	Until *time.Time `json:"until,omitempty"`
+	// Analysis and AnalysisSpec: the pre- or post-promotion analysis under way.
+	Analysis     *analysisState    `json:"analysis,omitempty"`
+	AnalysisSpec *k8s.AnalysisStep `json:"analysisSpec,omitempty"`
+	// Spec is the annotation as the last sync read it, so a run continued from this one acts
+	// on a timer or an analysis that ends before its first sync.
+	Spec *k8s.BlueGreenSpec `json:"spec,omitempty"`
+}
+
+// BlueGreenServices is what the blue-green Services select at the last sync.
+type BlueGreenServices struct {
+	Active         string `json:"activeService"`
+	ActiveSelects  string `json:"activeSelects,omitempty"`
+	Preview        string `json:"previewService,omitempty"`
+	PreviewSelects string `json:"previewSelects,omitempty"`
+}
+
+// BlueGreenStatus is a blue-green Deployment's part of the status query: the phase of the
+// rollout in progress ("" at rest) and what its Services select.
+type BlueGreenStatus struct {
+	Phase      string         `json:"phase,omitempty"`
+	Hash       string         `json:"hash,omitempty"`
+	StableHash string         `json:"stableHash,omitempty"`
+	WaitingFor string         `json:"waitingFor,omitempty"`
+	Message    string         `json:"message,omitempty"`
+	Promoted   bool           `json:"promoted,omitempty"`
+	Until      *time.Time     `json:"until,omitempty"`
+	Analysis   *analysisState `json:"analysis,omitempty"`
+	BlueGreenServices
+}
+
+// bgState is a blue-green rollout's part of a run.
+type bgState struct {
+	bg         *blueGreenState
+	bgServices *BlueGreenServices
+	// bgSpec: the annotation as the last sync read it.
+	bgSpec *k8s.BlueGreenSpec
+	// bgVersion: the "blue-green" change's version, once asked in this run.
+	bgVersion      workflow.Version
+	bgVersionKnown bool
+
+	bgTimer        workflow.Future
+	cancelBGTimer  workflow.CancelFunc
+	bgTimerFor     string
+	cancelBGAnalys workflow.CancelFunc
+	bgAnalysisGen  int
+	bgAnalysisDone workflow.Channel
+}
+
+// blueGreenOn reports whether this run drives blue-green rollouts: a run recorded before the
+// change ignored the annotation, and replays so.
+func (r *rollout) blueGreenOn(ctx workflow.Context) bool {
+	if !r.bgVersionKnown {
+		r.bgVersion = workflow.GetVersion(ctx, blueGreenChange, workflow.DefaultVersion, 1)
+		r.bgVersionKnown = true
+	}
+	return r.bgVersion >= 1
+}
+
+// blueGreenRequest weighs a snapshot's blue-green annotation for a template other than the
+// stable one, as canaryRequest weighs the steps. handled is false without the annotation;
+// otherwise the cap for k8s.Decide: a freeze for an invalid annotation (warned about once per
+// value), nil once the scale-down delay passed (upstream scales the old ReplicaSets down).
+func (r *rollout) blueGreenRequest(ctx workflow.Context, d *appsv1.Deployment, hash string) (c *k8s.Canary, handled bool) {
+	if _, ok := d.Annotations[k8s.BlueGreenAnnotation]; !ok || !r.blueGreenOn(ctx) {
+		r.endBlueGreen()
+		return nil, false
+	}
+	spec, err := k8s.ParseBlueGreen(d)
+	if err == nil {
+		_, err = k8s.ParseAutoRollback(d.Annotations)
+	}
+	r.endSteps()
+	if err != nil {
+		r.endBlueGreen()
+		key := k8s.RolloutAnnotations(d.Annotations)
+		msg := "Rollout held: invalid annotation: " + err.Error()
+		if r.warned != key {
+			r.warned = key
+			r.recordStepWarning(ctx, "InvalidRolloutAnnotation", msg)
+		}
+		r.annotationError = msg
+		return &k8s.Canary{Hash: hash, Hold: true, Freeze: true, Message: msg}, true
+	}
+	r.warned, r.annotationError = "", ""
+	r.bgSpec = spec
+	if r.bg == nil || r.bg.Hash != hash {
+		r.endBlueGreen()
+		rev, _ := k8s.Revision(d.Annotations)
+		r.bg = &blueGreenState{Hash: hash, Revision: rev, StableHash: r.stableHash}
+		r.recordStep(ctx, "BlueGreenStarted", fmt.Sprintf("Rolling out template %s blue-green: active Service %s stays on %s until promoted", hash, spec.ActiveService, r.stableHash))
+		r.enterBlueGreen(ctx, BlueGreenPreview)
+	}
+	bg := r.bg
+	bg.Spec = spec
+	c = &k8s.Canary{Hash: hash, BlueGreen: true}
+	switch bg.Phase {
+	case BlueGreenScalingDown:
+		return nil, true
+	case BlueGreenPreview, BlueGreenPrePromotionAnalysis, BlueGreenPaused:
+		c.BlueGreenReplicas = spec.PreviewReplicas(replicasOf(d))
+	}
+	switch bg.Phase {
+	case BlueGreenPreview, BlueGreenPromoting:
+	default:
+		c.Hold, c.Message = true, bg.Message
+	}
+	return c, true
+}
+
+func replicasOf(d *appsv1.Deployment) int32 {
+	if d.Spec.Replicas == nil {
+		return 1
+	}
+	return *d.Spec.Replicas
+}
+
+// enterBlueGreen makes phase current: it sets what the phase waits for and starts its timer
+// or analysis.
+func (r *rollout) enterBlueGreen(ctx workflow.Context, phase string) {
+	bg, spec := r.bg, r.bgSpec
+	r.stopBlueGreenWaits()
+	bg.Phase, bg.Until, bg.Analysis, bg.AnalysisSpec = phase, nil, nil, nil
+	active, preview := spec.ActiveService, spec.PreviewService
+	switch phase {
+	case BlueGreenPreview:
+		bg.WaitingFor = WaitingForReplicaSet
+		bg.Message = fmt.Sprintf("Blue-green: scaling up the new ReplicaSet (template %s)", bg.Hash)
+		if preview != "" {
+			bg.Message += "; the preview Service " + preview + " switches once all its pods are available"
+		}
+	case BlueGreenPrePromotionAnalysis, BlueGreenPostPromotionAnalysis:
+		bg.AnalysisSpec = spec.PrePromotionAnalysis
+		step := 1
+		if phase == BlueGreenPostPromotionAnalysis {
+			bg.AnalysisSpec, step = spec.PostPromotionAnalysis, 2
+		}
+		bg.Analysis = &analysisState{Step: step - 1}
+		bg.WaitingFor = WaitingForAnalysis
+		bg.Message = fmt.Sprintf("Blue-green: %s (%s): measuring", analysisName(phase), bg.AnalysisSpec)
+		r.startBlueGreenAnalysis(ctx)
+	case BlueGreenPaused:
+		if spec.AutoPromotionSeconds > 0 {
+			until := workflow.Now(ctx).Add(time.Duration(spec.AutoPromotionSeconds) * time.Second).UTC()
+			bg.Until = &until
+			bg.WaitingFor = WaitingForTimer
+			bg.Message = fmt.Sprintf("Blue-green: preview ready, promoting automatically at %s (autoPromotionSeconds %d)", until.Format(time.RFC3339), spec.AutoPromotionSeconds)
+			r.startBlueGreenTimer(ctx)
+		} else {
+			bg.WaitingFor = WaitingForPromote
+			bg.Message = "Blue-green: preview ready, paused until promoted"
+		}
+	case BlueGreenPromoting:
+		bg.WaitingFor = WaitingForReplicaSet
+		bg.Message = fmt.Sprintf("Blue-green: promoted; the active Service %s switches to template %s once all its pods are available", active, bg.Hash)
+	case BlueGreenScaleDownDelay:
+		delay := spec.ScaleDownDelay()
+		until := workflow.Now(ctx).Add(delay).UTC()
+		bg.Until = &until
+		bg.WaitingFor = WaitingForTimer
+		bg.Message = fmt.Sprintf("Blue-green: active Service %s on template %s; the old ReplicaSet stays warm until %s (scaleDownDelaySeconds %d)", active, bg.Hash, until.Format(time.RFC3339), int64(delay/time.Second))
+		r.startBlueGreenTimer(ctx)
+	case BlueGreenScalingDown:
+		bg.WaitingFor = ""
+		bg.Message = "Blue-green: scaling the old ReplicaSet down"
+	}
+	r.recordStep(ctx, "BlueGreenPhase", bg.Message)
+	r.dirty = true
+}
+
+func analysisName(phase string) string {
+	if phase == BlueGreenPostPromotionAnalysis {
+		return "post-promotion analysis"
+	}
+	return "pre-promotion analysis"
+}
+
+// afterBlueGreen moves a blue-green rollout on from a sync: the preview is ready, the active
+// Service switched, or the rollout completed.
+func (r *rollout) afterBlueGreen(ctx workflow.Context, plan k8s.Plan) {
+	bg, spec := r.bg, r.bgSpec
+	if bg == nil || spec == nil || plan.CanaryStale {
+		return
+	}
+	sv := r.bgServices
+	switch {
+	case plan.Phase == k8s.PhaseComplete:
+		if bg.Phase == BlueGreenScalingDown {
+			r.recordStep(ctx, "OldReplicaSetScaledDown", fmt.Sprintf("Blue-green: the old ReplicaSet is scaled down; template %s is complete", bg.Hash))
+		}
+		r.endBlueGreen()
+	case bg.Phase == BlueGreenPreview && plan.CanaryReached && (spec.PreviewService == "" || sv != nil && sv.PreviewSelects == bg.Hash):
+		r.previewReady(ctx)
+	case bg.Phase == BlueGreenPromoting && sv != nil && sv.ActiveSelects == bg.Hash:
+		if spec.PostPromotionAnalysis != nil && !bg.Full {
+			r.enterBlueGreen(ctx, BlueGreenPostPromotionAnalysis)
+			return
+		}
+		r.enterBlueGreen(ctx, BlueGreenScaleDownDelay)
+	}
+}
+
+// previewReady goes on from a ready preview: to the pre-promotion analysis, or to promotion.
+func (r *rollout) previewReady(ctx workflow.Context) {
+	bg, spec := r.bg, r.bgSpec
+	switch {
+	case bg.Promoted:
+		r.enterBlueGreen(ctx, BlueGreenPromoting)
+	case spec.PrePromotionAnalysis != nil:
+		r.enterBlueGreen(ctx, BlueGreenPrePromotionAnalysis)
+	case spec.AutoPromotes() && spec.AutoPromotionSeconds == 0:
+		r.promoteBlueGreen(ctx, PromoteRequest{}, "Promoted automatically (autoPromotionEnabled)")
+	default:
+		r.enterBlueGreen(ctx, BlueGreenPaused)
+	}
+}
+
+// canPromoteBlueGreen: promote goes past a paused rollout or an analysis; {"full":true} also
+// promotes a preview still scaling, and skips both analyses.
+func (r *rollout) canPromoteBlueGreen(req PromoteRequest) error {
+	bg := r.bg
+	switch bg.Phase {
+	case BlueGreenPaused, BlueGreenPrePromotionAnalysis, BlueGreenPostPromotionAnalysis:
+		return nil
+	case BlueGreenPreview:
+		if req.Full {
+			return nil
+		}
+		return fmt.Errorf("the preview of %s/%s is not ready: its new pods are not all available yet; promote {\"full\":true} promotes it as soon as they are", r.in.Namespace, r.in.Name)
+	}
+	return fmt.Errorf("%s/%s is already promoted (%s)", r.in.Namespace, r.in.Name, bg.Message)
+}
+
+// promoteBlueGreen promotes: the active Service switches at the next sync once the new pods
+// are all available. During the post-promotion analysis it skips the analysis.
+func (r *rollout) promoteBlueGreen(ctx workflow.Context, req PromoteRequest, why string) {
+	bg := r.bg
+	r.stopBlueGreenWaits()
+	if bg.Phase == BlueGreenPostPromotionAnalysis {
+		r.recordStep(ctx, "RolloutPromoted", why+": the post-promotion analysis is skipped")
+		r.enterBlueGreen(ctx, BlueGreenScaleDownDelay)
+		return
+	}
+	bg.Promoted, bg.Full = true, req.Full
+	msg := fmt.Sprintf("%s: the active Service %s switches to template %s", why, r.bgSpec.ActiveService, bg.Hash)
+	if req.Full {
+		msg += "; both analyses are skipped"
+	}
+	r.recordStep(ctx, "RolloutPromoted", msg)
+	if bg.Phase == BlueGreenPreview {
+		// promote {"full":true} before the preview is ready: it stays in Preview, which goes
+		// on to Promoting once the new pods are available.
+		bg.Message = "Blue-green: promoted in full; waiting for the new pods to be available"
+		r.dirty = true
+		return
+	}
+	r.enterBlueGreen(ctx, BlueGreenPromoting)
+}
+
+// syncBlueGreen points the active and preview Services at their templates before the plan's
+// writes (nothing without a valid annotation, or while one holds the rollout). A Service
+// switches only to a ReplicaSet whose pods are all available; until then it keeps selecting
+// what it selects.
+func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
+	d := k8s.Effective(snap.Deployment)
+	_, annotated := d.Annotations[k8s.BlueGreenAnnotation]
+	if !annotated && r.bgServices == nil || plan.CanaryStale || r.annotationError != "" || !r.blueGreenOn(ctx) {
+		return nil
+	}
+	var spec *k8s.BlueGreenSpec
+	if annotated {
+		var err error
+		if spec, err = k8s.ParseBlueGreen(d); err != nil {
+			return nil
+		}
+	} else {
+		// The annotation is gone (removed, or a rollback restored annotations from an older
+		// ReplicaSet): the Services are pointed at the Deployment's template once, as at rest,
+		// and then left to the user.
+		spec = &k8s.BlueGreenSpec{ActiveService: r.bgServices.Active, PreviewService: r.bgServices.Preview}
+		r.endBlueGreen()
+	}
+	stable, target := r.stableHash, r.lastHash
+	if r.abort != nil && stable != "" {
+		target = stable
+	}
+	rolling := r.bg != nil && r.abort == nil
+	active, preview := k8s.BlueGreenTargets(stable, target, rolling, rolling && r.bg.Promoted)
+	switches := []activities.ServiceSwitch{r.serviceSwitch(snap, plan, spec.ActiveService, "ActiveSwitched", "Active", active)}
+	if spec.PreviewService != "" {
+		switches = append(switches, r.serviceSwitch(snap, plan, spec.PreviewService, "PreviewSwitched", "Preview", preview))
+	}
+	var res activities.SyncBlueGreenResult
+	if err := workflow.ExecuteLocalActivity(ctx, a.SyncBlueGreen, activities.SyncBlueGreenInput{Deployment: ref, Switches: switches}).Get(ctx, &res); err != nil {
+		return fmt.Errorf("switch blue-green services: %w", err)
+	}
+	sv := &BlueGreenServices{Active: spec.ActiveService, ActiveSelects: res.Selects[spec.ActiveService]}
+	if spec.PreviewService != "" {
+		sv.Preview, sv.PreviewSelects = spec.PreviewService, res.Selects[spec.PreviewService]
+	}
+	changed := r.bgServices == nil || *r.bgServices != *sv
+	r.bgServices = sv
+	if !annotated && sv.ActiveSelects == target && (sv.Preview == "" || sv.PreviewSelects == target) {
+		r.bgServices, changed = nil, true
+	}
+	if changed {
+		r.upsertStepState(ctx)
+	}
+	return nil
+}
+
+// serviceSwitch is the switch of one Service to hash, if the ReplicaSet of hash serves fully
+// (otherwise the Service is left as it is).
+func (r *rollout) serviceSwitch(snap k8s.Snapshot, plan k8s.Plan, service, reason, role, hash string) activities.ServiceSwitch {
+	if !k8s.ServesFully(snap.ReplicaSets, plan, hash) {
+		return activities.ServiceSwitch{Service: service}
+	}
+	var name string
+	var n int32
+	for _, rs := range snap.ReplicaSets {
+		if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash {
+			name, n = rs.Name, rs.Status.AvailableReplicas
+		}
+	}
+	return activities.ServiceSwitch{Service: service, Hash: hash, Event: k8s.Event{
+		Type: "Normal", Reason: reason,
+		Message: fmt.Sprintf("%s Service %s selects pod-template-hash %s (ReplicaSet %s, %d pods available)", role, service, hash, name, n),
+	}}
+}
+
+// startBlueGreenTimer waits for the automatic promotion or the end of the scale-down delay.
+func (r *rollout) startBlueGreenTimer(ctx workflow.Context) {
+	bg := r.bg
+	d := max(bg.Until.Sub(workflow.Now(ctx)), time.Millisecond)
+	tctx, cancel := workflow.WithCancel(ctx)
+	r.bgTimer, r.cancelBGTimer, r.bgTimerFor = workflow.NewTimer(tctx, d), cancel, bg.Phase
+}
+
+// startBlueGreenAnalysis measures the current analysis in a goroutine (as an analysis step
+// does), against the new template.
+func (r *rollout) startBlueGreenAnalysis(ctx workflow.Context) {
+	bg := r.bg
+	spec, st := bg.AnalysisSpec, bg.Analysis
+	st.Provider = spec.Provider()
+	if spec.Job != nil && st.Job == "" {
+		st.Job = k8s.AnalysisJobName(r.in.Name, bg.Hash, st.Step+1, workflow.GetInfo(ctx).WorkflowExecution.RunID)
+	}
+	meas := &measurer{spec: spec, st: st, hash: bg.Hash, ref: activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid}}
+	actx, cancel := workflow.WithCancel(ctx)
+	r.cancelBGAnalys = cancel
+	gen := r.bgAnalysisGen
+	workflow.Go(actx, func(gctx workflow.Context) {
+		meas.run(gctx, func(verdict, msg string) {
+			r.bgAnalysisDone.Send(gctx, analysisResult{gen: gen, verdict: verdict, message: msg})
+		})
+	})
+}
+
+// resumeBlueGreenWaits restarts, in a run continued from another, the timer or analysis the
+// phase waits for: a timer waits only what is left of it.
+func (r *rollout) resumeBlueGreenWaits(ctx workflow.Context) {
+	bg := r.bg
+	if bg == nil || bg.Spec == nil {
+		return
+	}
+	r.bgSpec = bg.Spec
+	switch {
+	case bg.Until != nil && (bg.Phase == BlueGreenPaused || bg.Phase == BlueGreenScaleDownDelay):
+		r.startBlueGreenTimer(ctx)
+	case bg.WaitingFor == WaitingForAnalysis && bg.AnalysisSpec != nil && bg.Analysis != nil:
+		r.startBlueGreenAnalysis(ctx)
+	}
+}
+
+// addBlueGreenWaits adds the phase's timer and analysis to a selector.
+func (r *rollout) addBlueGreenWaits(ctx workflow.Context, sel workflow.Selector) {
+	if r.bgTimer != nil {
+		sel.AddFuture(r.bgTimer, func(f workflow.Future) {
+			r.bgTimer, r.cancelBGTimer = nil, nil
+			bg := r.bg
+			if f.Get(ctx, nil) != nil || bg == nil || bg.Phase != r.bgTimerFor || bg.WaitingFor != WaitingForTimer || r.bgSpec == nil {
+				return
+			}
+			switch bg.Phase {
+			case BlueGreenPaused:
+				r.promoteBlueGreen(ctx, PromoteRequest{}, fmt.Sprintf("Promoted automatically after autoPromotionSeconds %d", r.bgSpec.AutoPromotionSeconds))
+			case BlueGreenScaleDownDelay:
+				r.enterBlueGreen(ctx, BlueGreenScalingDown)
+			}
+		})
+	}
+	sel.AddReceive(r.bgAnalysisDone, func(c workflow.ReceiveChannel, _ bool) {
+		var res analysisResult
+		c.Receive(ctx, &res)
+		bg := r.bg
+		if res.gen != r.bgAnalysisGen || bg == nil || bg.WaitingFor != WaitingForAnalysis || r.bgSpec == nil {
+			return
+		}
+		r.cancelBGAnalys = nil
+		name := analysisName(bg.Phase)
+		switch res.verdict {
+		case analysisSuccessful:
+			r.recordStep(ctx, "AnalysisSuccessful", "Blue-green: "+name+" passed: "+res.message)
+			if bg.Phase == BlueGreenPostPromotionAnalysis {
+				r.enterBlueGreen(ctx, BlueGreenScaleDownDelay)
+			} else {
+				r.afterPrePromotion(ctx)
+			}
+		case analysisFailed:
+			r.recordStepWarning(ctx, "AnalysisFailed", "Blue-green: "+name+" failed: "+res.message)
+			r.startAbort(ctx, name+" failed: "+res.message)
+		default:
+			bg.WaitingFor = WaitingForPromote
+			bg.Message = "Blue-green: " + name + " inconclusive, paused until promoted or aborted: " + res.message
+			r.recordStepWarning(ctx, "AnalysisInconclusive", bg.Message)
+		}
+		r.dirty = true
+	})
+}
+
+// afterPrePromotion goes on once the pre-promotion analysis passed: to promotion, at once or
+// after autoPromotionSeconds, or to a pause until promoted.
+func (r *rollout) afterPrePromotion(ctx workflow.Context) {
+	spec := r.bgSpec
+	if spec.AutoPromotes() && spec.AutoPromotionSeconds == 0 {
+		r.promoteBlueGreen(ctx, PromoteRequest{}, "Promoted automatically (autoPromotionEnabled)")
+		return
+	}
+	r.enterBlueGreen(ctx, BlueGreenPaused)
+}
+
+// stopBlueGreenWaits cancels the phase's timer and analysis.
+func (r *rollout) stopBlueGreenWaits() {
+	if r.cancelBGTimer != nil {
+		r.cancelBGTimer()
+	}
+	r.bgTimer, r.cancelBGTimer = nil, nil
+	if r.cancelBGAnalys != nil {
+		r.cancelBGAnalys()
+	}
+	r.cancelBGAnalys = nil
+	r.bgAnalysisGen++
+}
+
+// endBlueGreen forgets the blue-green rollout.
+func (r *rollout) endBlueGreen() {
+	if r.bg != nil {
+		r.stopBlueGreenWaits()
+	}
+	r.bg = nil
+}
+
+// blueGreenStatus is the status query's view: nil for a Deployment without blue-green.
+func (r *rollout) blueGreenStatus() *BlueGreenStatus {
+	if r.bg == nil && r.bgServices == nil {
+		return nil
+	}
+	st := &BlueGreenStatus{}
+	if sv := r.bgServices; sv != nil {
+		st.BlueGreenServices = *sv
+	}
+	if bg := r.bg; bg != nil {
+		st.Phase, st.Hash, st.StableHash, st.WaitingFor, st.Message = bg.Phase, bg.Hash, bg.StableHash, bg.WaitingFor, bg.Message
+		st.Promoted, st.Until, st.Analysis = bg.Promoted, bg.Until, bg.Analysis
+	}
+	return st
+}

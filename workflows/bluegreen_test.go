@@ -1,0 +1,236 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+// fakeServices plays the active and preview Services for the fake cluster: what each selects,
+// and where in the activity calls each switch happened.
+type fakeServices struct {
+	f        *fakeCluster
+	selects  map[string]string
+	switches []serviceSwitch
+}
+
+type serviceSwitch struct {
+	service, hash string
+	at            int
+}
+
+func (s *fakeServices) SyncBlueGreen(_ context.Context, in activities.SyncBlueGreenInput) (_ activities.SyncBlueGreenResult, err error) {
+	f := s.f
+	f.mu.Lock()
+	defer f.done("SyncBlueGreen", true, &err)
+	res := activities.SyncBlueGreenResult{Selects: map[string]string{}}
+	for _, sw := range in.Switches {
+		if sw.Hash != "" && s.selects[sw.Service] != sw.Hash {
+			s.selects[sw.Service] = sw.Hash
+			s.switches = append(s.switches, serviceSwitch{sw.Service, sw.Hash, len(f.order)})
+			res.Switched = append(res.Switched, sw.Service)
+			f.events = append(f.events, sw.Event)
+		}
+		res.Selects[sw.Service] = s.selects[sw.Service]
+	}
+	return res, nil
+}
+
+// blueGreen is a 10-replica Deployment whose template moved from v1 to v2, with the
+// blue-green annotation, and its Services on v1.
+func blueGreen(t *testing.T, annotation string) (*fakeCluster, *fakeServices, string, string) {
+	f := stepped("")
+	delete(f.d.Annotations, k8s.StepsAnnotation)
+	f.d.Annotations[k8s.BlueGreenAnnotation] = annotation
+	v1, v2 := podTemplate("nginx:v1"), podTemplate("nginx:v2")
+	h1, h2 := k8s.PodTemplateHash(&v1, nil), k8s.PodTemplateHash(&v2, nil)
+	return f, &fakeServices{f: f, selects: map[string]string{"web": h1, "web-preview": h1}}, h1, h2
+}
+
+// A blue-green rollout: both stacks full, the preview on the new pods and the active Service
+// on the old ones until promote; then the active Service switches, the old ReplicaSet stays
+// full for the scale-down delay on a durable timer, then goes to 0.
+func TestBlueGreenRollout(t *testing.T) {
+	f, svcs, h1, h2 := blueGreen(t, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"scaleDownDelaySeconds":600}`)
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(svcs.SyncBlueGreen)
+	var promoted, again updateOutcome
+	at(env, time.Hour, func() {
+		assertReplicasNow(t, f, "paused", map[string]int32{"nginx:v1": 10, "nginx:v2": 10})
+		st := queryStatus(t, env)
+		bg := st.BlueGreen
+		check(t, bg != nil && bg.Phase == BlueGreenPaused && bg.WaitingFor == WaitingForPromote && bg.Hash == h2 && bg.StableHash == h1,
+			"paused: blueGreen %+v, want Paused waiting for promote", bg)
+		check(t, bg != nil && bg.ActiveSelects == h1 && bg.PreviewSelects == h2, "paused: services %+v, want active on %s, preview on %s", bg, h1, h2)
+		c := k8s.GetCondition(f.d.Status, appsv1.DeploymentProgressing)
+		check(t, c != nil && c.Reason == k8s.CanaryPausedReason && strings.Contains(c.Message, "paused until promoted"), "paused: Progressing %+v", c)
+	})
+	updateAt(env, 2*time.Hour, UpdatePromote, nil, &promoted)
+	at(env, 2*time.Hour+5*time.Minute, func() {
+		assertReplicasNow(t, f, "in the scale-down delay", map[string]int32{"nginx:v1": 10, "nginx:v2": 10})
+		st := queryStatus(t, env)
+		check(t, st.BlueGreen != nil && st.BlueGreen.Phase == BlueGreenScaleDownDelay && st.BlueGreen.ActiveSelects == h2,
+			"in the delay: blueGreen %+v, want ScaleDownDelay with the active Service on %s", st.BlueGreen, h2)
+	})
+	updateAt(env, 2*time.Hour+6*time.Minute, UpdatePromote, nil, &again)
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	next := continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
+	if !promoted.completed || promoted.err != nil || promoted.status.BlueGreen == nil || !promoted.status.BlueGreen.Promoted {
+		t.Errorf("promote: %+v, want completed and promoted", promoted)
+	}
+	if again.rejected == nil || !strings.Contains(again.rejected.Error(), "already promoted") {
+		t.Errorf("promote in the delay: rejected with %v, want already promoted", again.rejected)
+	}
+	// The active Service switched once, to v2, after the preview and before v1 scaled down.
+	var active []serviceSwitch
+	for _, sw := range svcs.switches {
+		if sw.service == "web" {
+			active = append(active, sw)
+		}
+	}
+	if len(active) != 1 || active[0].hash != h2 || svcs.selects["web-preview"] != h2 {
+		t.Fatalf("switches %+v, want the active Service switched once to %s and the preview on it", svcs.switches, h2)
+	}
+	for i, act := range f.order {
+		if act == "ScaleDownReplicaSet" && i < active[0].at {
+			t.Errorf("v1 scaled down (call %d) before the active Service switched (call %d)", i, active[0].at)
+		}
+	}
+	for _, reason := range []string{"BlueGreenStarted", "PreviewSwitched", "RolloutPromoted", "ActiveSwitched", "OldReplicaSetScaledDown"} {
+		if !f.hasEvent(reason) {
+			t.Errorf("no %s event", reason)
+		}
+	}
+	if next.Carry.BlueGreen != nil || next.Carry.BlueGreenServices == nil || next.Carry.BlueGreenServices.ActiveSelects != h2 || next.Carry.StableHash != h2 {
+		t.Errorf("carry after completion: %+v %+v stable %s; want no rollout, the Services on %s", next.Carry.BlueGreen, next.Carry.BlueGreenServices, next.Carry.StableHash, h2)
+	}
+}
+
+// A rollback during the scale-down delay switches the active Service back to the warm old
+// ReplicaSet before the new one scales down; the old one is never scaled. The rollback
+// restores the old ReplicaSet's annotations: with the blue-green annotation (it was created
+// with it), or without (created before it): the Services go back to it either way.
+func TestBlueGreenRollbackToWarm(t *testing.T) {
+	for _, carries := range []bool{true, false} {
+		t.Run(fmt.Sprintf("old ReplicaSet carries the annotation %t", carries), func(t *testing.T) {
+			ann := `{"activeService":"web","previewService":"web-preview","scaleDownDelaySeconds":3600}`
+			f, svcs, h1, h2 := blueGreen(t, ann)
+			if carries {
+				f.rss[0].Annotations[k8s.BlueGreenAnnotation] = ann
+			}
+			env := newEnv(t, f)
+			env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(svcs.SyncBlueGreen)
+			at(env, 30*time.Minute, func() {
+				st := queryStatus(t, env)
+				check(t, st.BlueGreen != nil && st.BlueGreen.Phase == BlueGreenScaleDownDelay && svcs.selects["web"] == h2,
+					"auto-promoted: blueGreen %+v, want in the delay with the active Service on %s", st.BlueGreen, h2)
+			})
+			signalAt(env, 40*time.Minute, SignalRollback, map[string]int64{"revision": 0})
+			env.ExecuteWorkflow(WorkflowType, input())
+
+			next := continuedAsNew(t, env)
+			assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
+			if svcs.selects["web"] != h1 || svcs.selects["web-preview"] != h1 {
+				t.Fatalf("after the rollback: services %v, want both on %s", svcs.selects, h1)
+			}
+			last := svcs.switches[len(svcs.switches)-1]
+			for i, act := range f.order {
+				if act == "ScaleDownReplicaSet" && i < last.at {
+					t.Errorf("v2 scaled down (call %d) before the Services switched back (call %d)", i, last.at)
+				}
+				if act == "ScaleUpReplicaSet" && i > last.at {
+					t.Errorf("a scale-up (call %d) after the rollback: the warm ReplicaSet needed none", i)
+				}
+			}
+			if got := f.annotation(k8s.BlueGreenAnnotation) != ""; got != carries {
+				t.Errorf("annotation after the rollback present %t, want %t", got, carries)
+			}
+			// Without the annotation the Services are left to the user once back.
+			if sv := next.Carry.BlueGreenServices; carries != (sv != nil) {
+				t.Errorf("carried services %+v, want them only while annotated", sv)
+			}
+		})
+	}
+}
+
+// Promote is rejected while the preview scales (unless full) and once promoted.
+func TestBlueGreenCanPromote(t *testing.T) {
+	tests := []struct {
+		name    string
+		phase   string
+		full    bool
+		wantErr string
+	}{
+		{name: "paused", phase: BlueGreenPaused},
+		{name: "pre-promotion analysis", phase: BlueGreenPrePromotionAnalysis},
+		{name: "post-promotion analysis", phase: BlueGreenPostPromotionAnalysis},
+		{name: "preview scaling", phase: BlueGreenPreview, wantErr: "is not ready"},
+		{name: "preview scaling, full", phase: BlueGreenPreview, full: true},
+		{name: "promoting", phase: BlueGreenPromoting, wantErr: "already promoted"},
+		{name: "scale-down delay", phase: BlueGreenScaleDownDelay, wantErr: "already promoted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &rollout{in: input()}
+			r.bg = &blueGreenState{Phase: tt.phase}
+			err := r.canPromote(PromoteRequest{Full: tt.full})
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("canPromote = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// A run continued in the scale-down delay (Continue-As-New) waits only what is left of it,
+// from the carried state, and then scales the old ReplicaSet down.
+func TestBlueGreenDelayAcrossContinueAsNew(t *testing.T) {
+	ann := `{"activeService":"web","previewService":"web-preview","scaleDownDelaySeconds":1800}`
+	f, svcs, h1, h2 := blueGreen(t, ann)
+	f.d.Annotations[k8s.RevisionAnnotation] = "2"
+	f.rss = append(f.rss, newReplicaSet(f.d, "nginx:v2", 2, 10, time.Minute))
+	svcs.selects["web"], svcs.selects["web-preview"] = h2, h2
+	spec, err := k8s.ParseBlueGreen(f.d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := newEnv(t, f)
+	env.SetStartTime(baseTime)
+	env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(svcs.SyncBlueGreen)
+	var scaledAt time.Time
+	f.afterWrite = func(activity string) {
+		if activity == "ScaleDownReplicaSet" && scaledAt.IsZero() {
+			scaledAt = env.Now()
+		}
+	}
+	until := baseTime.Add(20 * time.Minute)
+	at(env, 10*time.Minute, func() {
+		assertReplicasNow(t, f, "in the delay", map[string]int32{"nginx:v1": 10, "nginx:v2": 10})
+		st := queryStatus(t, env)
+		check(t, st.BlueGreen != nil && st.BlueGreen.Phase == BlueGreenScaleDownDelay && st.BlueGreen.Until != nil && st.BlueGreen.Until.Equal(until),
+			"in the delay: blueGreen %+v, want the carried end %s", st.BlueGreen, until)
+	})
+	env.ExecuteWorkflow(WorkflowType, Input{Namespace: testNS, Name: testName, Carry: &Carry{
+		StableHash: h1, Status: &Status{Namespace: testNS, Name: testName, Phase: "Progressing", CurrentRevision: 1},
+		BlueGreen: &blueGreenState{Hash: h2, StableHash: h1, Revision: 2, Phase: BlueGreenScaleDownDelay, WaitingFor: WaitingForTimer,
+			Promoted: true, Until: &until, Spec: spec},
+		BlueGreenServices: &BlueGreenServices{Active: "web", ActiveSelects: h2, Preview: "web-preview", PreviewSelects: h2},
+	}})
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
+	if scaledAt.Before(until) || scaledAt.After(until.Add(time.Minute)) {
+		t.Errorf("old ReplicaSet scaled down at %s, want at the carried end of the delay %s", scaledAt, until)
+	}
+	if !f.hasEvent("OldReplicaSetScaledDown") {
+		t.Error("no OldReplicaSetScaledDown event")
+	}
+}
