@@ -45,19 +45,19 @@ type Config struct {
 	TemporalAddress   string `mapstructure:"temporal-address"`
 	TemporalNamespace string `mapstructure:"temporal-namespace"`
 	TaskQueue         string `mapstructure:"task-queue"`
+	TLSCert           string `mapstructure:"temporal-tls-cert"`
+	TLSKey            string `mapstructure:"temporal-tls-key"`
+	TLSCA             string `mapstructure:"temporal-tls-ca"`
+	TLSServerName     string `mapstructure:"temporal-tls-server-name"`
+	APIKey            string `mapstructure:"temporal-api-key"`
+	// Compression is the gRPC compression of requests to Temporal: "none" (also when empty)
+	// or "gzip".
+	Compression string `mapstructure:"temporal-compression"`
 	// Cluster names the Kubernetes cluster of a worker or watcher among several on one
 	// Temporal namespace; the starter's commands address that cluster's workflows. Empty: one
 	// cluster. It picks the workflow IDs (workflows.WorkflowIDIn) and, unless --task-queue is
 	// set, the task queue (workflows.TaskQueueFor).
-	Cluster       string `mapstructure:"cluster"`
-	TLSCert       string `mapstructure:"temporal-tls-cert"`
-	TLSKey        string `mapstructure:"temporal-tls-key"`
-	TLSCA         string `mapstructure:"temporal-tls-ca"`
-	TLSServerName string `mapstructure:"temporal-tls-server-name"`
-	APIKey        string `mapstructure:"temporal-api-key"`
-	// Compression is the gRPC compression of requests to Temporal: "none" (also when empty)
-	// or "gzip".
-	Compression string `mapstructure:"temporal-compression"`
+	Cluster string `mapstructure:"cluster"`
 
 	MetricsAddress string `mapstructure:"metrics-address"`
 	LogLevel       string `mapstructure:"log-level"`
