@@ -32,6 +32,11 @@ import (
 // progress deadline with auto-rollback; docs/canary.md).
 const RolloutAbortedReason = "RolloutAborted"
 
+// ReleaseFieldManager is the field manager of the release activities' writes to a Deployment.
+// It is not kube.FieldManager: the watcher takes a new generation written by that one alone for
+// the Deployment's workflow's own write, and would not wake the workflow for the change.
+const ReleaseFieldManager = "temporal-rollout-release"
+
 // awaitDonePoll is how often AwaitRolloutDone reads the Deployment.
 const awaitDonePoll = time.Second
 
@@ -189,7 +194,7 @@ func (a *Activities) ApplyTemplateChange(ctx context.Context, in ApplyInput) (Ap
 		obj.ManagedFields = nil
 		obj.Spec.Template = want
 		obj.Annotations = annotations
-		got, err := dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+		got, err := dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: ReleaseFieldManager})
 		a.countWrite("update", "deployments", err)
 		if apierrors.IsConflict(err) && i < conflictRetries {
 			continue
@@ -487,7 +492,7 @@ func (a *Activities) RestoreTemplate(ctx context.Context, in RestoreInput) (Rest
 		obj.ManagedFields = nil
 		obj.Spec.Template = *in.Template.DeepCopy()
 		obj.Annotations = annotations
-		got, err := dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+		got, err := dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: ReleaseFieldManager})
 		a.countWrite("update", "deployments", err)
 		if apierrors.IsConflict(err) && i < conflictRetries {
 			continue

@@ -42,6 +42,7 @@ func TestTwoClusters(t *testing.T) {
 	createNamespaceIn(t, b, ns)
 	const name = "web"
 	idA, idB := workflows.WorkflowIDIn("", ns, name), workflows.WorkflowIDIn("b", ns, name)
+	recordHistoriesOf(t, idB)
 
 	for _, c := range []*testCluster{a, b} {
 		if _, err := c.kube.AppsV1().Deployments(ns).Create(ctx, newDeployment(ns, name, 4, "app:v1", rolling("1", "0")), metav1.CreateOptions{}); err != nil {
