@@ -145,6 +145,15 @@ func TestTwoClusters(t *testing.T) {
 		t.Fatalf("start cluster b's kube-apiserver: %v", err)
 	}
 	t.Logf("cluster b's kube-apiserver was down %s", since(down))
+	// A real cluster's kube-controller-manager runs with leader election: cut off from its
+	// API server past --leader-elect-renew-deadline (10s) it exits, and its kubelet starts it
+	// again. The stack's runs without (--leader-elect=false), so the test restarts it, as the
+	// kubelet would. Left running, its ReplicaSet controller was seen to stall for minutes
+	// after the API server came back (ReplicaSet status counts stuck, "read version ... is not
+	// as new as written version"), with every pod Ready.
+	if err := b.k.RestartControllerManager(float32(env.qps), env.burst); err != nil {
+		t.Fatalf("restart cluster b's kube-controller-manager: %v", err)
+	}
 	if exited, err := env.stack.Proc(b.worker).Exited(); exited {
 		t.Fatalf("cluster b's worker exited while its API server was down: %v\n%s", err, env.stack.Proc(b.worker).Tail(3000))
 	}
