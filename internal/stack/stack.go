@@ -374,6 +374,9 @@ func (k *KubeCluster) kcmArgs(qps float32, burst int) []string {
 // RestartControllerManager stops kube-controller-manager and starts it again at another client
 // budget (its controllers resync from fresh informers, as after any restart).
 func (s *Stack) RestartControllerManager(qps float32, burst int) error {
+	if s.kube == nil {
+		return errors.New("kube-controller-manager was not started by this stack")
+	}
 	return s.kube.RestartControllerManager(qps, burst)
 }
 
