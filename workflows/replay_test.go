@@ -34,6 +34,9 @@ import (
 // annotation: TestBlueGreen) and job analysis steps that pass and fail (TestJobAnalysis); and a
 // Deployment with the blue-green annotation rolled out by the 0.1 code, which ignored it
 // (testbluegreenbaseline): it replays only behind the "blue-green" change ID.
+// Since: the runs of a named cluster's Deployment (input with "cluster":"b"), across a stepped
+// rollout's pause with the worker SIGKILLed and with the cluster's kube-apiserver stopped
+// (TestTwoClusters, deployment-b-*).
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {
