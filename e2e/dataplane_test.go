@@ -1,0 +1,683 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/internal/stack"
+	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/workflows"
+)
+
+// The data plane (docs/traffic.md): Traefik's Kubernetes Gateway provider routes real HTTP
+// requests by the HTTPRoute the rollout moves, to the endpoints kube-controller-manager's
+// EndpointSlice controller derives from the Services' selectors and the pods' readiness.
+//
+// kwok gives each pod an address from --cidr (10.0.0.0/16 here); nothing listens there. The
+// brief's idea, pod addresses in 127.0.0.0/8 that a test server can bind, does not work:
+// kube-apiserver rejects loopback addresses in an EndpointSlice ("may not be in the loopback
+// range"), so the slices would stay empty. Instead Traefik runs with HTTP_PROXY pointing at
+// the test's pod network: an HTTP server that receives every request Traefik sends to a pod
+// (Go's transport names the pod's address in the request line) and answers as that pod, with
+// its ReplicaSet's pod-template-hash, while the pod exists; a request to an address whose
+// pod has gone (or was never there) gets 502, as a refused connection would.
+
+// podPort is the containers' port, the Services' targetPort.
+const podPort = 8080
+
+// podNetwork answers as the pods: a pod's "server" is up from when kwok gives it an address
+// until it is deleted (or starts terminating).
+type podNetwork struct {
+	mu   sync.Mutex
+	byIP map[string]podEndpoint
+	// gone is the hash of the pod that last stopped at an address; stopped, per hash, when its
+	// first pod stopped; toGone, per hash, the requests that reached an address after its pod
+	// stopped there (or "" for an address no pod ever had).
+	gone    map[string]string
+	stopped map[string]time.Time
+	toGone  map[string]int
+	srv     *http.Server
+	addr    string
+}
+
+type podEndpoint struct{ name, hash string }
+
+func startPodNetwork(t *testing.T) *podNetwork {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("pod network: listen: %v", err)
+	}
+	n := &podNetwork{byIP: map[string]podEndpoint{}, gone: map[string]string{}, stopped: map[string]time.Time{}, toGone: map[string]int{}, addr: l.Addr().String()}
+	n.srv = &http.Server{Handler: http.HandlerFunc(n.serve), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = n.srv.Serve(l) }()
+	t.Cleanup(func() { _ = n.srv.Close() })
+	return n
+}
+
+// serve answers a request Traefik sent to a pod: through a proxy the request line carries the
+// pod's address (r.URL.Host).
+func (n *podNetwork) serve(w http.ResponseWriter, r *http.Request) {
+	host := r.URL.Host
+	if host == "" {
+		host = r.Host
+	}
+	ip, port, err := net.SplitHostPort(host)
+	n.mu.Lock()
+	ep, ok := n.byIP[ip]
+	if !ok || err != nil || port != strconv.Itoa(podPort) {
+		n.toGone[n.gone[ip]]++
+		n.mu.Unlock()
+		http.Error(w, "no pod listens at "+host, http.StatusBadGateway)
+		return
+	}
+	n.mu.Unlock()
+	w.Header().Set("X-Pod", ep.name)
+	fmt.Fprint(w, ep.hash)
+}
+
+// onPod starts or stops a pod's server: up while it has an address and is not terminating.
+func (n *podNetwork) onPod(p *corev1.Pod, deleted bool) {
+	ip := p.Status.PodIP
+	if ip == "" {
+		return
+	}
+	hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !deleted && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+		n.byIP[ip] = podEndpoint{name: p.Name, hash: hash}
+		return
+	}
+	if cur, ok := n.byIP[ip]; ok && cur.name == p.Name {
+		delete(n.byIP, ip)
+		n.gone[ip] = hash
+		if _, ok := n.stopped[hash]; !ok {
+			n.stopped[hash] = time.Now()
+		}
+	}
+}
+
+func (n *podNetwork) stoppedAt(hash string) time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.stopped[hash]
+}
+
+func (n *podNetwork) requestsToGone() map[string]int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := map[string]int{}
+	for h, c := range n.toGone {
+		out[h] = c
+	}
+	return out
+}
+
+// trafficSampler checks the invariant at every change it observes to the route, the two
+// Services or the pods: the canary's weight is no larger than its share of the available
+// (Ready, not terminating) pods its Service selects, and a backend with weight has an
+// available pod; the stable Service, the fallback, may carry more than its share. When both
+// Services select the same pods, or no pod is available at all, any weights hold.
+type trafficSampler struct {
+	mu       sync.Mutex
+	samples  int
+	breaches []string
+	pods     cache.Indexer
+	services cache.Indexer
+	routes   cache.Indexer
+	ns       string
+}
+
+func (s *trafficSampler) check() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok, _ := s.routes.GetByKey(s.ns + "/web")
+	if !ok {
+		return
+	}
+	v := routeOf(nil, s.ns, obj.(*unstructured.Unstructured))
+	hash := map[string]string{}
+	for _, name := range []string{"web-stable", "web-canary"} {
+		o, ok, _ := s.services.GetByKey(s.ns + "/" + name)
+		if !ok {
+			return
+		}
+		hash[name] = o.(*corev1.Service).Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey]
+	}
+	avail := map[string]int64{}
+	for _, o := range s.pods.List() {
+		p := o.(*corev1.Pod)
+		if p.DeletionTimestamp == nil && podReady(p) {
+			avail[p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]]++
+		}
+	}
+	s.samples++
+	sh, ch := hash["web-stable"], hash["web-canary"]
+	sa, ca := avail[sh], avail[ch]
+	cw := max(v.canaryWeight, 0)
+	if sh == ch || sa+ca == 0 {
+		return
+	}
+	if cw*(sa+ca) > 100*ca || (v.stableWeight > 0 && sa == 0) {
+		s.breaches = append(s.breaches, fmt.Sprintf("%s: weights %d/%d on %d stable (%s) and %d canary (%s) available pods",
+			time.Now().Format("15:04:05.000"), v.stableWeight, cw, sa, sh, ca, ch))
+	}
+}
+
+// sampleTraffic runs the sampler until the test ends.
+func sampleTraffic(t *testing.T, dc dynamic.Interface, ns string, pn *podNetwork) *trafficSampler {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	kf := informers.NewSharedInformerFactoryWithOptions(env.kube, 0, informers.WithNamespace(ns))
+	df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dc, 0, ns, nil)
+	podInf, svcInf := kf.Core().V1().Pods().Informer(), kf.Core().V1().Services().Informer()
+	routeInf := df.ForResource(activities.HTTPRouteResource).Informer()
+	s := &trafficSampler{ns: ns, pods: podInf.GetIndexer(), services: svcInf.GetIndexer(), routes: routeInf.GetIndexer()}
+	check := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { s.check() },
+		UpdateFunc: func(any, any) { s.check() },
+		DeleteFunc: func(any) { s.check() },
+	}
+	pod := func(o any, deleted bool) {
+		if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		if p, ok := o.(*corev1.Pod); ok {
+			pn.onPod(p, deleted)
+		}
+		s.check()
+	}
+	for _, inf := range []cache.SharedIndexInformer{svcInf, routeInf} {
+		if _, err := inf.AddEventHandler(check); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { pod(o, false) },
+		UpdateFunc: func(_, o any) { pod(o, false) },
+		DeleteFunc: func(o any) { pod(o, true) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	kf.Start(ctx.Done())
+	df.Start(ctx.Done())
+	t.Cleanup(func() {
+		cancel()
+		kf.Shutdown()
+		df.Shutdown()
+	})
+	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, svcInf.HasSynced, routeInf.HasSynced) {
+		t.Fatal("sampler: informers did not sync")
+	}
+	return s
+}
+
+func (s *trafficSampler) result() (int, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.samples, append([]string(nil), s.breaches...)
+}
+
+// installDataPlaneCRDs adds to installGatewayCRDs' the standard-channel CRDs Traefik's
+// provider also watches (GRPCRoute, ReferenceGrant, BackendTLSPolicy), from the same module.
+func installDataPlaneCRDs(t *testing.T) {
+	t.Helper()
+	installGatewayCRDs(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module scratch\n\ngo 1.21\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/gateway-api@"+gatewayAPIVersion)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go mod download sigs.k8s.io/gateway-api@%s: %v", gatewayAPIVersion, err)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		t.Fatalf("go mod download: no Dir in %s", out)
+	}
+	for _, f := range []string{"grpcroutes", "referencegrants", "backendtlspolicies"} {
+		kubectl(t, "apply", "--server-side", "-f", filepath.Join(mod.Dir, "config", "crd", "standard", "gateway.networking.k8s.io_"+f+".yaml"))
+	}
+	kubectl(t, "wait", "--for", "condition=established", "--timeout=60s", "crd/grpcroutes.gateway.networking.k8s.io",
+		"crd/referencegrants.gateway.networking.k8s.io", "crd/backendtlspolicies.gateway.networking.k8s.io")
+}
+
+// startTraefik runs Traefik with its Kubernetes Gateway provider on the stack's apiserver
+// (the namespace ns only), one entrypoint on a free port, and its requests to pods through
+// the pod network. It returns the entrypoint's port; the test's end stops it.
+func startTraefik(t *testing.T, ns string, pods *podNetwork) int {
+	t.Helper()
+	bin := stack.ToolPath(env.tools, "traefik")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("traefik %s is not built (%v): run make tools (hack/tools.sh builds it from the Go module proxy)", stack.TraefikVersion, err)
+	}
+	port, err := stack.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{
+		fmt.Sprintf("--entryPoints.web.address=127.0.0.1:%d", port),
+		"--providers.kubernetesgateway=true",
+		"--providers.kubernetesgateway.namespaces=" + ns,
+		// Apply each change as it comes: with the default (2s) a route move reaches the data
+		// plane up to 2s late (docs/traffic.md).
+		"--providers.providersThrottleDuration=" + traefikThrottle.String(),
+		"--global.checkNewVersion=false", "--global.sendAnonymousUsage=false",
+		"--log.level=INFO",
+	}
+	// KUBECONFIG: the provider's cluster-external client (the stack's admin token).
+	// HTTP_PROXY: requests to pod addresses go to the pod network (Go's transport never
+	// proxies loopback addresses, so the apiserver is reached directly).
+	penv := []string{"KUBECONFIG=" + env.stack.Kubeconfig, "KUBERNETES_SERVICE_HOST=", "KUBERNETES_SERVICE_PORT=",
+		"HTTP_PROXY=http://" + pods.addr, "http_proxy=", "NO_PROXY=", "no_proxy=", "HTTPS_PROXY=", "https_proxy="}
+	p, err := stack.StartProc(env.logDir, "traefik-"+ns, bin, args, penv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Stop(10 * time.Second)
+		if t.Failed() {
+			t.Logf("---- traefik log tail ----\n%s", p.Tail(4000))
+		}
+	})
+	return port
+}
+
+// traefikThrottle is Traefik's providersThrottleDuration in the data-plane test.
+const traefikThrottle = 0 * time.Second
+
+// gatewayObjects creates the GatewayClass for Traefik's controller, a Gateway with an HTTP
+// listener on Traefik's entrypoint port, the two Services (port 80 to the pods' 8080) and the
+// HTTPRoute the rollout drives, its rule 0 all to web-stable.
+func gatewayObjects(t *testing.T, dc dynamic.Interface, ns string, port int) {
+	t.Helper()
+	ctx := context.Background()
+	gcRes := activities.HTTPRouteResource
+	gcRes.Resource = "gatewayclasses"
+	class := "traefik-" + ns
+	gc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+		"metadata": map[string]any{"name": class},
+		"spec":     map[string]any{"controllerName": "traefik.io/gateway-controller"},
+	}}
+	if _, err := dc.Resource(gcRes).Create(ctx, gc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create gatewayclass: %v", err)
+	}
+	t.Cleanup(func() { _ = dc.Resource(gcRes).Delete(context.Background(), class, metav1.DeleteOptions{}) })
+	gwRes := activities.HTTPRouteResource
+	gwRes.Resource = "gateways"
+	gw := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+		"metadata": map[string]any{"name": "gateway"},
+		"spec": map[string]any{
+			"gatewayClassName": class,
+			"listeners":        []any{map[string]any{"name": "web", "port": int64(port), "protocol": "HTTP"}},
+		},
+	}}
+	if _, err := dc.Resource(gwRes).Namespace(ns).Create(ctx, gw, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create gateway: %v", err)
+	}
+	for _, n := range []string{"web-stable", "web-canary"} {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(podPort)}},
+		}}
+		if _, err := env.kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create service %s: %v", n, err)
+		}
+	}
+	route := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+		"metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{
+			"parentRefs": []any{map[string]any{"name": "gateway"}},
+			"rules": []any{map[string]any{
+				"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": "/"}}},
+				"backendRefs": []any{map[string]any{"name": "web-stable", "port": int64(80)}},
+			}},
+		},
+	}}
+	if _, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Create(ctx, route, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create httproute: %v", err)
+	}
+}
+
+// gatewayClient sends requests to Traefik's entrypoint (never through a proxy).
+type gatewayClient struct {
+	url string
+	c   *http.Client
+}
+
+func newGatewayClient(port int) *gatewayClient {
+	return &gatewayClient{url: fmt.Sprintf("http://127.0.0.1:%d/", port), c: &http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4},
+	}}
+}
+
+// get sends one request and returns the answering pod's hash, or "" and why not.
+func (g *gatewayClient) get(header map[string]string) (hash string, why string) {
+	req, _ := http.NewRequest(http.MethodGet, g.url, nil)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := g.c.Do(req)
+	if err != nil {
+		return "", err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Pod") == "" {
+		return "", fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	return string(b), ""
+}
+
+// split sends n requests and counts the answers by hash ("" counts failures; the first one is
+// returned).
+func (g *gatewayClient) split(n int, header map[string]string) (map[string]int, string) {
+	counts, first := map[string]int{}, ""
+	for range n {
+		h, why := g.get(header)
+		counts[h]++
+		if why != "" && first == "" {
+			first = why
+		}
+	}
+	return counts, first
+}
+
+// binomialOK: got of n requests to a backend with weight w% is within k standard deviations
+// of n×w/100 (exact when w is 0 or 100).
+func binomialOK(got, n int, w int64, k float64) (bool, float64) {
+	p := float64(w) / 100
+	mean, sd := float64(n)*p, math.Sqrt(float64(n)*p*(1-p))
+	return math.Abs(float64(got)-mean) <= k*sd, sd
+}
+
+// waitAccepted waits until Traefik reports the route's current generation accepted on its
+// parent (status.parents[].conditions Accepted with that observedGeneration), the sign that
+// its configuration has the route as it is now.
+func waitAccepted(t *testing.T, dc dynamic.Interface, ns string) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() string {
+		r, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Get(context.Background(), "web", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		parents, _, _ := unstructured.NestedSlice(r.Object, "status", "parents")
+		for _, p := range parents {
+			conds, _, _ := unstructured.NestedSlice(p.(map[string]any), "conditions")
+			for _, c := range conds {
+				m := c.(map[string]any)
+				g, _, _ := unstructured.NestedInt64(m, "observedGeneration")
+				if m["type"] == "Accepted" && m["status"] == "True" && g == r.GetGeneration() {
+					return ""
+				}
+			}
+		}
+		return fmt.Sprintf("httproute generation %d not accepted by traefik yet: status %v", r.GetGeneration(), r.Object["status"])
+	})
+}
+
+// requestsPerCheck is how many requests each split check sends; sigmas is its tolerance.
+const (
+	requestsPerCheck = 400
+	sigmas           = 5.0
+)
+
+// checkSplit waits for Traefik to accept the route as it is, then sends requestsPerCheck
+// requests and checks the split by ReplicaSet against the weights (binomialOK at sigmas; no
+// failed request), and that requests with hdr (when set) all reach the canary.
+func checkSplit(t *testing.T, dc dynamic.Interface, g *gatewayClient, ns string, want routeView, hdr map[string]string) {
+	t.Helper()
+	waitAccepted(t, dc, ns)
+	counts, why := g.split(requestsPerCheck, nil)
+	if counts[""] > 0 {
+		t.Errorf("weights %d/%d: %d of %d requests failed; first: %s", want.stableWeight, want.canaryWeight, counts[""], requestsPerCheck, why)
+	}
+	if want.stableHash == want.canaryHash {
+		if counts[want.stableHash] != requestsPerCheck {
+			t.Errorf("at rest: %v of %d requests, want all on %s", counts, requestsPerCheck, want.stableHash)
+		}
+	} else {
+		for _, b := range []struct {
+			hash string
+			w    int64
+		}{{want.stableHash, want.stableWeight}, {want.canaryHash, want.canaryWeight}} {
+			ok, sd := binomialOK(counts[b.hash], requestsPerCheck, b.w, sigmas)
+			if !ok {
+				t.Errorf("weights %d/%d: %d of %d requests on %s (weight %d%%, σ %.1f), want within %.0fσ; all: %v",
+					want.stableWeight, want.canaryWeight, counts[b.hash], requestsPerCheck, b.hash, b.w, sd, sigmas, counts)
+			}
+		}
+	}
+	t.Logf("weights %d/%d: %d requests: %d stable (%s), %d canary (%s)", want.stableWeight, want.canaryWeight,
+		requestsPerCheck, counts[want.stableHash], want.stableHash, counts[want.canaryHash], want.canaryHash)
+	if hdr == nil {
+		return
+	}
+	hc, why := g.split(requestsPerCheck/4, hdr)
+	if hc[want.canaryHash] != requestsPerCheck/4 {
+		t.Errorf("header route: %v of %d requests with %v, want all on the canary %s (first failure: %s)", hc, requestsPerCheck/4, hdr, want.canaryHash, why)
+	} else {
+		t.Logf("header route: %d of %d requests with %v on the canary", hc[want.canaryHash], requestsPerCheck/4, hdr)
+	}
+}
+
+// loadGen sends requests one after another until stopped, recording when each answer came and
+// from which ReplicaSet.
+type loadGen struct {
+	mu     sync.Mutex
+	hits   []hit
+	stop   chan struct{}
+	done   chan struct{}
+	failed int
+	first  string
+}
+
+type hit struct {
+	at   time.Time
+	hash string
+}
+
+func startLoad(g *gatewayClient) *loadGen {
+	l := &loadGen{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for {
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+			h, why := g.get(nil)
+			l.mu.Lock()
+			if why != "" {
+				l.failed++
+				if l.first == "" {
+					l.first = why
+				}
+			} else {
+				l.hits = append(l.hits, hit{at: time.Now(), hash: h})
+			}
+			l.mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	return l
+}
+
+func (l *loadGen) end() ([]hit, int, string) {
+	close(l.stop)
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hits, l.failed, l.first
+}
+
+// TestTrafficDataPlane: the traffic steps proven with real requests through a real Gateway API
+// implementation (Traefik, from hack/tools.sh). A stepped rollout with
+// temporal-rollout.io/traffic: at each pause 400 requests split by ReplicaSet as the route's
+// weights say (within 5σ of the binomial count; no failure), requests with the header route's
+// header all reach the canary; the invariant holds at every change the test observes (0
+// breaches); an abort mid-step moves every request back to the stable pods before the first
+// canary pod stops (a request stream through the abort, and its time from abort to 100%
+// stable); a second rollout promoted to completion sends every request to the new ReplicaSet.
+func TestTrafficDataPlane(t *testing.T) {
+	installDataPlaneCRDs(t)
+	ns := newNamespace(t)
+	recordHistories(t, ns, "web")
+	dc := dynamicClient(t)
+	pods := startPodNetwork(t)
+	port := startTraefik(t, ns, pods)
+	gatewayObjects(t, dc, ns, port)
+	sampler := sampleTraffic(t, dc, ns, pods)
+	g := newGatewayClient(port)
+
+	steps := `[{"setWeight":20},{"pause":{}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"setWeight":50},{"pause":{}}]`
+	traffic := `{"httpRoute":{"name":"web"},"stableService":"web-stable","canaryService":"web-canary"}`
+	canaryHdr := map[string]string{"X-Canary": "true"}
+	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(steps), withAnnotation(k8s.TrafficAnnotation, traffic)))
+	waitComplete(t, ns, "web")
+	h1 := hashOf(t, ns, "nginx:1.25")
+	waitRoute(t, dc, ns, routeView{stableWeight: 100, canaryWeight: 0, stableHash: h1, canaryHash: h1}, "")
+	checkSplit(t, dc, g, ns, routeView{stableWeight: 100, stableHash: h1, canaryHash: h1}, nil)
+
+	// Rollout 1: 20%, then the header route and 50%, then abort.
+	setImage(t, ns, "web", "nginx:1.26")
+	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=2/2 nginx:1.25=8/8")
+	h2 := hashOf(t, ns, "nginx:1.26")
+	at20 := routeView{stableWeight: 80, canaryWeight: 20, stableHash: h1, canaryHash: h2}
+	waitRoute(t, dc, ns, at20, "")
+	checkSplit(t, dc, g, ns, at20, nil)
+	if out, err := updateCLI(ns, "web", workflows.UpdatePromote); err != nil {
+		t.Fatalf("promote: %v\n%s", err, out)
+	}
+	waitSteps(t, ns, "web", 5, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
+	at50 := routeView{stableWeight: 50, canaryWeight: 50, stableHash: h1, canaryHash: h2}
+	waitRoute(t, dc, ns, at50, "temporal-rollout-testers→web-canary")
+	checkSplit(t, dc, g, ns, at50, canaryHdr)
+
+	// Abort under a stream of requests: the last one a canary pod answers comes before the
+	// first canary pod stops, and no request reaches a stopped canary pod.
+	load := startLoad(g)
+	time.Sleep(time.Second)
+	abortAt := time.Now()
+	if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"testers saw errors"}`); err != nil {
+		t.Fatalf("abort: %v\n%s", err, out)
+	}
+	waitComplete(t, ns, "web")
+	waitRoute(t, dc, ns, routeView{stableWeight: 100, canaryWeight: 0, stableHash: h1, canaryHash: h1}, "")
+	eventually(t, 60*time.Second, func() string {
+		if got := sizes(t, ns); got != "nginx:1.25=10/10 nginx:1.26=0/0" {
+			return "after abort: " + got
+		}
+		if pods.stoppedAt(h2).IsZero() {
+			return "no canary pod stopped yet"
+		}
+		return ""
+	})
+	time.Sleep(time.Second)
+	hits, failed, why := load.end()
+	var lastCanary time.Time
+	var before, after int
+	for _, h := range hits {
+		if h.hash == h2 {
+			lastCanary = h.at
+		}
+		if h.at.Before(abortAt) {
+			before++
+		} else {
+			after++
+		}
+	}
+	canaryStop := pods.stoppedAt(h2)
+	switch {
+	case lastCanary.IsZero():
+		t.Errorf("abort: no request reached a canary pod in the stream (%d requests)", len(hits))
+	case !lastCanary.Before(canaryStop):
+		t.Errorf("abort: a canary pod answered at %s, after the first canary pod stopped at %s; want all traffic on stable first",
+			lastCanary.Format("15:04:05.000"), canaryStop.Format("15:04:05.000"))
+	default:
+		t.Logf("abort: %d requests before it, %d after; the last canary answer %s after the abort, %s before the first canary pod stopped",
+			before, after, lastCanary.Sub(abortAt).Round(time.Millisecond), canaryStop.Sub(lastCanary).Round(time.Millisecond))
+	}
+	if n := pods.requestsToGone()[h2]; n > 0 {
+		t.Errorf("abort: %d requests reached a canary pod's address after it stopped", n)
+	}
+	if failed > 0 {
+		t.Errorf("abort: %d requests of the stream failed; first: %s", failed, why)
+	}
+	checkSplit(t, dc, g, ns, routeView{stableWeight: 100, stableHash: h1, canaryHash: h1}, nil)
+
+	// Rollout 2, promoted through every step: all requests on the new ReplicaSet.
+	setImage(t, ns, "web", "nginx:1.27")
+	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.27=2/2 nginx:1.25=8/8 nginx:1.26=0/0")
+	h3 := hashOf(t, ns, "nginx:1.27")
+	at20 = routeView{stableWeight: 80, canaryWeight: 20, stableHash: h1, canaryHash: h3}
+	waitRoute(t, dc, ns, at20, "")
+	checkSplit(t, dc, g, ns, at20, nil)
+	if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
+		t.Fatalf("promote full: %v\n%s", err, out)
+	}
+	waitComplete(t, ns, "web")
+	waitRoute(t, dc, ns, routeView{stableWeight: 100, canaryWeight: 0, stableHash: h3, canaryHash: h3}, "")
+	eventually(t, 60*time.Second, func() string {
+		if got := sizes(t, ns); got != "nginx:1.27=10/10 nginx:1.25=0/0 nginx:1.26=0/0" {
+			return "after promote: " + got
+		}
+		return ""
+	})
+	checkSplit(t, dc, g, ns, routeView{stableWeight: 100, stableHash: h3, canaryHash: h3}, nil)
+
+	samples, breaches := sampler.result()
+	if len(breaches) > 0 {
+		t.Errorf("invariant: %d breaches in %d samples; first: %s", len(breaches), samples, breaches[0])
+	} else {
+		t.Logf("invariant: %d samples, 0 breaches", samples)
+	}
+	gone := pods.requestsToGone()
+	keys := make([]string, 0, len(gone))
+	for k := range gone {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.Logf("requests that reached a stopped pod's address (hash %q): %d", k, gone[k])
+	}
+	for _, ev := range events(t, ns, "web") {
+		if strings.Contains(ev, "TrafficInvariant") {
+			t.Errorf("event %s: the invariant broke", ev)
+		}
+	}
+}
