@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,31 +42,56 @@ import (
 // kwok gives each pod an address from --cidr (10.0.0.0/16 here); nothing listens there. The
 // brief's idea, pod addresses in 127.0.0.0/8 that a test server can bind, does not work:
 // kube-apiserver rejects loopback addresses in an EndpointSlice ("may not be in the loopback
-// range"), so the slices would stay empty. Instead Traefik runs with HTTP_PROXY pointing at
-// the test's pod network: an HTTP server that receives every request Traefik sends to a pod
-// (Go's transport names the pod's address in the request line) and answers as that pod, with
-// its ReplicaSet's pod-template-hash, while the pod exists; a request to an address whose
-// pod has gone (or was never there) gets 502, as a refused connection would.
+// range"), so the slices would stay empty. Instead Traefik runs with HTTP_PROXY set to a
+// SOCKS5 server in the test, the pod network: Go's transport (and Traefik's fast proxy) dial
+// every backend through it, naming the pod's address and port; the pod network connects the
+// dial to that pod's HTTP server, which answers with the pod's ReplicaSet (pod-template-hash).
+// A pod's server runs from when kwok gives it an address until its termination grace period
+// has passed after the pod starts terminating (kwok removes a terminating pod's object at
+// once; a kubelet would keep its container running that long, which is how a real pod
+// serves while the EndpointSlices and the gateway catch up); then its connections close. A dial to an address with no server is
+// refused (SOCKS reply 5, as a closed port would refuse a TCP connect). An HTTP proxy would
+// not do: Traefik sends origin-form requests (it sets URL.Opaque), so an HTTP proxy cannot
+// tell which pod a request is for.
 
 // podPort is the containers' port, the Services' targetPort.
 const podPort = 8080
 
-// podNetwork answers as the pods: a pod's "server" is up from when kwok gives it an address
-// until it is deleted (or starts terminating).
+// podNetwork is the SOCKS5 server and the pods' HTTP servers.
 type podNetwork struct {
 	mu   sync.Mutex
-	byIP map[string]podEndpoint
+	byIP map[string]*podServer
 	// gone is the hash of the pod that last stopped at an address; stopped, per hash, when its
-	// first pod stopped; toGone, per hash, the requests that reached an address after its pod
-	// stopped there (or "" for an address no pod ever had).
-	gone    map[string]string
+	// first pod stopped; toGone, per hash, the dials to an address after its pod stopped there
+	// ("" for an address no pod ever had).
+	gone map[string]string
+	// stopped: per hash, when its first pod started terminating (or went).
 	stopped map[string]time.Time
 	toGone  map[string]int
-	srv     *http.Server
+	ln      net.Listener
 	addr    string
 }
 
-type podEndpoint struct{ name, hash string }
+// podServer is one pod's HTTP server, fed the connections the SOCKS server accepts for it.
+type podServer struct {
+	name, hash string
+	// terminating: the pod is going; its server stops after the grace period.
+	terminating bool
+	conns       chan net.Conn
+	closed      chan struct{}
+	srv         *http.Server
+}
+
+func (p *podServer) Accept() (net.Conn, error) {
+	select {
+	case c := <-p.conns:
+		return c, nil
+	case <-p.closed:
+		return nil, net.ErrClosed
+	}
+}
+func (p *podServer) Close() error   { return nil }
+func (p *podServer) Addr() net.Addr { return &net.TCPAddr{} }
 
 func startPodNetwork(t *testing.T) *podNetwork {
 	t.Helper()
@@ -75,32 +99,72 @@ func startPodNetwork(t *testing.T) *podNetwork {
 	if err != nil {
 		t.Fatalf("pod network: listen: %v", err)
 	}
-	n := &podNetwork{byIP: map[string]podEndpoint{}, gone: map[string]string{}, stopped: map[string]time.Time{}, toGone: map[string]int{}, addr: l.Addr().String()}
-	n.srv = &http.Server{Handler: http.HandlerFunc(n.serve), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = n.srv.Serve(l) }()
-	t.Cleanup(func() { _ = n.srv.Close() })
+	n := &podNetwork{byIP: map[string]*podServer{}, gone: map[string]string{}, stopped: map[string]time.Time{}, toGone: map[string]int{}, ln: l, addr: l.Addr().String()}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go n.dial(c)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		for ip, ps := range n.byIP {
+			n.stop(ip, ps)
+		}
+	})
 	return n
 }
 
-// serve answers a request Traefik sent to a pod: through a proxy the request line carries the
-// pod's address (r.URL.Host).
-func (n *podNetwork) serve(w http.ResponseWriter, r *http.Request) {
-	host := r.URL.Host
-	if host == "" {
-		host = r.Host
+// dial serves one SOCKS5 CONNECT (RFC 1928, no authentication, an IPv4 address): it hands
+// the connection to the pod's server at that address and port, or refuses it.
+func (n *podNetwork) dial(c net.Conn) {
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 262)
+	if _, err := io.ReadFull(c, buf[:2]); err != nil || buf[0] != 5 {
+		c.Close()
+		return
 	}
-	ip, port, err := net.SplitHostPort(host)
+	if _, err := io.ReadFull(c, buf[:buf[1]]); err != nil {
+		c.Close()
+		return
+	}
+	if _, err := c.Write([]byte{5, 0}); err != nil {
+		c.Close()
+		return
+	}
+	// VER CMD RSV ATYP(1: IPv4) ADDR(4) PORT(2)
+	if _, err := io.ReadFull(c, buf[:10]); err != nil || buf[1] != 1 || buf[3] != 1 {
+		_, _ = c.Write([]byte{5, 8, 0, 1, 0, 0, 0, 0, 0, 0})
+		c.Close()
+		return
+	}
+	ip := net.IP(buf[4:8]).String()
+	port := int(buf[8])<<8 | int(buf[9])
 	n.mu.Lock()
-	ep, ok := n.byIP[ip]
-	if !ok || err != nil || port != strconv.Itoa(podPort) {
+	ps, ok := n.byIP[ip]
+	if !ok || port != podPort {
 		n.toGone[n.gone[ip]]++
 		n.mu.Unlock()
-		http.Error(w, "no pod listens at "+host, http.StatusBadGateway)
+		_, _ = c.Write([]byte{5, 5, 0, 1, 0, 0, 0, 0, 0, 0}) // connection refused
+		c.Close()
 		return
 	}
 	n.mu.Unlock()
-	w.Header().Set("X-Pod", ep.name)
-	fmt.Fprint(w, ep.hash)
+	if _, err := c.Write([]byte{5, 0, 0, 1, 0, 0, 0, 0, 0, 0}); err != nil {
+		c.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	select {
+	case ps.conns <- c:
+	case <-ps.closed:
+		c.Close()
+	}
 }
 
 // onPod starts or stops a pod's server: up while it has an address and is not terminating.
@@ -112,17 +176,48 @@ func (n *podNetwork) onPod(p *corev1.Pod, deleted bool) {
 	hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	cur, ok := n.byIP[ip]
 	if !deleted && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-		n.byIP[ip] = podEndpoint{name: p.Name, hash: hash}
+		if ok && cur.name == p.Name {
+			return
+		}
+		if ok {
+			n.stop(ip, cur)
+		}
+		ps := &podServer{name: p.Name, hash: hash, conns: make(chan net.Conn), closed: make(chan struct{})}
+		ps.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("X-Pod", ps.name)
+			fmt.Fprint(w, ps.hash)
+		})}
+		go func() { _ = ps.srv.Serve(ps) }()
+		n.byIP[ip] = ps
 		return
 	}
-	if cur, ok := n.byIP[ip]; ok && cur.name == p.Name {
-		delete(n.byIP, ip)
-		n.gone[ip] = hash
+	if ok && cur.name == p.Name && !cur.terminating {
+		cur.terminating = true
 		if _, ok := n.stopped[hash]; !ok {
 			n.stopped[hash] = time.Now()
 		}
+		grace := time.Duration(0)
+		if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
+			grace = time.Duration(*g) * time.Second
+		}
+		time.AfterFunc(grace, func() {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			if n.byIP[ip] == cur {
+				n.stop(ip, cur)
+			}
+		})
 	}
+}
+
+// stop ends a pod's server and its connections (n.mu held).
+func (n *podNetwork) stop(ip string, ps *podServer) {
+	close(ps.closed)
+	_ = ps.srv.Close()
+	delete(n.byIP, ip)
+	n.gone[ip] = ps.hash
 }
 
 func (n *podNetwork) stoppedAt(hash string) time.Time {
@@ -154,6 +249,22 @@ type trafficSampler struct {
 	services cache.Indexer
 	routes   cache.Indexer
 	ns       string
+	// since: when the breach under way began; windows: how long each lasted.
+	since   time.Time
+	windows []time.Duration
+	// rss: the ReplicaSets; full: the Deployment's replicas; handovers: samples in a handover.
+	rss       cache.Indexer
+	full      int32
+	handovers int
+}
+
+func (s *trafficSampler) rsReplicas(hash string) int32 {
+	for _, o := range s.rss.List() {
+		if rs := o.(*appsv1.ReplicaSet); rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash && rs.Spec.Replicas != nil {
+			return *rs.Spec.Replicas
+		}
+	}
+	return -1
 }
 
 func (s *trafficSampler) check() {
@@ -183,24 +294,37 @@ func (s *trafficSampler) check() {
 	sh, ch := hash["web-stable"], hash["web-canary"]
 	sa, ca := avail[sh], avail[ch]
 	cw := max(v.canaryWeight, 0)
-	if sh == ch || sa+ca == 0 {
+	now := time.Now()
+	// The handover (k8s.TrafficHandover): past the last step, with the canary ReplicaSet at
+	// the Deployment's full size, the canary takes everything as the stable's last pods go.
+	if sh != ch && cw == 100 && ca > 0 && s.rsReplicas(ch) == s.full {
+		s.handovers++
 		return
 	}
-	if cw*(sa+ca) > 100*ca || (v.stableWeight > 0 && sa == 0) {
+	if sh != ch && sa+ca > 0 && (cw*(sa+ca) > 100*ca || (v.stableWeight > 0 && sa == 0)) {
 		s.breaches = append(s.breaches, fmt.Sprintf("%s: weights %d/%d on %d stable (%s) and %d canary (%s) available pods",
-			time.Now().Format("15:04:05.000"), v.stableWeight, cw, sa, sh, ca, ch))
+			now.Format("15:04:05.000"), v.stableWeight, cw, sa, sh, ca, ch))
+		if s.since.IsZero() {
+			s.since = now
+		}
+		return
+	}
+	if !s.since.IsZero() {
+		s.windows = append(s.windows, now.Sub(s.since).Round(time.Millisecond))
+		s.since = time.Time{}
 	}
 }
 
 // sampleTraffic runs the sampler until the test ends.
-func sampleTraffic(t *testing.T, dc dynamic.Interface, ns string, pn *podNetwork) *trafficSampler {
+func sampleTraffic(t *testing.T, dc dynamic.Interface, ns string, pn *podNetwork, full int32) *trafficSampler {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	kf := informers.NewSharedInformerFactoryWithOptions(env.kube, 0, informers.WithNamespace(ns))
 	df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dc, 0, ns, nil)
 	podInf, svcInf := kf.Core().V1().Pods().Informer(), kf.Core().V1().Services().Informer()
 	routeInf := df.ForResource(activities.HTTPRouteResource).Informer()
-	s := &trafficSampler{ns: ns, pods: podInf.GetIndexer(), services: svcInf.GetIndexer(), routes: routeInf.GetIndexer()}
+	rsInf := kf.Apps().V1().ReplicaSets().Informer()
+	s := &trafficSampler{ns: ns, pods: podInf.GetIndexer(), services: svcInf.GetIndexer(), routes: routeInf.GetIndexer(), rss: rsInf.GetIndexer(), full: full}
 	check := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { s.check() },
 		UpdateFunc: func(any, any) { s.check() },
@@ -215,7 +339,7 @@ func sampleTraffic(t *testing.T, dc dynamic.Interface, ns string, pn *podNetwork
 		}
 		s.check()
 	}
-	for _, inf := range []cache.SharedIndexInformer{svcInf, routeInf} {
+	for _, inf := range []cache.SharedIndexInformer{svcInf, routeInf, rsInf} {
 		if _, err := inf.AddEventHandler(check); err != nil {
 			t.Fatal(err)
 		}
@@ -234,16 +358,16 @@ func sampleTraffic(t *testing.T, dc dynamic.Interface, ns string, pn *podNetwork
 		kf.Shutdown()
 		df.Shutdown()
 	})
-	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, svcInf.HasSynced, routeInf.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, svcInf.HasSynced, routeInf.HasSynced, rsInf.HasSynced) {
 		t.Fatal("sampler: informers did not sync")
 	}
 	return s
 }
 
-func (s *trafficSampler) result() (int, []string) {
+func (s *trafficSampler) result() (samples, handovers int, breaches []string, windows []time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.samples, append([]string(nil), s.breaches...)
+	return s.samples, s.handovers, append([]string(nil), s.breaches...), append([]time.Duration(nil), s.windows...)
 }
 
 // installDataPlaneCRDs adds to installGatewayCRDs' the standard-channel CRDs Traefik's
@@ -296,10 +420,10 @@ func startTraefik(t *testing.T, ns string, pods *podNetwork) int {
 		"--log.level=INFO",
 	}
 	// KUBECONFIG: the provider's cluster-external client (the stack's admin token).
-	// HTTP_PROXY: requests to pod addresses go to the pod network (Go's transport never
-	// proxies loopback addresses, so the apiserver is reached directly).
+	// HTTP_PROXY: connections to pod addresses go through the pod network (Go's transport
+	// never proxies loopback addresses, so the apiserver is reached directly).
 	penv := []string{"KUBECONFIG=" + env.stack.Kubeconfig, "KUBERNETES_SERVICE_HOST=", "KUBERNETES_SERVICE_PORT=",
-		"HTTP_PROXY=http://" + pods.addr, "http_proxy=", "NO_PROXY=", "no_proxy=", "HTTPS_PROXY=", "https_proxy="}
+		"HTTP_PROXY=socks5://" + pods.addr, "http_proxy=", "NO_PROXY=", "no_proxy=", "HTTPS_PROXY=", "https_proxy="}
 	p, err := stack.StartProc(env.logDir, "traefik-"+ns, bin, args, penv)
 	if err != nil {
 		t.Fatal(err)
@@ -424,6 +548,43 @@ func binomialOK(got, n int, w int64, k float64) (bool, float64) {
 	return math.Abs(float64(got)-mean) <= k*sd, sd
 }
 
+// waitEndpoints waits until the Service's EndpointSlices list, as ready, exactly the
+// addresses of the Ready pods with the pod-template-hash.
+func waitEndpoints(t *testing.T, ns, svc, hash string) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, 60*time.Second, func() string {
+		pl, err := env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: appsv1.DefaultDeploymentUniqueLabelKey + "=" + hash})
+		if err != nil {
+			return err.Error()
+		}
+		var want []string
+		for i := range pl.Items {
+			if p := &pl.Items[i]; p.DeletionTimestamp == nil && podReady(p) && p.Status.PodIP != "" {
+				want = append(want, p.Status.PodIP)
+			}
+		}
+		sl, err := env.kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc})
+		if err != nil {
+			return err.Error()
+		}
+		var got []string
+		for _, s := range sl.Items {
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready != nil && *e.Conditions.Ready {
+					got = append(got, e.Addresses...)
+				}
+			}
+		}
+		sort.Strings(want)
+		sort.Strings(got)
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			return fmt.Sprintf("service %s: ready endpoints %v, want the %d Ready pods of %s %v", svc, got, len(want), hash, want)
+		}
+		return ""
+	})
+}
+
 // waitAccepted waits until Traefik reports the route's current generation accepted on its
 // parent (status.parents[].conditions Accepted with that observedGeneration), the sign that
 // its configuration has the route as it is now.
@@ -460,7 +621,41 @@ const (
 // failed request), and that requests with hdr (when set) all reach the canary.
 func checkSplit(t *testing.T, dc dynamic.Interface, g *gatewayClient, ns string, want routeView, hdr map[string]string) {
 	t.Helper()
+	// The data plane follows the objects with a lag: kube-controller-manager writes a
+	// Service's EndpointSlices after its selector or a pod's readiness changes, and Traefik
+	// reloads after the route or a slice changes. Wait for both, timed, before measuring.
+	start := time.Now()
+	waitEndpoints(t, ns, "web-stable", want.stableHash)
+	waitEndpoints(t, ns, "web-canary", want.canaryHash)
+	slices := time.Since(start)
 	waitAccepted(t, dc, ns)
+	// Then batches of 40 requests until every backend with weight answers and no other does.
+	probe := time.Now()
+	for {
+		c, _ := g.split(40, nil)
+		ok := c[""] == 0
+		for _, b := range []struct {
+			hash string
+			w    int64
+		}{{want.stableHash, want.stableWeight}, {want.canaryHash, want.canaryWeight}} {
+			if want.stableHash != want.canaryHash && (b.w > 0) != (c[b.hash] > 0) {
+				ok = false
+			}
+		}
+		if want.stableHash == want.canaryHash {
+			ok = ok && c[want.stableHash] == 40
+		}
+		if ok {
+			break
+		}
+		if time.Since(probe) > 30*time.Second {
+			t.Errorf("weights %d/%d: the data plane did not follow within 30s: the last 40 requests %v", want.stableWeight, want.canaryWeight, c)
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("weights %d/%d: EndpointSlices right %s after the route showed the weights; requests followed %s after that",
+		want.stableWeight, want.canaryWeight, slices.Round(10*time.Millisecond), time.Since(start.Add(slices)).Round(10*time.Millisecond))
 	counts, why := g.split(requestsPerCheck, nil)
 	if counts[""] > 0 {
 		t.Errorf("weights %d/%d: %d of %d requests failed; first: %s", want.stableWeight, want.canaryWeight, counts[""], requestsPerCheck, why)
@@ -561,13 +756,15 @@ func TestTrafficDataPlane(t *testing.T) {
 	pods := startPodNetwork(t)
 	port := startTraefik(t, ns, pods)
 	gatewayObjects(t, dc, ns, port)
-	sampler := sampleTraffic(t, dc, ns, pods)
+	sampler := sampleTraffic(t, dc, ns, pods, 10)
 	g := newGatewayClient(port)
 
 	steps := `[{"setWeight":20},{"pause":{}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"setWeight":50},{"pause":{}}]`
 	traffic := `{"httpRoute":{"name":"web"},"stableService":"web-stable","canaryService":"web-canary"}`
 	canaryHdr := map[string]string{"X-Canary": "true"}
-	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(steps), withAnnotation(k8s.TrafficAnnotation, traffic)))
+	// A pod serves for 2s after it starts terminating (its grace period).
+	grace := func(d *appsv1.Deployment) { d.Spec.Template.Spec.TerminationGracePeriodSeconds = new(int64(2)) }
+	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(steps), withAnnotation(k8s.TrafficAnnotation, traffic), grace))
 	waitComplete(t, ns, "web")
 	h1 := hashOf(t, ns, "nginx:1.25")
 	waitRoute(t, dc, ns, routeView{stableWeight: 100, canaryWeight: 0, stableHash: h1, canaryHash: h1}, "")
@@ -633,7 +830,7 @@ func TestTrafficDataPlane(t *testing.T) {
 			before, after, lastCanary.Sub(abortAt).Round(time.Millisecond), canaryStop.Sub(lastCanary).Round(time.Millisecond))
 	}
 	if n := pods.requestsToGone()[h2]; n > 0 {
-		t.Errorf("abort: %d requests reached a canary pod's address after it stopped", n)
+		t.Errorf("abort: %d dials to a canary pod's address after it stopped", n)
 	}
 	if failed > 0 {
 		t.Errorf("abort: %d requests of the stream failed; first: %s", failed, why)
@@ -641,6 +838,7 @@ func TestTrafficDataPlane(t *testing.T) {
 	checkSplit(t, dc, g, ns, routeView{stableWeight: 100, stableHash: h1, canaryHash: h1}, nil)
 
 	// Rollout 2, promoted through every step: all requests on the new ReplicaSet.
+	load = startLoad(g)
 	setImage(t, ns, "web", "nginx:1.27")
 	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.27=2/2 nginx:1.25=8/8 nginx:1.26=0/0")
 	h3 := hashOf(t, ns, "nginx:1.27")
@@ -658,13 +856,18 @@ func TestTrafficDataPlane(t *testing.T) {
 		}
 		return ""
 	})
+	hits, failed, why = load.end()
+	t.Logf("rollout 2: %d requests answered, %d failed (first: %s)", len(hits), failed, why)
 	checkSplit(t, dc, g, ns, routeView{stableWeight: 100, stableHash: h3, canaryHash: h3}, nil)
 
-	samples, breaches := sampler.result()
+	samples, handovers, breaches, windows := sampler.result()
 	if len(breaches) > 0 {
-		t.Errorf("invariant: %d breaches in %d samples; first: %s", len(breaches), samples, breaches[0])
+		t.Errorf("invariant: %d breaches in %d samples, for %v; first: %s", len(breaches), samples, windows, breaches[0])
 	} else {
-		t.Logf("invariant: %d samples, 0 breaches", samples)
+		t.Logf("invariant: %d samples, 0 breaches (%d of them in the handover)", samples, handovers)
+	}
+	if handovers == 0 {
+		t.Errorf("invariant: no sample saw the handover (canary 100%% as the stable's last pods go)")
 	}
 	gone := pods.requestsToGone()
 	keys := make([]string, 0, len(gone))
@@ -673,7 +876,7 @@ func TestTrafficDataPlane(t *testing.T) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		t.Logf("requests that reached a stopped pod's address (hash %q): %d", k, gone[k])
+		t.Logf("dials to a stopped pod's address (hash %q): %d", k, gone[k])
 	}
 	for _, ev := range events(t, ns, "web") {
 		if strings.Contains(ev, "TrafficInvariant") {
