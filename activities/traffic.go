@@ -10,10 +10,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/temporal-rollout/rollout/k8s"
 )
@@ -123,6 +125,21 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 			res.Moves = append(res.Moves, mr)
 			continue
 		}
+		// A Service about to get traffic it has not had: wait until its endpoints are its pods.
+		for _, b := range []struct {
+			svc, hash     string
+			before, after bool
+		}{
+			{spec.StableService, cur.StableHash, cur.Route.CanaryWeight < 100, m.Route.CanaryWeight < 100},
+			{spec.CanaryService, cur.CanaryHash, cur.Route.CanaryWeight > 0 || len(cur.Route.HeaderRoutes) > 0, m.Route.CanaryWeight > 0 || len(m.Route.HeaderRoutes) > 0},
+		} {
+			if !b.before && b.after && in.Available[b.hash] > 0 {
+				if err := a.awaitEndpoints(ctx, ns, b.svc, b.hash); err != nil {
+					res.Moves = append(res.Moves, mr)
+					return res, err
+				}
+			}
+		}
 		if err := checkBoth(spec, cur.StableHash, cur.CanaryHash, m.Route.CanaryWeight, in); err != nil {
 			mr.Check = err.Error()
 			if m.Route.CanaryWeight > cur.Route.CanaryWeight {
@@ -157,6 +174,77 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 	}
 	a.record(in.Deployment, in.Events)
 	return res, nil
+}
+
+// endpointsWait bounds how long a sync waits for a Service's EndpointSlices to follow its
+// selector before it gives the Service traffic.
+const endpointsWait = 5 * time.Second
+
+// awaitEndpoints waits until the Service's EndpointSlices follow its selector
+// (endpointsFollow). Past endpointsWait the sync fails (TrafficError) and the workflow retries
+// after a backoff, the route unchanged: traffic never goes to a Service whose endpoints are
+// still other pods, or none.
+func (a *Activities) awaitEndpoints(ctx context.Context, ns, svc, hash string) error {
+	c := a.client(ctx)
+	deadline := time.Now().Add(endpointsWait)
+	for {
+		why, err := endpointsFollow(ctx, c, ns, svc, hash)
+		if err != nil {
+			return classify(fmt.Sprintf("read the endpoints of service %s/%s", ns, svc), err)
+		}
+		if why == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return nonRetryable(ErrTraffic, "service %s/%s: %s after %s; its traffic waits", ns, svc, why, endpointsWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(gatewayPoll):
+		}
+	}
+}
+
+// endpointsFollow reports ("" when they do) whether the Service's EndpointSlices follow its
+// selector's pod-template-hash: at least one ready endpoint, and every ready endpoint an
+// address of a pod with that hash. kube-controller-manager rewrites the slices some time after
+// a selector changes; a gateway routes by them. A Service with no EndpointSlice at all (no
+// EndpointSlice controller writes its endpoints) is not waited for.
+func endpointsFollow(ctx context.Context, c kubernetes.Interface, ns, svc, hash string) (string, error) {
+	slices, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
+	if err != nil || len(slices.Items) == 0 {
+		return "", err
+	}
+	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: appsv1.DefaultDeploymentUniqueLabelKey + "=" + hash})
+	if err != nil {
+		return "", err
+	}
+	ips := map[string]bool{}
+	for _, p := range pods.Items {
+		for _, ip := range p.Status.PodIPs {
+			ips[ip.IP] = true
+		}
+		ips[p.Status.PodIP] = true
+	}
+	ready := 0
+	for _, sl := range slices.Items {
+		for _, e := range sl.Endpoints {
+			if e.Conditions.Ready == nil || !*e.Conditions.Ready {
+				continue
+			}
+			for _, addr := range e.Addresses {
+				if !ips[addr] {
+					return fmt.Sprintf("ready endpoint %s is not a pod of pod-template-hash %s", addr, hash), nil
+				}
+				ready++
+			}
+		}
+	}
+	if ready == 0 {
+		return "no ready endpoint yet", nil
+	}
+	return "", nil
 }
 
 // gatewayWait bounds how long a sync waits for the gateways to accept a route it took

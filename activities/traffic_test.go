@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -209,6 +210,42 @@ func TestGatewaysAccepted(t *testing.T) {
 			}
 			if got := gatewaysAccepted(r, 7); got != tt.want {
 				t.Errorf("gatewaysAccepted = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEndpointsFollow(t *testing.T) {
+	pod := func(name, hash, ip string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: hash}},
+			Status: corev1.PodStatus{PodIP: ip}}
+	}
+	slice := func(ready bool, addrs ...string) *discoveryv1.EndpointSlice {
+		s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-canary-" + strings.Join(addrs, "-"),
+			Labels: map[string]string{discoveryv1.LabelServiceName: "web-canary"}}, AddressType: discoveryv1.AddressTypeIPv4}
+		for _, a := range addrs {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
+		}
+		return s
+	}
+	pods := []runtime.Object{pod("old-1", "n", "10.0.0.1"), pod("new-1", "m", "10.0.0.2")}
+	tests := []struct {
+		name string
+		objs []runtime.Object
+		want string
+	}{
+		{name: "no EndpointSlice: nothing to wait for", objs: pods},
+		{name: "the slice lists the new pod", objs: append([]runtime.Object{slice(true, "10.0.0.2")}, pods...)},
+		{name: "the slice still lists the old pod", objs: append([]runtime.Object{slice(true, "10.0.0.1")}, pods...),
+			want: "ready endpoint 10.0.0.1 is not a pod of pod-template-hash m"},
+		{name: "an empty slice", objs: append([]runtime.Object{slice(true)}, pods...), want: "no ready endpoint yet"},
+		{name: "the new pod not ready in the slice", objs: append([]runtime.Object{slice(false, "10.0.0.2")}, pods...), want: "no ready endpoint yet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := endpointsFollow(context.Background(), fake.NewSimpleClientset(tt.objs...), "default", "web-canary", "m")
+			if err != nil || got != tt.want {
+				t.Errorf("endpointsFollow = %q, %v; want %q", got, err, tt.want)
 			}
 		})
 	}
