@@ -39,20 +39,20 @@ import (
 // requests by the HTTPRoute the rollout moves, to the endpoints kube-controller-manager's
 // EndpointSlice controller derives from the Services' selectors and the pods' readiness.
 //
-// kwok gives each pod an address from --cidr (10.0.0.0/16 here); nothing listens there. The
-// brief's idea, pod addresses in 127.0.0.0/8 that a test server can bind, does not work:
-// kube-apiserver rejects loopback addresses in an EndpointSlice ("may not be in the loopback
-// range"), so the slices would stay empty. Instead Traefik runs with HTTP_PROXY set to a
-// SOCKS5 server in the test, the pod network: Go's transport (and Traefik's fast proxy) dial
-// every backend through it, naming the pod's address and port; the pod network connects the
-// dial to that pod's HTTP server, which answers with the pod's ReplicaSet (pod-template-hash).
-// A pod's server runs from when kwok gives it an address until its termination grace period
-// has passed after the pod starts terminating (kwok removes a terminating pod's object at
-// once; a kubelet would keep its container running that long, which is how a real pod
-// serves while the EndpointSlices and the gateway catch up); then its connections close. A dial to an address with no server is
-// refused (SOCKS reply 5, as a closed port would refuse a TCP connect). An HTTP proxy would
-// not do: Traefik sends origin-form requests (it sets URL.Opaque), so an HTTP proxy cannot
-// tell which pod a request is for.
+// kwok gives each pod an address from --cidr (10.0.0.0/16 here); nothing listens there.
+// Addresses in 127.0.0.0/8, which a test server could bind, do not work: kube-apiserver
+// rejects loopback addresses in an EndpointSlice ("may not be in the loopback range"), so the
+// slices would stay empty. Instead Traefik runs with HTTP_PROXY set to a SOCKS5 server in the
+// test, the pod network: Go's transport (and Traefik's fast proxy) dial every backend through
+// it, naming the pod's address and port, and the pod network connects the dial to that pod's
+// HTTP server, which answers with the pod's ReplicaSet (pod-template-hash). A pod's server runs
+// from when kwok gives the pod an address until its termination grace period has passed after
+// the pod starts terminating (kwok removes a terminating pod's object at once; a kubelet would
+// keep its container running that long, which is how a real pod serves while the
+// EndpointSlices and the gateway catch up); then its connections close. A dial to an address
+// with no server is refused (SOCKS reply 5, as a closed port refuses a TCP connect). An HTTP
+// proxy would not do: Traefik sends origin-form requests (it sets URL.Opaque), so an HTTP
+// proxy cannot tell which pod a request is for.
 
 // podPort is the containers' port, the Services' targetPort.
 const podPort = 8080
