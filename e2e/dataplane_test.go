@@ -696,8 +696,12 @@ func checkSplit(t *testing.T, dc dynamic.Interface, g *gatewayClient, ns string,
 			}
 		}
 	}
-	t.Logf("weights %d/%d: %d requests: %d stable (%s), %d canary (%s)", want.stableWeight, want.canaryWeight,
-		requestsPerCheck, counts[want.stableHash], want.stableHash, counts[want.canaryHash], want.canaryHash)
+	if want.stableHash == want.canaryHash {
+		t.Logf("weights %d/%d on one ReplicaSet: %d of %d requests on %s", want.stableWeight, want.canaryWeight, counts[want.stableHash], requestsPerCheck, want.stableHash)
+	} else {
+		t.Logf("weights %d/%d: %d requests: %d stable (%s), %d canary (%s)", want.stableWeight, want.canaryWeight,
+			requestsPerCheck, counts[want.stableHash], want.stableHash, counts[want.canaryHash], want.canaryHash)
+	}
 	if hdr == nil {
 		return
 	}
