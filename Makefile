@@ -18,13 +18,13 @@ export ROLLOUT_TOOLS ?= $(or $(ROLLOUT_TOOLS_CACHE),$(or $(XDG_CACHE_HOME),$(HOM
 all: build
 
 ## tools: build the pinned stack the tests use (cached): Temporal CLI, etcd, Kubernetes components,
-## kubectl, kwok, and for the tests also Prometheus and PostgreSQL (Debian packages, apt-get) and
-## the Temporal server.
+## kubectl, kwok, and for the tests also Prometheus and PostgreSQL (Debian packages, apt-get),
+## the Temporal server and Traefik (the Gateway API data plane of TestTrafficDataPlane).
 tools:
 	@hack/tools.sh >/dev/null
 
 ## tools-core: only what `make dev` runs (Temporal CLI, etcd, Kubernetes components, kubectl,
-## kwok): no Debian packages (Prometheus, PostgreSQL) and no Temporal server build.
+## kwok): no Debian packages (Prometheus, PostgreSQL), no Temporal server or Traefik build.
 tools-core:
 	@hack/tools.sh core >/dev/null
 

@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/temporal-rollout/rollout/k8s"
 )
@@ -38,7 +42,11 @@ type SyncTrafficInput struct {
 	// AvailableAfter: the same once the sync's plan has run (k8s.AvailableAfter); every
 	// route move is checked against both.
 	AvailableAfter map[string]int32 `json:"availableAfter,omitempty"`
-	Events         []k8s.Event      `json:"events,omitempty"`
+	// Handover: the sync's plan takes the stable ReplicaSet's last pods and the canary takes
+	// all traffic first (k8s.TrafficHandover); route moves are checked against AvailableAfter
+	// alone.
+	Handover bool        `json:"handover,omitempty"`
+	Events   []k8s.Event `json:"events,omitempty"`
 }
 
 // TrafficMoveResult is one move as carried out: the move, whether it wrote, and the invariant
@@ -117,6 +125,21 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 			res.Moves = append(res.Moves, mr)
 			continue
 		}
+		// A Service about to get traffic it has not had: wait until its endpoints are its pods.
+		for _, b := range []struct {
+			svc, hash     string
+			before, after bool
+		}{
+			{spec.StableService, cur.StableHash, cur.Route.CanaryWeight < 100, m.Route.CanaryWeight < 100},
+			{spec.CanaryService, cur.CanaryHash, cur.Route.CanaryWeight > 0 || len(cur.Route.HeaderRoutes) > 0, m.Route.CanaryWeight > 0 || len(m.Route.HeaderRoutes) > 0},
+		} {
+			if !b.before && b.after && in.Available[b.hash] > 0 {
+				if err := a.awaitEndpoints(ctx, ns, b.svc, b.hash); err != nil {
+					res.Moves = append(res.Moves, mr)
+					return res, err
+				}
+			}
+		}
 		if err := checkBoth(spec, cur.StableHash, cur.CanaryHash, m.Route.CanaryWeight, in); err != nil {
 			mr.Check = err.Error()
 			if m.Route.CanaryWeight > cur.Route.CanaryWeight {
@@ -135,6 +158,11 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 				return res, classify(fmt.Sprintf("move httproute %s/%s to canary weight %d", ns, spec.HTTPRoute.Name, m.Route.CanaryWeight), err)
 			}
 			route, mr.Wrote = out, true
+			// Traffic taken off the canary: the pods it leaves may go once this sync's plan
+			// runs, so wait until the gateways have the route as written.
+			if m.Route.CanaryWeight < cur.Route.CanaryWeight || len(m.Route.HeaderRoutes) < len(cur.Route.HeaderRoutes) {
+				route, _ = awaitGateways(ctx, routes, out)
+			}
 		}
 		cur.Route = *m.Route
 		res.Moves = append(res.Moves, mr)
@@ -146,6 +174,135 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 	}
 	a.record(in.Deployment, in.Events)
 	return res, nil
+}
+
+// endpointsWait bounds how long a sync waits for a Service's EndpointSlices to follow its
+// selector before it gives the Service traffic.
+const endpointsWait = 5 * time.Second
+
+// awaitEndpoints waits until the Service's EndpointSlices follow its selector
+// (endpointsFollow). Past endpointsWait the sync fails (TrafficError) and the workflow retries
+// after a backoff, the route unchanged: traffic never goes to a Service whose endpoints are
+// still other pods, or none.
+func (a *Activities) awaitEndpoints(ctx context.Context, ns, svc, hash string) error {
+	c := a.client(ctx)
+	deadline := time.Now().Add(endpointsWait)
+	for {
+		why, err := endpointsFollow(ctx, c, ns, svc, hash)
+		if err != nil {
+			return classify(fmt.Sprintf("read the endpoints of service %s/%s", ns, svc), err)
+		}
+		if why == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return nonRetryable(ErrTraffic, "service %s/%s: %s after %s; its traffic waits", ns, svc, why, endpointsWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(gatewayPoll):
+		}
+	}
+}
+
+// endpointsFollow reports ("" when they do) whether the Service's EndpointSlices follow its
+// selector's pod-template-hash: at least one ready endpoint, and every ready endpoint an
+// address of a pod with that hash. kube-controller-manager rewrites the slices some time after
+// a selector changes; a gateway routes by them. A Service with no EndpointSlice at all (no
+// EndpointSlice controller writes its endpoints) is not waited for.
+func endpointsFollow(ctx context.Context, c kubernetes.Interface, ns, svc, hash string) (string, error) {
+	slices, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
+	if err != nil || len(slices.Items) == 0 {
+		return "", err
+	}
+	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: appsv1.DefaultDeploymentUniqueLabelKey + "=" + hash})
+	if err != nil {
+		return "", err
+	}
+	ips := map[string]bool{}
+	for _, p := range pods.Items {
+		for _, ip := range p.Status.PodIPs {
+			ips[ip.IP] = true
+		}
+		ips[p.Status.PodIP] = true
+	}
+	ready := 0
+	for _, sl := range slices.Items {
+		for _, e := range sl.Endpoints {
+			if e.Conditions.Ready == nil || !*e.Conditions.Ready {
+				continue
+			}
+			for _, addr := range e.Addresses {
+				if !ips[addr] {
+					return fmt.Sprintf("ready endpoint %s is not a pod of pod-template-hash %s", addr, hash), nil
+				}
+				ready++
+			}
+		}
+	}
+	if ready == 0 {
+		return "no ready endpoint yet", nil
+	}
+	return "", nil
+}
+
+// gatewayWait bounds how long a sync waits for the gateways to accept a route it took
+// traffic off the canary with; gatewayPoll is how often it reads the route meanwhile.
+const (
+	gatewayWait = 5 * time.Second
+	gatewayPoll = 50 * time.Millisecond
+)
+
+// awaitGateways waits until every gateway that reports on the route (status.parents) has
+// accepted its generation as written (an Accepted condition with that observedGeneration):
+// the Gateway API's sign that the implementation has the route as it is now. A route no
+// gateway reports on is not waited for. It returns the route as last read, and false when
+// gatewayWait passed first (the sync goes on: waiting longer would hold the rollout on a
+// gateway that may never answer).
+func awaitGateways(ctx context.Context, routes dynamic.ResourceInterface, written *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
+	gen, cur := written.GetGeneration(), written
+	deadline := time.Now().Add(gatewayWait)
+	for {
+		if gatewaysAccepted(cur, gen) {
+			return cur, true
+		}
+		if time.Now().After(deadline) {
+			return cur, false
+		}
+		select {
+		case <-ctx.Done():
+			return cur, false
+		case <-time.After(gatewayPoll):
+		}
+		r, err := routes.Get(ctx, written.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return cur, false
+		}
+		cur = r
+	}
+}
+
+// gatewaysAccepted: every parent in the route's status has Accepted=True at generation gen
+// or later (true when no parent is reported).
+func gatewaysAccepted(route *unstructured.Unstructured, gen int64) bool {
+	parents, _, _ := unstructured.NestedSlice(route.Object, "status", "parents")
+	for _, p := range parents {
+		pm, _ := p.(map[string]any)
+		conds, _, _ := unstructured.NestedSlice(pm, "conditions")
+		ok := false
+		for _, c := range conds {
+			cm, _ := c.(map[string]any)
+			g, _, _ := unstructured.NestedInt64(cm, "observedGeneration")
+			if cm["type"] == "Accepted" && cm["status"] == "True" && g >= gen {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func trafficErr(what string, err error) error {
@@ -161,7 +318,16 @@ func trafficErr(what string, err error) error {
 // checkBoth checks a route against the pods available now and, for the canary's bound, once
 // the sync's plan has run. The stable Service is weighed as it is now: it is the fallback, and
 // its last pods go in the plan while it still serves the share the canary's bound leaves it.
+// A handover (in.Handover) is checked once the plan has run alone: the canary takes all
+// traffic as the stable's last pods go.
 func checkBoth(spec k8s.TrafficSpec, stableHash, canaryHash string, canaryWeight int32, in SyncTrafficInput) error {
+	if in.Handover && in.AvailableAfter != nil {
+		s2, c2 := backends(spec, stableHash, canaryHash, canaryWeight, in.AvailableAfter)
+		if err := k8s.CheckTraffic(s2, c2); err != nil {
+			return fmt.Errorf("after the sync's writes: %w", err)
+		}
+		return nil
+	}
 	stable, canary := backends(spec, stableHash, canaryHash, canaryWeight, in.Available)
 	err := k8s.CheckTraffic(stable, canary)
 	if err == nil && in.AvailableAfter != nil {

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -94,6 +95,8 @@ func TestSyncTraffic(t *testing.T) {
 		canary      string
 		want        k8s.TrafficState
 		avail       map[string]int32
+		after       map[string]int32
+		handover    bool
 		wantWeights map[string]int64
 		wantRules   []string
 		wantStable  string
@@ -110,6 +113,13 @@ func TestSyncTraffic(t *testing.T) {
 		{name: "a raise past the invariant is refused",
 			route: httpRoute(100), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 30}},
 			avail: map[string]int32{"n": 8, "m": 2}, wantErr: "the invariant would not hold"},
+		{name: "the stable's last pod goes in the sync: 100 would break the bound on the pods now, refused",
+			route: httpRoute(12), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 100}},
+			avail: map[string]int32{"n": 1, "m": 8}, after: map[string]int32{"n": 0, "m": 8}, wantErr: "the invariant would not hold"},
+		{name: "the same as a handover: checked once the plan has run, canary 100",
+			route: httpRoute(12), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 100}},
+			avail: map[string]int32{"n": 1, "m": 8}, after: map[string]int32{"n": 0, "m": 8}, handover: true,
+			wantWeights: map[string]int64{"web-stable": 0, "web-canary": 100}, wantRules: []string{""}, wantStable: "n", wantCanary: "m"},
 		{name: "no such rule", route: func() *unstructured.Unstructured {
 			r := httpRoute(100)
 			r.Object["spec"] = map[string]any{"rules": []any{}}
@@ -119,7 +129,7 @@ func TestSyncTraffic(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, dyn, kc := trafficActivities(tt.route, service("web-stable", tt.stable), service("web-canary", tt.canary))
-			res, err := a.SyncTraffic(context.Background(), SyncTrafficInput{Deployment: DeploymentRef{Namespace: "default", Name: "web"}, Spec: trafficSpec, Want: tt.want, Available: tt.avail})
+			res, err := a.SyncTraffic(context.Background(), SyncTrafficInput{Deployment: DeploymentRef{Namespace: "default", Name: "web"}, Spec: trafficSpec, Want: tt.want, Available: tt.avail, AvailableAfter: tt.after, Handover: tt.handover})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("SyncTraffic error %v, want %q", err, tt.wantErr)
@@ -170,5 +180,73 @@ func TestSyncTrafficAbortOrder(t *testing.T) {
 	}
 	if !reflect.DeepEqual(order, []string{"httproutes", "services"}) {
 		t.Errorf("writes %v, want [httproutes services]", order)
+	}
+}
+
+func TestGatewaysAccepted(t *testing.T) {
+	parent := func(status string, gen int64) any {
+		return map[string]any{"parentRef": map[string]any{"name": "gateway"}, "conditions": []any{
+			map[string]any{"type": "ResolvedRefs", "status": "True", "observedGeneration": gen},
+			map[string]any{"type": "Accepted", "status": status, "observedGeneration": gen},
+		}}
+	}
+	tests := []struct {
+		name    string
+		parents []any
+		want    bool
+	}{
+		{name: "no gateway reports on the route", want: true},
+		{name: "accepted at the generation written", parents: []any{parent("True", 7)}, want: true},
+		{name: "accepted at a later generation", parents: []any{parent("True", 8)}, want: true},
+		{name: "accepted at an older generation", parents: []any{parent("True", 6)}},
+		{name: "not accepted", parents: []any{parent("False", 7)}},
+		{name: "one of two gateways behind", parents: []any{parent("True", 7), parent("True", 6)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httpRoute(100)
+			if tt.parents != nil {
+				r.Object["status"] = map[string]any{"parents": tt.parents}
+			}
+			if got := gatewaysAccepted(r, 7); got != tt.want {
+				t.Errorf("gatewaysAccepted = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEndpointsFollow(t *testing.T) {
+	pod := func(name, hash, ip string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: hash}},
+			Status: corev1.PodStatus{PodIP: ip}}
+	}
+	slice := func(ready bool, addrs ...string) *discoveryv1.EndpointSlice {
+		s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-canary-" + strings.Join(addrs, "-"),
+			Labels: map[string]string{discoveryv1.LabelServiceName: "web-canary"}}, AddressType: discoveryv1.AddressTypeIPv4}
+		for _, a := range addrs {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
+		}
+		return s
+	}
+	pods := []runtime.Object{pod("old-1", "n", "10.0.0.1"), pod("new-1", "m", "10.0.0.2")}
+	tests := []struct {
+		name string
+		objs []runtime.Object
+		want string
+	}{
+		{name: "no EndpointSlice: nothing to wait for", objs: pods},
+		{name: "the slice lists the new pod", objs: append([]runtime.Object{slice(true, "10.0.0.2")}, pods...)},
+		{name: "the slice still lists the old pod", objs: append([]runtime.Object{slice(true, "10.0.0.1")}, pods...),
+			want: "ready endpoint 10.0.0.1 is not a pod of pod-template-hash m"},
+		{name: "an empty slice", objs: append([]runtime.Object{slice(true)}, pods...), want: "no ready endpoint yet"},
+		{name: "the new pod not ready in the slice", objs: append([]runtime.Object{slice(false, "10.0.0.2")}, pods...), want: "no ready endpoint yet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := endpointsFollow(context.Background(), fake.NewSimpleClientset(tt.objs...), "default", "web-canary", "m")
+			if err != nil || got != tt.want {
+				t.Errorf("endpointsFollow = %q, %v; want %q", got, err, tt.want)
+			}
+		})
 	}
 }

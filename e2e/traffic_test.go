@@ -65,9 +65,7 @@ func installGatewayCRDs(t *testing.T) {
 				return
 			}
 		}
-		if out, err := runKubectl("--kubeconfig", env.stack.Kubeconfig, "wait", "--for", "condition=established", "--timeout=60s", "crd/httproutes.gateway.networking.k8s.io"); err != nil {
-			gatewayCRDs.err = fmt.Errorf("wait for the httproutes CRD: %v\n%s", err, out)
-		}
+		gatewayCRDs.err = waitCRDs("crd/httproutes.gateway.networking.k8s.io")
 	})
 	if gatewayCRDs.err != nil {
 		t.Fatal(gatewayCRDs.err)

@@ -17,6 +17,11 @@ PROMETHEUS_VERSION=2.42.0+ds-5+b6
 # (the server inside Temporal CLI v1.5.1), built from Go modules, on Debian's PostgreSQL.
 TEMPORAL_SERVER_VERSION=v1.29.1
 POSTGRESQL_VERSION=15.20-0+deb12u1
+# A real Gateway API data plane for the traffic tests: Traefik's kubernetesGateway provider.
+# v3.6.12 requires sigs.k8s.io/gateway-api v1.4.0 (the tests install v1.4.1's CRDs). v3.7.x
+# does not build here: the module proxy refuses 15 of its dependencies (lego v5's DNS
+# providers, the go-http-auth fork it replaces abbot/go-http-auth with).
+TRAEFIK_VERSION=v3.6.12
 
 # Scratch folders, removed on exit.
 scratch=()
@@ -157,6 +162,34 @@ if [ ! -x "$pgbin/postgres" ]; then
 	log "postgresql: ready at $pgbin"
 else
 	log "postgresql: cached at $pgbin"
+fi
+
+# Traefik: its go.mod carries `replace` directives, so `go install traefik@v` is refused. Its
+# module source is copied to a scratch folder and built there, with the module's own go.sum
+# (the web UI is embedded from webui/static, which the module ships).
+traefik="$cache/traefik-$TRAEFIK_VERSION"
+if [ ! -x "$traefik/traefik" ]; then
+	log "traefik: building $TRAEFIK_VERSION from its module source (first build only; 10-20 minutes on 2 cores)"
+	start=$SECONDS
+	if ! moddir=$(cd "$here/tools/etcd" && go mod download -json "github.com/traefik/traefik/v3@$TRAEFIK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p') || [ -z "$moddir" ]; then
+		log "traefik: cannot download github.com/traefik/traefik/v3@$TRAEFIK_VERSION from the Go module proxy"
+		exit 1
+	fi
+	tmp=$(mktemp -d)
+	scratch+=("$tmp")
+	cp -r "$moddir" "$tmp/src"
+	chmod -R u+w "$tmp/src"
+	mkdir -p "$traefik"
+	if ! (cd "$tmp/src" && go build -trimpath -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION" -o "$traefik/traefik.tmp" ./cmd/traefik); then
+		log "traefik: go build ./cmd/traefik failed in the module source of $TRAEFIK_VERSION (see above); the data-plane test (TestTrafficDataPlane) needs it"
+		rm -f "$traefik/traefik.tmp"
+		exit 1
+	fi
+	mv "$traefik/traefik.tmp" "$traefik/traefik"
+	"$traefik/traefik" version >/dev/null 2>&1 || { log "traefik: the built binary does not run"; exit 1; }
+	log "traefik: built in $((SECONDS - start))s"
+else
+	log "traefik: cached at $traefik/traefik"
 fi
 
 log "all tools ready in $cache"

@@ -271,6 +271,23 @@ func TrafficWeight(target, canaryAvailable, stableAvailable int32) int32 {
 	return min(target, int32(100*int64(canaryAvailable)/total))
 }
 
+// TrafficHandover reports whether a sync hands all traffic to the canary before the stable
+// ReplicaSet's last pods go: every step has passed (target 100) and the sync's plan leaves
+// the stable ReplicaSet no available pod while the canary keeps some. TrafficWeight on the
+// pods before the plan would hold the stable Service at its last pods' share, which its pods
+// leave as the plan runs: a backend with weight and no pod, whose requests fail until the next
+// sync. With the handover the canary takes 100% in the same sync, before the scale-down; for
+// that moment it carries more than its share of the pods, the stable pods still up carrying
+// none.
+//
+//	10 replicas, all steps passed, canary 8 available, the plan scales the stable's last pod
+//	  away: true; the weight is 100 (not floor(100×8/9) = 88, which left the stable 12% and
+//	  no pod)
+//	the same with the plan leaving the stable one pod: false (88)
+func TrafficHandover(target int32, stableHash, canaryHash string, available, after map[string]int32) bool {
+	return target >= 100 && stableHash != canaryHash && available[stableHash] > 0 && after[stableHash] <= 0 && after[canaryHash] > 0
+}
+
 // Backend is one side of the route as a check sees it: the Service, the pod-template-hash its
 // selector picks, its weight and the available pods it selects.
 type Backend struct {

@@ -43,6 +43,36 @@ func TestTrafficWeight(t *testing.T) {
 	}
 }
 
+func TestTrafficHandover(t *testing.T) {
+	tests := []struct {
+		name         string
+		target       int32
+		stable       string
+		avail, after map[string]int32
+		want         bool
+	}{
+		{name: "all steps passed, the plan takes the stable's last pod", target: 100, stable: "s",
+			avail: map[string]int32{"s": 1, "c": 8}, after: map[string]int32{"s": 0, "c": 8}, want: true},
+		{name: "the plan leaves the stable one pod", target: 100, stable: "s",
+			avail: map[string]int32{"s": 2, "c": 8}, after: map[string]int32{"s": 1, "c": 8}},
+		{name: "a step's weight, the stable scaled to 0 (setCanaryScale)", target: 50, stable: "s",
+			avail: map[string]int32{"s": 1, "c": 8}, after: map[string]int32{"s": 0, "c": 8}},
+		{name: "the stable already has no pod", target: 100, stable: "s",
+			avail: map[string]int32{"s": 0, "c": 8}, after: map[string]int32{"s": 0, "c": 8}},
+		{name: "no canary pod available after the plan", target: 100, stable: "s",
+			avail: map[string]int32{"s": 1, "c": 0}, after: map[string]int32{"s": 0, "c": 0}},
+		{name: "both Services on the same pods", target: 100, stable: "c",
+			avail: map[string]int32{"c": 8}, after: map[string]int32{"c": 8}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := TrafficHandover(tt.target, tt.stable, "c", tt.avail, tt.after); got != tt.want {
+				t.Errorf("TrafficHandover = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestCheckTraffic(t *testing.T) {
 	tests := []struct {
 		name           string

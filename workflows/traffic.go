@@ -69,8 +69,15 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	// The weight holds before the plan's writes and after them.
 	avail, after := k8s.AvailablePods(snap.ReplicaSets), k8s.AvailableAfter(snap.ReplicaSets, plan)
 	weight := min(k8s.TrafficWeight(target, avail[canary], avail[stable]), k8s.TrafficWeight(target, after[canary], after[stable]))
+	// The stable's last pods go in this sync: the canary takes everything first
+	// (k8s.TrafficHandover). Runs recorded before this change kept the stable's last share.
+	handover := k8s.TrafficHandover(target, stable, canary, avail, after) &&
+		workflow.GetVersion(ctx, "traffic-handover", workflow.DefaultVersion, 1) == 1
+	if handover {
+		weight = 100
+	}
 	want := k8s.TrafficState{StableHash: stable, CanaryHash: canary, Route: k8s.RouteState{CanaryWeight: weight, HeaderRoutes: headers}}
-	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after}
+	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after, Handover: handover}
 	routeName := fmt.Sprintf("%s rule %d", spec.HTTPRoute.Name, spec.HTTPRoute.Rule)
 	changed := r.traffic == nil || r.traffic.Route != routeName || r.traffic.CanaryWeight != want.Route.CanaryWeight ||
 		r.traffic.Stable.Hash != stable || r.traffic.Canary.Hash != canary || headerNames(r.traffic.HeaderRoutes) != headerNames(headers)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go.temporal.io/sdk/client"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -411,6 +412,8 @@ type controller struct {
 	kube  kubernetes.Interface
 	watch *deployWatch
 	t0    time.Time
+	// tc reads the histories of slow commands (ours; see explainSlow).
+	tc client.Client
 
 	mu sync.Mutex
 	// claimed: a command is under way on the Deployment.
@@ -432,6 +435,12 @@ func (c *controller) run(ctx context.Context, w Workload) error {
 		if err := startOurs(c.s, cfg, c.res.Budget, nil); err != nil {
 			return err
 		}
+		tc, err := client.Dial(client.Options{HostPort: c.s.TemporalAddress, Logger: quietLog{}})
+		if err != nil {
+			return err
+		}
+		defer tc.Close()
+		c.tc = tc
 	}
 	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create namespace %s: %w", benchNamespace, err)
@@ -709,6 +718,15 @@ func (c *controller) measure(ctx context.Context, n, kind, tool string, args []s
 	}
 	if s.Err != "" {
 		logf(c.cfg.Log, "control: %s on %s (recorded: %v): %s", kind, n, record, s.Err)
+	}
+	if c.tc != nil && s.Err == "" && (s.Seconds > 1 || s.CommandSeconds > 1) {
+		more := s.Seconds
+		if effect == nil {
+			more = 0
+		}
+		to := ret.Add(time.Duration(more * float64(time.Second)))
+		logf(c.cfg.Log, "control: slow %s on %s: %s to return, %s more to its effect; its workflow tasks (relative to the command's start):\n%s",
+			kind, n, fmtDur(s.CommandSeconds), fmtDur(more), explainSlow(ctx, c.tc, benchNamespace, n, start, to))
 	}
 	if record {
 		c.mu.Lock()

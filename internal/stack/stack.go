@@ -43,6 +43,9 @@ const (
 	KwokVersion     = "v0.8.0"
 	// PrometheusVersion is Debian's prometheus package, unpacked by hack/tools.sh.
 	PrometheusVersion = "2.42.0+ds-5+b6"
+	// TraefikVersion is the Gateway API data plane the traffic tests run (built from its
+	// module source by hack/tools.sh; not part of `make tools-core`).
+	TraefikVersion = "v3.6.12"
 )
 
 // PodsPerNode is each kwok node's pod capacity.
@@ -115,6 +118,8 @@ func ToolPath(tools, name string) string {
 		return filepath.Join(tools, "kwok-"+KwokVersion, name)
 	case "prometheus":
 		return filepath.Join(tools, "prometheus-"+PrometheusVersion, name)
+	case "traefik":
+		return filepath.Join(tools, "traefik-"+TraefikVersion, name)
 	}
 	return filepath.Join(tools, "kube-"+KubeVersion, name)
 }
