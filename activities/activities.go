@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.temporal.io/sdk/activity"
 	"net/http"
 	"time"
 
@@ -37,6 +38,9 @@ const (
 	// ErrCreateFailed: the apiserver refused the new ReplicaSet; the condition and event are
 	// recorded.
 	ErrCreateFailed = "ReplicaSetCreateError"
+	// ErrBusy: a sync's write found the client budget saturated (see busy); nothing was
+	// written. The workflow ends its task and syncs again once the budget admits it.
+	ErrBusy = "Busy"
 )
 
 // fieldManager names our writes in managedFields; see kube.FieldManager.
@@ -110,6 +114,24 @@ func (a *Activities) client(ctx context.Context) kubernetes.Interface {
 		return a.CommandClient
 	}
 	return a.Client
+}
+
+// busy refuses a sync's write, before it is sent, while the client budget is saturated: a write
+// that would wait longer than busyBacklog for its token. A sync's writes run as local
+// activities inside its workflow task, and a task waiting on the budget holds a task slot and
+// everything sent to its workflow (a user's signal, update or query): at QPS 20, with 100
+// rollouts, a trigger's task waited 2 s for a slot behind syncs each waiting 2 s for tokens,
+// and a status query sent meanwhile 3.5 s. Refused, the sync ends its task at once and waits
+// in AwaitChange (AwaitInput.Retry) until Admission admits it; the budget stays as busy.
+// A user's command (CommandClient) and writes outside a workflow task are never refused.
+func (a *Activities) busy(ctx context.Context, command bool) error {
+	if command || a.Admission == nil || !activity.IsActivity(ctx) || !activity.GetInfo(ctx).IsLocalActivity {
+		return nil
+	}
+	if backlog := a.Admission.budget.Backlog(); backlog > busyBacklog {
+		return nonRetryable(ErrBusy, "client budget saturated: the write would wait %s for its token; the sync goes on once the budget admits it", backlog.Round(time.Millisecond))
+	}
+	return nil
 }
 
 func refOf(d *appsv1.Deployment) DeploymentRef {

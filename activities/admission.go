@@ -16,6 +16,9 @@ const (
 	maxHold = 30 * time.Second
 	// writesPerMove is what a sync's move costs the budget, about: a scale and its status.
 	writesPerMove = 2
+	// busyBacklog: a sync's write that would wait longer than this for its token is refused
+	// (ErrBusy, see Activities.busy). Above admitBacklog, so a sync just admitted is not.
+	busyBacklog = 750 * time.Millisecond
 )
 
 // Admission paces the moves AwaitChange hands to the workflow while the client budget is

@@ -191,6 +191,11 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 						// cache has it.
 						break
 					}
+					if IsKind(err, ErrBusy) {
+						// A local wait on a saturated budget: wait in the activity.
+						res.Reason = AwaitBusy
+						return res, nil
+					}
 					res.Reason, res.Error = AwaitFailed, err.Error()
 					return res, nil
 				}

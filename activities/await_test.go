@@ -802,3 +802,52 @@ func TestAwaitChangeRetryWaitsForTheBudget(t *testing.T) {
 		t.Fatalf("saturated budget: result %+v after %s, want Decide held until the queue was short (%s)", res, took, short)
 	}
 }
+
+// A sync's write (a local activity) is refused, before it is sent, while the client budget is
+// saturated (ErrBusy); a user's command and a write outside a workflow task (a regular
+// activity) are not, nor is any write on a budget with room.
+func TestBusyWritesRefused(t *testing.T) {
+	tests := []struct {
+		name      string
+		backlog   time.Duration
+		command   bool
+		local     bool
+		wantBusy  bool
+		wantWrite bool
+	}{
+		{name: "sync's write, saturated budget", backlog: 2 * time.Second, local: true, wantBusy: true},
+		{name: "sync's write, budget with room", backlog: 300 * time.Millisecond, local: true, wantWrite: true},
+		{name: "a user's command, saturated budget", backlog: 2 * time.Second, command: true, local: true, wantWrite: true},
+		{name: "a regular activity, saturated budget", backlog: 2 * time.Second, wantWrite: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, rss := atRest(t)
+			f := awaitFixture(t, d, rss)
+			f.a.Admission = NewAdmission(&lockedBudget{backlog: tt.backlog})
+			want := d.DeepCopy()
+			want.Status.ObservedGeneration++
+			var suite testsuite.WorkflowTestSuite
+			suite.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+			env := suite.NewTestActivityEnvironment()
+			env.RegisterActivity(f.a)
+			in := DeploymentWriteInput{Deployment: want, Command: tt.command}
+			var err error
+			if tt.local {
+				_, err = env.ExecuteLocalActivity(f.a.UpdateDeploymentStatus, in)
+			} else {
+				_, err = env.ExecuteActivity(f.a.UpdateDeploymentStatus, in)
+			}
+			if got := IsKind(err, ErrBusy); got != tt.wantBusy {
+				t.Fatalf("error %v: busy %t, want %t", err, got, tt.wantBusy)
+			}
+			writes := len(f.actionsOf("update", "deployments/status"))
+			if tt.wantWrite && (err != nil || writes != 1) {
+				t.Fatalf("error %v, %d status writes, want the write made", err, writes)
+			}
+			if !tt.wantWrite && writes != 0 {
+				t.Fatalf("%d status writes, want none", writes)
+			}
+		})
+	}
+}

@@ -48,6 +48,9 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 	if in.Command {
 		ctx = asCommand(ctx)
 	}
+	if err := a.busy(ctx, in.Command); err != nil {
+		return DeploymentWriteResult{}, err
+	}
 	want := in.Deployment
 	if want == nil || want.Name == "" {
 		return DeploymentWriteResult{}, nonRetryable(ErrInvalid, "update status of deployment: no deployment given")

@@ -124,6 +124,9 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 	if in.Command {
 		ctx = asCommand(ctx)
 	}
+	if err := a.busy(ctx, in.Command); err != nil {
+		return CreateResult{}, err
+	}
 	rs := in.ReplicaSet
 	if rs == nil || rs.Name == "" || rs.Namespace != in.Deployment.Namespace {
 		return CreateResult{}, nonRetryable(ErrInvalid, "create replicaset: invalid replicaset for deployment %s", in.Deployment)
@@ -273,6 +276,9 @@ func (a *Activities) UpdateReplicaSet(ctx context.Context, in WriteReplicaSetInp
 func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInput) (WriteReplicaSetResult, error) {
 	if in.Command {
 		ctx = asCommand(ctx)
+	}
+	if err := a.busy(ctx, in.Command); err != nil {
+		return WriteReplicaSetResult{}, err
 	}
 	want := in.ReplicaSet
 	if want == nil || want.Name == "" || want.Spec.Replicas == nil || *want.Spec.Replicas < 0 {

@@ -27,6 +27,10 @@ const (
 	// for the client budget in AwaitChange (AwaitInput.Retry) instead of syncing again inside
 	// the same workflow task.
 	changeStaleRetryAdmitted = "stale-retry-admitted"
+	// changeBusyWriteDeferred (0.2): a sync's write refused on a saturated client budget
+	// (activities.ErrBusy) ends the workflow task and the sync waits in AwaitChange (Retry),
+	// rather than backing off as a failed sync.
+	changeBusyWriteDeferred = "busy-write-deferred"
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
 )
@@ -665,9 +669,18 @@ func foldStatus(steps []k8s.Step) []k8s.Step {
 	return out
 }
 
-// failed records an error and schedules the next attempt: at once after a stale decision,
-// otherwise after an exponential backoff.
+// failed records an error and schedules the next attempt: once the client budget admits it
+// after a write refused as busy, at once after a stale decision (from the second in a row,
+// once the budget admits it), otherwise after an exponential backoff.
 func (r *rollout) failed(ctx workflow.Context, err error) {
+	if activities.IsKind(err, activities.ErrBusy) && workflow.GetVersion(ctx, changeBusyWriteDeferred, workflow.DefaultVersion, 1) == 1 {
+		// Nothing was written: the budget is saturated. End the task (its slot, and what was
+		// sent to this workflow meanwhile, wait for it) and sync once the budget admits it.
+		// Not a failure: it never backs off, and the status reports no error.
+		r.log.Info("Client budget saturated, syncing once it admits the sync", "error", err)
+		r.startRetryAwait(ctx)
+		return
+	}
 	r.status.LastError = err.Error()
 	r.failures++
 	// A conflict is a stale decision by design (the write is not retried with the same

@@ -83,8 +83,8 @@ type fakeCluster struct {
 	// test's pods becoming available between syncs).
 	beforeAwait func()
 	// staleCreates: how many CreateReplicaSet calls fail as stale decisions (ErrStale) before
-	// they succeed.
-	staleCreates int
+	// they succeed; busyCreates, after those, as refused on a saturated budget (ErrBusy).
+	staleCreates, busyCreates int
 	// retryAwaits: the AwaitChange activities that were a stale decision's retry (Retry).
 	retryAwaits int
 }
@@ -365,6 +365,10 @@ func (f *fakeCluster) CreateReplicaSet(_ context.Context, in activities.CreateIn
 	if f.staleCreates > 0 {
 		f.staleCreates--
 		return activities.CreateResult{}, appErr(activities.ErrStale, "deployment changed since the decision")
+	}
+	if f.busyCreates > 0 {
+		f.busyCreates--
+		return activities.CreateResult{}, appErr(activities.ErrBusy, "client budget saturated")
 	}
 	if in.ReplicaSet == nil || in.ReplicaSet.Name == "" || in.ReplicaSet.Namespace != in.Deployment.Namespace {
 		return activities.CreateResult{}, appErr(activities.ErrInvalid, "invalid replicaset")
@@ -1177,6 +1181,36 @@ func TestStaleRetriesLeaveTheTask(t *testing.T) {
 		if !in.Live {
 			t.Errorf("Observe %d after a stale decision: not live", i+2)
 		}
+	}
+}
+
+// 7d. A write refused on a saturated client budget (ErrBusy) ends the workflow task; the sync
+// goes on once AwaitChange (Retry) says the budget admits it, from the cache (nothing was
+// written), with no backoff and no error in the status.
+func TestBusyWriteWaitsForTheBudget(t *testing.T) {
+	f := midRollout()
+	f.busyCreates = 2
+	env := newEnv(t, f)
+	var during Status
+	f.afterWrite = func(activity string) {
+		if activity == "CreateReplicaSet" && during.Name == "" {
+			during = queryStatus(t, env)
+		}
+	}
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
+	if f.retryAwaits != 2 {
+		t.Fatalf("syncs resumed through AwaitChange: got %d, want 2 (one per refused write)", f.retryAwaits)
+	}
+	for i, in := range f.observed {
+		if in.Live {
+			t.Errorf("Observe %d: live, want the cache (a refused write changed nothing)", i+1)
+		}
+	}
+	if during.Name != testName || during.LastError != "" {
+		t.Errorf("status after the refused writes: %q with lastError %q, want %q with none", during.Name, during.LastError, testName)
 	}
 }
 
