@@ -257,7 +257,7 @@ func (f FreezeWindow) compile() (compiled, error) {
 		errs = append(errs, err)
 	}
 	d := time.Duration(f.Duration)
-	if d <= 0 || d > maxWindow {
+	if d < time.Minute || d > maxWindow {
 		errs = append(errs, fmt.Errorf("duration %s is not between 1m and %s", d, maxWindow))
 	}
 	loc := time.UTC

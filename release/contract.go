@@ -69,6 +69,9 @@ const (
 	PhaseRolledBack = "RolledBack"
 	// PhaseHalted: the release failed with onFailure halt, or a rollback left targets behind.
 	PhaseHalted = "Halted"
+	// PhaseFailed: the release failed before it changed anything (a target that cannot be
+	// read, an abort before the first change).
+	PhaseFailed = "Failed"
 )
 
 // What a release waits for (Status.WaitingFor).

@@ -243,7 +243,7 @@ func (s *Spec) Validate() error {
 		bad("waves: none; a release needs at least one wave")
 	}
 	waveNames := map[string]bool{}
-	inWave := map[string]string{}
+	inWave := map[string]int{}
 	for i, w := range s.Waves {
 		where := fmt.Sprintf("waves[%d]", i)
 		if w.Name != "" {
@@ -263,12 +263,12 @@ func (s *Spec) Validate() error {
 			switch other, dup := inWave[t]; {
 			case !groups[t]:
 				bad("%s: target group %q is not in targets", where, t)
-			case dup && other == w.Name:
+			case dup && other == i:
 				bad("%s: target group %q is named twice", where, t)
 			case dup:
-				bad("%s: target group %q is also in wave %q; a target is in one wave", where, t, other)
+				bad("%s: target group %q is also in wave %d (%s); a target is in one wave", where, t, other, s.Waves[other].Name)
 			}
-			inWave[t] = w.Name
+			inWave[t] = i
 		}
 		if w.MaxConcurrent < 0 {
 			bad("%s: maxConcurrent %d is negative", where, w.MaxConcurrent)
@@ -300,7 +300,7 @@ func (s *Spec) Validate() error {
 	}
 	for i, f := range s.Freeze {
 		if err := f.validate(); err != nil {
-			bad("freeze[%d]: %v", i, err)
+			bad("freeze[%d]: %s", i, strings.ReplaceAll(err.Error(), "\n", "; "))
 		}
 	}
 	if s.ClusterTimeout < 0 {

@@ -469,6 +469,14 @@ func (r *run) finish(ctx workflow.Context) (Result, error) {
 		r.setPhase(ctx, PhaseHalted, "", "halted (onFailure: halt): "+reason)
 		return Result{Phase: PhaseHalted, Reason: reason}, nil
 	}
+	changed := false
+	for _, p := range r.st.Points {
+		changed = changed || p.Changed
+	}
+	if !changed {
+		r.setPhase(ctx, PhaseFailed, "", "failed before any change: "+reason)
+		return Result{Phase: PhaseFailed, Reason: reason}, nil
+	}
 	r.setPhase(ctx, PhaseRollingBack, "", "rolling back: "+reason)
 	noHold := func() bool { return false }
 	for wi := min(r.st.Current, len(r.spec.Waves)-1); wi >= 0; wi-- {
@@ -600,7 +608,7 @@ func (r *run) view() Status {
 
 func (r *run) over() error {
 	switch p := r.st.Status.Phase; {
-	case p == PhaseSucceeded || p == PhaseRolledBack || p == PhaseHalted || p == PhaseRollingBack:
+	case p == PhaseSucceeded || p == PhaseRolledBack || p == PhaseHalted || p == PhaseRollingBack || p == PhaseFailed:
 		return fmt.Errorf("the release is %s", p)
 	case r.failed():
 		return fmt.Errorf("the release failed: %s", r.st.Status.FailureReason)
@@ -763,7 +771,7 @@ func parseUpdate(raw json.RawMessage, v any) error {
 func errMessage(err error) string {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
-		return appErr.Error()
+		return appErr.Message()
 	}
 	var timeout *temporal.TimeoutError
 	if errors.As(err, &timeout) {
