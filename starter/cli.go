@@ -281,6 +281,7 @@ func onTarget(cmd *cobra.Command, fs *pflag.FlagSet, args []string, fn func(ctx 
 	if err != nil {
 		return usageError{err}
 	}
+	in.Cluster = cfg.Cluster
 	tc, err := dial(cmd.Context(), cfg)
 	if err != nil {
 		return err
@@ -378,7 +379,7 @@ JSON. Rejected, exit 1, when no stepped rollout is in progress.`,
 	fs := temporalFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, _ config.Config, in workflows.Input) error {
-			return update(ctx, tc, cmd.OutOrStdout(), workflows.WorkflowID(in.Namespace, in.Name), workflows.UpdatePromote, workflows.PromoteRequest{Full: full})
+			return update(ctx, tc, cmd.OutOrStdout(), in.WorkflowID(), workflows.UpdatePromote, workflows.PromoteRequest{Full: full})
 		})
 	}
 	return cmd
@@ -401,7 +402,7 @@ exit 1, when nothing is rolling out.`,
 	fs := temporalFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, _ config.Config, in workflows.Input) error {
-			return update(ctx, tc, cmd.OutOrStdout(), workflows.WorkflowID(in.Namespace, in.Name), workflows.UpdateAbort, workflows.AbortRequest{Reason: reason})
+			return update(ctx, tc, cmd.OutOrStdout(), in.WorkflowID(), workflows.UpdateAbort, workflows.AbortRequest{Reason: reason})
 		})
 	}
 	return cmd
@@ -434,7 +435,7 @@ is Complete once it is back on the stable revision; the abort reason stays in th
 			return usageError{err}
 		}
 		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, _ config.Config, in workflows.Input) error {
-			id := workflows.WorkflowID(in.Namespace, in.Name)
+			id := in.WorkflowID()
 			query := func(ctx context.Context) (workflows.Status, error) { return queryStatus(ctx, tc, id) }
 			if !opts.watch {
 				st, err := query(ctx)

@@ -75,9 +75,9 @@ func update(ctx context.Context, tc client.Client, w io.Writer, id, name string,
 
 // signalWithStart signals the Deployment's workflow, starting it first if none is open.
 func signalWithStart(ctx context.Context, tc client.Client, cfg config.Config, in workflows.Input, signal string, payload any) error {
-	_, err := tc.SignalWithStartWorkflow(ctx, workflows.WorkflowID(in.Namespace, in.Name), signal, payload, watcher.StartOptions(cfg.TaskQueue, cfg.SearchAttributes, in), workflows.WorkflowType, in)
+	_, err := tc.SignalWithStartWorkflow(ctx, in.WorkflowID(), signal, payload, watcher.StartOptions(cfg.TaskQueue, cfg.SearchAttributes, in), workflows.WorkflowType, in)
 	if err != nil {
-		return fmt.Errorf("signal %s to %s: %w", signal, workflows.WorkflowID(in.Namespace, in.Name), err)
+		return fmt.Errorf("signal %s to %s: %w", signal, in.WorkflowID(), err)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ func watch(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) e
 		logger.Info("Go soft memory limit set to 90% of the container's", "bytes", limit)
 	}
 	logger.Info("Starting watcher", "temporalAddress", cfg.TemporalAddress, "temporalNamespace", cfg.TemporalNamespace,
-		"taskQueue", cfg.TaskQueue, "watchNamespace", cfg.WatchNamespace, "resync", cfg.Resync,
+		"taskQueue", cfg.TaskQueue, "cluster", cfg.Cluster, "watchNamespace", cfg.WatchNamespace, "resync", cfg.Resync,
 		"startupTimeout", cfg.StartupTimeout, "shutdownTimeout", cfg.ShutdownTimeout)
 	opts, err := cfg.ClientOptions()
 	if err != nil {
@@ -77,7 +77,7 @@ func watch(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) e
 		return err
 	}
 	w, err := watcher.New(c, tc, watcher.Options{
-		TaskQueue: cfg.TaskQueue, SearchAttributes: cfg.SearchAttributes, Resync: cfg.Resync, Managed: cfg.Managed(), ManagedGuard: cfg.ManagedGuard,
+		TaskQueue: cfg.TaskQueue, Cluster: cfg.Cluster, SearchAttributes: cfg.SearchAttributes, Resync: cfg.Resync, Managed: cfg.Managed(), ManagedGuard: cfg.ManagedGuard,
 		// Status-count refreshes of Deployments at rest go through the worker's write path.
 		Status: &activities.Activities{Client: kc, Cache: c, Metrics: activities.NewMetrics(reg), SpecDigestKey: digestKey},
 	}, logger)

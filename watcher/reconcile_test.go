@@ -280,6 +280,53 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
+// TestReconcileCluster: a named cluster's watcher counts only its own cluster's workflows as
+// open; the same namespace/name in the cluster "" is another Deployment's.
+func TestReconcileCluster(t *testing.T) {
+	rest, restRSs := atRest(t, "rest")
+	mine, mineRSs := atRest(t, "mine")
+	var objs []runtime.Object
+	objs = append(objs, objects(rest, restRSs)...)
+	objs = append(objs, objects(mine, mineRSs)...)
+	tc := &mocks.Client{}
+	tc.On("ListWorkflow", mock.Anything, listQuery("")).Return(&workflowservice.ListWorkflowExecutionsResponse{
+		Executions: executions(workflows.WorkflowID("prod", "rest"), workflows.WorkflowIDIn("eu", "prod", "mine"),
+			workflows.WorkflowIDIn("eu", "prod", "gone"), workflows.WorkflowIDIn("us", "prod", "elsewhere")),
+	}, nil).Once()
+	kc := fake.NewClientset(objs...)
+	bumpResourceVersions(kc)
+	c, err := kube.NewCache(kc, "")
+	if err != nil {
+		t.Fatalf("NewCache: %v", err)
+	}
+	w, err := New(c, tc, Options{TaskQueue: "tq", Cluster: "eu"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); w.queue.ShutDown(); c.Shutdown() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+
+	got, err := w.Reconcile(context.Background())
+
+	if err != nil {
+		t.Fatalf("Reconcile error = %v", err)
+	}
+	tc.AssertExpectations(t)
+	want := []string{
+		"prod/gone", // eu's workflow, its Deployment gone
+		"prod/rest", // no eu workflow: the open one is the cluster ""'s
+	}
+	if keys := drain(w); !reflect.DeepEqual(keys, want) {
+		t.Errorf("queued = %q, want %q (mine: eu's, at rest; elsewhere: another cluster's)", keys, want)
+	}
+	if got != len(want) {
+		t.Errorf("Reconcile() = %d, want %d", got, len(want))
+	}
+}
+
 // newImage is d given image by someone else, as `kubectl set image` does: a new generation that
 // no sync has observed yet.
 func newImage(d *appsv1.Deployment, image string) *appsv1.Deployment {

@@ -56,6 +56,9 @@ import (
 type Options struct {
 	// TaskQueue the workflows run on.
 	TaskQueue string
+	// Cluster is this watcher's Kubernetes cluster (--cluster): the workflows it starts and
+	// signals are that cluster's (workflows.WorkflowIDIn); empty for a single cluster.
+	Cluster string
 	// SearchAttributes sets K8sNamespace/K8sDeployment on start (they must be registered).
 	SearchAttributes bool
 	// Resync is how often open workflows are reconciled with the cluster; 0 only at start.
@@ -512,7 +515,7 @@ func (w *Watcher) signal(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	id := workflows.WorkflowID(ns, name)
+	id := workflows.WorkflowIDIn(w.opts.Cluster, ns, name)
 	d, err := w.cache.Deployment(ns, name)
 	if apierrors.IsNotFound(err) {
 		w.written.Delete(key)
@@ -525,7 +528,7 @@ func (w *Watcher) signal(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	in := workflows.Input{Namespace: ns, Name: name}
+	in := workflows.Input{Namespace: ns, Name: name, Cluster: w.opts.Cluster}
 	opts := StartOptions(w.opts.TaskQueue, w.opts.SearchAttributes, in)
 	trigger := w.trigger(d)
 	if w.opts.EagerStart && d.Status.ObservedGeneration == 0 {
@@ -565,18 +568,27 @@ func (w *Watcher) trigger(d *appsv1.Deployment) workflows.Trigger {
 	return t
 }
 
-// StartOptions are the options every start of a Deployment's workflow uses.
+// StartOptions are the options every start of a Deployment's workflow uses: its ID in its
+// cluster (in.Cluster), and with searchAttributes K8sNamespace, K8sDeployment and, for a
+// named cluster, RolloutCluster.
 func StartOptions(taskQueue string, searchAttributes bool, in workflows.Input) client.StartWorkflowOptions {
 	o := client.StartWorkflowOptions{
-		ID:            workflows.WorkflowID(in.Namespace, in.Name),
+		ID:            in.WorkflowID(),
 		TaskQueue:     taskQueue,
 		StaticSummary: "Deployment " + in.Namespace + "/" + in.Name,
 	}
+	if in.Cluster != "" {
+		o.StaticSummary += " in cluster " + in.Cluster
+	}
 	if searchAttributes {
-		o.TypedSearchAttributes = temporal.NewSearchAttributes(
+		attrs := []temporal.SearchAttributeUpdate{
 			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrNamespace).ValueSet(in.Namespace),
 			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrDeployment).ValueSet(in.Name),
-		)
+		}
+		if in.Cluster != "" {
+			attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrCluster).ValueSet(in.Cluster))
+		}
+		o.TypedSearchAttributes = temporal.NewSearchAttributes(attrs...)
 	}
 	return o
 }
@@ -677,7 +689,7 @@ func (w *Watcher) unsupported(d *appsv1.Deployment) bool {
 	return err == nil && plan.Phase == k8s.PhaseReleased && len(plan.Steps) == 0
 }
 
-// openWorkflows lists the running Deployment workflows of this task queue, by
+// openWorkflows lists the running Deployment workflows of this task queue and cluster, by
 // "namespace/name".
 func (w *Watcher) openWorkflows(ctx context.Context) (map[string]bool, error) {
 	out := map[string]bool{}
@@ -689,7 +701,7 @@ func (w *Watcher) openWorkflows(ctx context.Context) (map[string]bool, error) {
 			return nil, fmt.Errorf("list open workflows: %w", err)
 		}
 		for _, e := range resp.GetExecutions() {
-			if ns, name, ok := workflows.ParseWorkflowID(e.GetExecution().GetWorkflowId()); ok {
+			if cluster, ns, name, ok := workflows.ParseWorkflowIDIn(e.GetExecution().GetWorkflowId()); ok && cluster == w.opts.Cluster {
 				out[ns+"/"+name] = true
 			}
 		}

@@ -314,6 +314,24 @@ func TestSpecChanged(t *testing.T) {
 	}
 }
 
+func TestStartOptionsCluster(t *testing.T) {
+	in := workflows.Input{Namespace: "prod", Name: "web", Cluster: "eu"}
+	got := StartOptions("deployment-controller.eu", true, in)
+	if got.ID != "deployment/eu/prod/web" || got.TaskQueue != "deployment-controller.eu" || got.StaticSummary != "Deployment prod/web in cluster eu" {
+		t.Errorf("ID, TaskQueue, StaticSummary = %q, %q, %q, want %q, %q, %q", got.ID, got.TaskQueue, got.StaticSummary,
+			"deployment/eu/prod/web", "deployment-controller.eu", "Deployment prod/web in cluster eu")
+	}
+	if n := got.TypedSearchAttributes.Size(); n != 3 {
+		t.Fatalf("search attributes = %d, want 3", n)
+	}
+	for key, want := range map[string]string{workflows.SearchAttrNamespace: "prod", workflows.SearchAttrDeployment: "web", workflows.SearchAttrCluster: "eu"} {
+		v, ok := got.TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(key))
+		if !ok || v != want {
+			t.Errorf("%s = %q (set %t), want %q", key, v, ok, want)
+		}
+	}
+}
+
 func TestStartOptions(t *testing.T) {
 	in := workflows.Input{Namespace: "prod", Name: "web"}
 	tests := []struct {

@@ -53,7 +53,7 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		logger.Info("Go soft memory limit set to 90% of the container's", "bytes", limit)
 	}
 	logger.Info("Starting worker", "temporalAddress", cfg.TemporalAddress, "temporalNamespace", cfg.TemporalNamespace,
-		"taskQueue", cfg.TaskQueue, "watchNamespace", cfg.WatchNamespace, "kubeQPS", cfg.KubeQPS, "kubeBurst", cfg.KubeBurst,
+		"taskQueue", cfg.TaskQueue, "cluster", cfg.Cluster, "watchNamespace", cfg.WatchNamespace, "kubeQPS", cfg.KubeQPS, "kubeBurst", cfg.KubeBurst,
 		"startupTimeout", cfg.StartupTimeout, "shutdownTimeout", cfg.ShutdownTimeout)
 
 	kc, restCfg, err := kube.NewClientset(cfg.Kubeconfig, cfg.KubeQPS, cfg.KubeBurst)
@@ -203,7 +203,7 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	var wat *watcher.Watcher
 	if cfg.Watch {
 		if wat, err = watcher.New(cache, tc, watcher.Options{
-			TaskQueue: cfg.TaskQueue, SearchAttributes: cfg.SearchAttributes, Resync: cfg.Resync,
+			TaskQueue: cfg.TaskQueue, Cluster: cfg.Cluster, SearchAttributes: cfg.SearchAttributes, Resync: cfg.Resync,
 			Managed: cfg.Managed(), ManagedGuard: cfg.ManagedGuard, Status: acts,
 			// This process's worker takes the first workflow task of the workflows it starts.
 			EagerStart: true,

@@ -83,6 +83,7 @@ func SearchAttributes() []SearchAttribute {
 		{SearchAttrRevision, enumspb.INDEXED_VALUE_TYPE_INT},
 		{SearchAttrOutcome, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
 		{SearchAttrWaitingFor, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
+		{SearchAttrCluster, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
 		{SearchAttrRelease, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
 	}
 }
@@ -92,13 +93,11 @@ func WorkflowID(namespace, name string) string {
 	return "deployment/" + namespace + "/" + name
 }
 
-// ParseWorkflowID splits a workflow ID made by WorkflowID (the watcher's resync reads it).
+// ParseWorkflowID splits a workflow ID made by WorkflowID or WorkflowIDIn (see
+// ParseWorkflowIDIn for its cluster).
 func ParseWorkflowID(id string) (namespace, name string, ok bool) {
-	parts := strings.Split(id, "/")
-	if len(parts) != 3 || parts[0] != "deployment" || parts[1] == "" || parts[2] == "" {
-		return "", "", false
-	}
-	return parts[1], parts[2], true
+	_, namespace, name, ok = ParseWorkflowIDIn(id)
+	return namespace, name, ok
 }
 
 // Input starts the workflow. From the Temporal CLI:
@@ -108,6 +107,9 @@ func ParseWorkflowID(id string) (namespace, name string, ok bool) {
 type Input struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	// Cluster is the Kubernetes cluster of the worker that runs it (--cluster; see
+	// TaskQueueFor), empty for a single cluster. Continue-As-New and the status keep it.
+	Cluster string `json:"cluster,omitempty"`
 	// Image optionally sets container images ({"<container>": "<image>"}) before the sync,
 	// recorded as the change-cause.
 	Image map[string]string `json:"image,omitempty"`
@@ -162,6 +164,9 @@ type Carry struct {
 
 // Validate checks the namespace and name.
 func (in Input) Validate() error {
+	if err := ValidateCluster(in.Cluster); err != nil {
+		return err
+	}
 	if errs := validation.IsDNS1123Label(in.Namespace); len(errs) > 0 {
 		return fmt.Errorf("invalid namespace %q: %s", in.Namespace, strings.Join(errs, "; "))
 	}
@@ -217,6 +222,7 @@ const (
 type Status struct {
 	Namespace       string                       `json:"namespace"`
 	Name            string                       `json:"name"`
+	Cluster         string                       `json:"cluster,omitempty"`
 	Phase           string                       `json:"phase"`
 	Paused          bool                         `json:"paused"`
 	CurrentRevision int64                        `json:"currentRevision"`

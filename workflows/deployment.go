@@ -287,6 +287,7 @@ func (r *rollout) endRun(ctx workflow.Context) {
 // queryStatus is the status query's answer.
 func (r *rollout) queryStatus() Status {
 	st := r.status
+	st.Cluster = r.in.Cluster
 	st.PendingRollback = r.rollbackTo
 	st.Syncs = r.syncs
 	st.Steps = r.stepsStatus()
@@ -297,7 +298,7 @@ func (r *rollout) queryStatus() Status {
 
 func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 	st := r.status
-	next := Input{Namespace: r.in.Namespace, Name: r.in.Name, Carry: &Carry{
+	next := Input{Namespace: r.in.Namespace, Name: r.in.Name, Cluster: r.in.Cluster, Carry: &Carry{
 		Idle:         idle,
 		Dirty:        r.dirty,
 		RollbackTo:   r.rollbackTo,

@@ -53,6 +53,11 @@ type Config struct {
 	// Compression is the gRPC compression of requests to Temporal: "none" (also when empty)
 	// or "gzip".
 	Compression string `mapstructure:"temporal-compression"`
+	// Cluster names the Kubernetes cluster of a worker or watcher among several on one
+	// Temporal namespace; the starter's commands address that cluster's workflows. Empty: one
+	// cluster. It picks the workflow IDs (workflows.WorkflowIDIn) and, unless --task-queue is
+	// set, the task queue (workflows.TaskQueueFor).
+	Cluster string `mapstructure:"cluster"`
 
 	MetricsAddress string `mapstructure:"metrics-address"`
 	LogLevel       string `mapstructure:"log-level"`
@@ -148,7 +153,8 @@ func CommonFlags(fs *pflag.FlagSet) {
 func TemporalFlags(fs *pflag.FlagSet) {
 	fs.String("temporal-address", "localhost:7233", "Temporal frontend host:port")
 	fs.String("temporal-namespace", "default", "Temporal namespace")
-	fs.String("task-queue", workflows.DefaultTaskQueue, "Temporal task queue")
+	fs.String("task-queue", workflows.DefaultTaskQueue, "Temporal task queue; when not set, "+workflows.DefaultTaskQueue+".<cluster> with --cluster")
+	fs.String("cluster", "", "the Kubernetes cluster's name when several share one Temporal namespace (docs/multi-cluster.md): the worker and watcher of that cluster, and the starter's commands on its Deployments, use workflow IDs deployment/<cluster>/<namespace>/<name> and the task queue "+workflows.DefaultTaskQueue+".<cluster>; empty: one cluster")
 	fs.String("temporal-tls-cert", "", "client certificate file for mTLS to Temporal")
 	fs.String("temporal-tls-key", "", "client key file for mTLS to Temporal")
 	fs.String("temporal-tls-ca", "", "CA bundle to verify the Temporal server")
@@ -243,6 +249,10 @@ func Load(fs *pflag.FlagSet) (Config, error) {
 	if err := v.Unmarshal(&c); err != nil {
 		return Config{}, fmt.Errorf("decode config: %w", err)
 	}
+	// A named cluster's task queue, unless one is set (flag, environment or file).
+	if c.Cluster != "" && !v.IsSet("task-queue") {
+		c.TaskQueue = workflows.TaskQueueFor(c.Cluster)
+	}
 	return c, c.Validate()
 }
 
@@ -263,6 +273,9 @@ func (c Config) Validate() error {
 	}
 	if c.TaskQueue == "" {
 		errs = append(errs, errors.New("task-queue must not be empty"))
+	}
+	if err := workflows.ValidateCluster(c.Cluster); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: %w", err))
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("temporal-tls-cert and temporal-tls-key go together"))

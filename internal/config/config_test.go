@@ -133,6 +133,27 @@ watch: true
 				c.TaskQueue, c.APIKey, c.KubeBurst = "tq", "secret", 3
 			},
 		},
+		{
+			name:     "cluster picks its task queue",
+			giveArgs: []string{"--cluster=eu"},
+			want:     func(c *Config) { c.Cluster, c.TaskQueue = "eu", "deployment-controller.eu" },
+		},
+		{
+			name:    "cluster from env",
+			giveEnv: map[string]string{"ROLLOUT_CLUSTER": "us-east"},
+			want:    func(c *Config) { c.Cluster, c.TaskQueue = "us-east", "deployment-controller.us-east" },
+		},
+		{
+			name:     "a task queue set by flag wins over the cluster's",
+			giveArgs: []string{"--cluster=eu", "--task-queue=mine"},
+			want:     func(c *Config) { c.Cluster, c.TaskQueue = "eu", "mine" },
+		},
+		{
+			name:     "a task queue set in the file wins over the cluster's",
+			giveArgs: []string{"--cluster=eu"},
+			giveFile: "task-queue: from-file\n",
+			want:     func(c *Config) { c.Cluster, c.TaskQueue = "eu", "from-file" },
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -309,6 +330,8 @@ func TestValidate(t *testing.T) {
 		{name: "negative shutdown bound", give: func(c *Config) { c.ShutdownTimeout = -time.Second }, want: []string{"shutdown-timeout must be > 0, got -1s"}},
 		{name: "address without port", give: func(c *Config) { c.TemporalAddress = "localhost" }, want: []string{"temporal-address must be host:port"}},
 		{name: "empty namespace and queue", give: func(c *Config) { c.TemporalNamespace, c.TaskQueue = "", "" }, want: []string{"temporal-namespace", "task-queue"}},
+		{name: "cluster with a slash", give: func(c *Config) { c.Cluster = "eu/west" }, want: []string{`cluster: invalid cluster name "eu/west"`}},
+		{name: "cluster in capitals", give: func(c *Config) { c.Cluster = "EU" }, want: []string{`cluster: invalid cluster name "EU"`}},
 		{name: "log format", give: func(c *Config) { c.LogFormat = "xml" }, want: []string{"log-format"}},
 		{name: "negative resync", give: func(c *Config) { c.Resync = -time.Second }, want: []string{"resync must be >= 0, got -1s"}},
 		{name: "zero resync reconciles at start only", give: func(c *Config) { c.Resync = 0 }},
@@ -715,7 +738,7 @@ func TestClientOptionsCodec(t *testing.T) {
 // workerFlagNames is every flag the worker has had since the flags were split into groups: the
 // split must keep each one.
 var workerFlagNames = []string{
-	"codec-key-file", "config", "kube-burst", "kube-qps", "kubeconfig", "local-wait", "log-format", "log-level",
+	"cluster", "codec-key-file", "config", "kube-burst", "kube-qps", "kubeconfig", "local-wait", "log-format", "log-level",
 	"managed-guard", "max-concurrent-syncs", "metrics-address", "mode", "pprof", "prometheus-address", "releases", "resync",
 	"search-attributes", "shutdown-timeout", "startup-timeout", "task-queue", "temporal-address", "temporal-api-key",
 	"temporal-compression", "temporal-namespace", "temporal-tls-ca", "temporal-tls-cert", "temporal-tls-key",
@@ -752,12 +775,12 @@ func TestFlagGroups(t *testing.T) {
 		{name: "starter watch", give: WatcherFlags, want: minus(workerFlagNames, workerOnly...)},
 		{name: "worker only", give: WorkerFlags, want: workerOnly},
 		{name: "starter status", give: func(fs *pflag.FlagSet) { CommonFlags(fs); TemporalFlags(fs) }, want: []string{
-			"codec-key-file", "config", "log-format", "log-level", "startup-timeout", "task-queue", "temporal-address",
+			"cluster", "codec-key-file", "config", "log-format", "log-level", "startup-timeout", "task-queue", "temporal-address",
 			"temporal-api-key", "temporal-compression", "temporal-namespace", "temporal-tls-ca", "temporal-tls-cert",
 			"temporal-tls-key", "temporal-tls-server-name",
 		}},
 		{name: "starter sync", give: func(fs *pflag.FlagSet) { CommonFlags(fs); TemporalFlags(fs); StartFlags(fs) }, want: []string{
-			"codec-key-file", "config", "log-format", "log-level", "search-attributes", "startup-timeout", "task-queue",
+			"cluster", "codec-key-file", "config", "log-format", "log-level", "search-attributes", "startup-timeout", "task-queue",
 			"temporal-address", "temporal-api-key", "temporal-compression", "temporal-namespace", "temporal-tls-ca",
 			"temporal-tls-cert", "temporal-tls-key", "temporal-tls-server-name",
 		}},

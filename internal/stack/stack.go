@@ -97,8 +97,9 @@ type Stack struct {
 	procs    map[string]*Proc
 	order    []string
 	tempArgs []string
-	// apiArgs are kube-apiserver's flags, for RestartAPIServer.
-	apiArgs []string
+	// kube is the stack's own Kubernetes cluster (Kubeconfig, APIServer, Token and Client
+	// above are its); StartKubeCluster starts more.
+	kube *KubeCluster
 	// cluster is set in TemporalCluster mode.
 	cluster *cluster
 }
@@ -182,9 +183,11 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			s.Stop()
 		}
 	}()
-	if err := s.startKube(ctx); err != nil {
+	s.kube = &KubeCluster{Dir: o.Dir, nodes: o.Nodes, apiPort: o.APIServerPort, s: s}
+	if err := s.kube.start(ctx); err != nil {
 		return nil, err
 	}
+	s.Kubeconfig, s.APIServer, s.Token, s.Client = s.kube.Kubeconfig, s.kube.APIServer, s.kube.Token, s.kube.Client
 	if !o.NoTemporal {
 		if err := s.StartTemporal(ctx); err != nil {
 			return nil, err
@@ -194,26 +197,33 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 }
 
 func (s *Stack) start(name, bin string, args ...string) (*Proc, error) {
-	p, err := StartProc(s.Opts.Dir, name, bin, args, nil)
+	return s.startIn(s.Opts.Dir, name, name, bin, args...)
+}
+
+// startIn starts bin as process key, logging to dir/name.log.
+func (s *Stack) startIn(dir, key, name, bin string, args ...string) (*Proc, error) {
+	p, err := StartProc(dir, name, bin, args, nil)
 	if err != nil {
 		return nil, err
 	}
-	s.procs[name] = p
-	s.order = append(s.order, name)
+	s.procs[key] = p
+	s.order = append(s.order, key)
 	return p, nil
 }
 
 // Proc returns a started process by name.
 func (s *Stack) Proc(name string) *Proc { return s.procs[name] }
 
-func (s *Stack) startKube(ctx context.Context) error {
-	o := s.Opts
-	dir := o.Dir
+// start brings the cluster's control plane up in k.Dir, on free ports (kube-apiserver on
+// k.apiPort when set): etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok
+// with k.nodes fake nodes; it waits until they are Ready.
+func (k *KubeCluster) start(ctx context.Context) error {
+	s, o, dir := k.s, k.s.Opts, k.Dir
 	etcdClient, _ := FreePort()
 	etcdPeer, _ := FreePort()
-	s.progress("etcd %s on 127.0.0.1:%d", EtcdVersion, etcdClient)
+	k.progress("etcd %s on 127.0.0.1:%d", EtcdVersion, etcdClient)
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
-	if _, err := s.start("etcd", ToolPath(o.Tools, "etcd"),
+	if _, err := k.startProc("etcd", ToolPath(o.Tools, "etcd"),
 		"--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdPeer),
@@ -222,28 +232,28 @@ func (s *Stack) startKube(ctx context.Context) error {
 		"--quota-backend-bytes", strconv.Itoa(4<<30), "--log-level", "warn"); err != nil {
 		return err
 	}
-	if err := s.waitHTTP(ctx, "etcd", etcdURL+"/health", "", 60*time.Second); err != nil {
+	if err := s.waitHTTP(ctx, k.key("etcd"), etcdURL+"/health", "", 60*time.Second); err != nil {
 		return err
 	}
 
-	saKey := s.saKey()
+	saKey := k.saKey()
 	if err := writeRSAKey(saKey); err != nil {
 		return err
 	}
 	tokenBytes := make([]byte, 16)
 	_, _ = rand.Read(tokenBytes)
-	s.Token = hex.EncodeToString(tokenBytes)
+	k.Token = hex.EncodeToString(tokenBytes)
 	tokens := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(s.Token+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte(k.Token+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
 		return fmt.Errorf("write token file: %w", err)
 	}
-	port := o.APIServerPort
+	port := k.apiPort
 	if port == 0 {
 		port, _ = FreePort()
 	}
-	s.APIServer = fmt.Sprintf("https://127.0.0.1:%d", port)
-	s.progress("kube-apiserver %s on %s", KubeVersion, s.APIServer)
-	s.apiArgs = []string{
+	k.APIServer = fmt.Sprintf("https://127.0.0.1:%d", port)
+	k.progress("kube-apiserver %s on %s", KubeVersion, k.APIServer)
+	k.apiArgs = []string{
 		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(port), "--cert-dir", filepath.Join(dir, "certs"),
 		"--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
@@ -251,53 +261,51 @@ func (s *Stack) startKube(ctx context.Context) error {
 		"--token-auth-file", tokens, "--authorization-mode", "Node,RBAC",
 		"--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged=true",
 		"--profiling=false", "--v", "1"}
-	if _, err := s.start("kube-apiserver", ToolPath(o.Tools, "kube-apiserver"), s.apiArgs...); err != nil {
+	if err := k.StartAPIServer(ctx); err != nil {
 		return err
 	}
-	if err := s.waitHTTP(ctx, "kube-apiserver", s.APIServer+"/readyz", s.Token, 120*time.Second); err != nil {
-		return err
-	}
-	s.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(s.Kubeconfig, []byte(kubeconfig(s.APIServer, s.Token)), 0o600); err != nil {
+	k.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(k.Kubeconfig, []byte(kubeconfig(k.APIServer, k.Token)), 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
-	cs, _, err := kube.NewClientsetAs("rollout-stack", s.Kubeconfig, 100, 200)
+	cs, _, err := kube.NewClientsetAs("rollout-stack", k.Kubeconfig, 100, 200)
 	if err != nil {
 		return err
 	}
-	s.Client = cs
+	k.Client = cs
 
-	s.progress("kube-controller-manager %s with --controllers=%s, kube-scheduler %s", KubeVersion, s.controllers(), KubeVersion)
-	if _, err := s.start("kube-controller-manager", ToolPath(o.Tools, "kube-controller-manager"), s.kcmArgs(o.KubeAPIQPS, o.KubeAPIBurst)...); err != nil {
+	k.progress("kube-controller-manager %s with --controllers=%s, kube-scheduler %s", KubeVersion, s.controllers(), KubeVersion)
+	if _, err := k.startProc("kube-controller-manager", ToolPath(o.Tools, "kube-controller-manager"), k.kcmArgs(o.KubeAPIQPS, o.KubeAPIBurst)...); err != nil {
 		return err
 	}
-	if _, err := s.start("kube-scheduler", ToolPath(o.Tools, "kube-scheduler"),
-		"--kubeconfig", s.Kubeconfig, "--leader-elect=false", "--secure-port=0", "--v", "1"); err != nil {
+	if _, err := k.startProc("kube-scheduler", ToolPath(o.Tools, "kube-scheduler"),
+		"--kubeconfig", k.Kubeconfig, "--leader-elect=false", "--secure-port=0", "--v", "1"); err != nil {
 		return err
 	}
 
-	stages, err := s.writeStages()
+	stages, err := k.writeStages()
 	if err != nil {
 		return err
 	}
 	kwokPort, _ := FreePort()
-	s.progress("kwok %s with %d fake nodes (pods Ready after %s ± %s)", KwokVersion, o.Nodes, o.PodReadyDelay, o.PodReadyJitter)
-	if _, err := s.start("kwok", ToolPath(o.Tools, "kwok"),
-		"--kubeconfig", s.Kubeconfig, "--manage-all-nodes=false",
+	k.progress("kwok %s with %d fake nodes (pods Ready after %s ± %s)", KwokVersion, k.nodes, o.PodReadyDelay, o.PodReadyJitter)
+	if _, err := k.startProc("kwok", ToolPath(o.Tools, "kwok"),
+		"--kubeconfig", k.Kubeconfig, "--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake",
 		"--config", stages, "--node-ip", "10.0.0.1", "--cidr", "10.0.0.1/16",
 		"--server-address", fmt.Sprintf("127.0.0.1:%d", kwokPort)); err != nil {
 		return err
 	}
-	if err := s.createNodes(ctx); err != nil {
+	if err := k.createNodes(ctx); err != nil {
 		return err
 	}
-	return s.waitKube(ctx)
+	return k.waitKube(ctx)
 }
 
 // writeStages writes kwok's stages: node initialise and heartbeat, pods Ready after the
 // configured delay unless their image tag is :404 or :nonexistent, pod completion and delete.
-func (s *Stack) writeStages() (string, error) {
+func (k *KubeCluster) writeStages() (string, error) {
+	s := k.s
 	src := filepath.Join(s.Opts.Tools, "kwok-"+KwokVersion, "stages")
 	var docs []string
 	for _, f := range []string{"node-initialize.yaml", "node-heartbeat.yaml", "pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml"} {
@@ -319,12 +327,12 @@ func (s *Stack) writeStages() (string, error) {
 		}
 		docs = append(docs, strings.TrimSpace(doc))
 	}
-	path := filepath.Join(s.Opts.Dir, "kwok-stages.yaml")
+	path := filepath.Join(k.Dir, "kwok-stages.yaml")
 	return path, os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")+"\n"), 0o644)
 }
 
-func (s *Stack) createNodes(ctx context.Context) error {
-	for i := range s.Opts.Nodes {
+func (k *KubeCluster) createNodes(ctx context.Context) error {
+	for i := range k.nodes {
 		node := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:        fmt.Sprintf("kwok-node-%d", i),
@@ -336,7 +344,7 @@ func (s *Stack) createNodes(ctx context.Context) error {
 				Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"), corev1.ResourcePods: *resource.NewQuantity(PodsPerNode, resource.DecimalSI)},
 			},
 		}
-		if _, err := s.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		if _, err := k.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create node %s: %w", node.Name, err)
 		}
 	}
@@ -344,7 +352,7 @@ func (s *Stack) createNodes(ctx context.Context) error {
 }
 
 // saKey is the service-account signing key kube-apiserver and kube-controller-manager share.
-func (s *Stack) saKey() string { return filepath.Join(s.Opts.Dir, "sa.key") }
+func (k *KubeCluster) saKey() string { return filepath.Join(k.Dir, "sa.key") }
 
 func (s *Stack) controllers() string {
 	if s.Opts.BuiltinDeploymentController {
@@ -354,10 +362,10 @@ func (s *Stack) controllers() string {
 }
 
 // kcmArgs are kube-controller-manager's flags at the given client budget.
-func (s *Stack) kcmArgs(qps float32, burst int) []string {
-	dir := s.Opts.Dir
-	return []string{"--kubeconfig", s.Kubeconfig, "--controllers", s.controllers(), "--leader-elect=false",
-		"--service-account-private-key-file", s.saKey(), "--use-service-account-credentials=" + strconv.FormatBool(s.Opts.ServiceAccountCredentials),
+func (k *KubeCluster) kcmArgs(qps float32, burst int) []string {
+	s, dir := k.s, k.Dir
+	return []string{"--kubeconfig", k.Kubeconfig, "--controllers", s.controllers(), "--leader-elect=false",
+		"--service-account-private-key-file", k.saKey(), "--use-service-account-credentials=" + strconv.FormatBool(s.Opts.ServiceAccountCredentials),
 		"--root-ca-file", filepath.Join(dir, "certs", "apiserver.crt"),
 		"--kube-api-qps", strconv.FormatFloat(float64(qps), 'f', -1, 32), "--kube-api-burst", strconv.Itoa(burst),
 		"--secure-port=0", "--v", "1"}
@@ -367,7 +375,7 @@ func (s *Stack) kcmArgs(qps float32, burst int) []string {
 // budget (its controllers resync from fresh informers, as after any restart).
 func (s *Stack) RestartControllerManager(qps float32, burst int) error {
 	s.StopProcess("kube-controller-manager")
-	if _, err := s.start("kube-controller-manager", ToolPath(s.Opts.Tools, "kube-controller-manager"), s.kcmArgs(qps, burst)...); err != nil {
+	if _, err := s.start("kube-controller-manager", ToolPath(s.Opts.Tools, "kube-controller-manager"), s.kube.kcmArgs(qps, burst)...); err != nil {
 		return err
 	}
 	s.progress("kube-controller-manager restarted at QPS %g / burst %d", qps, burst)
@@ -375,13 +383,14 @@ func (s *Stack) RestartControllerManager(qps float32, burst int) error {
 }
 
 // waitKube waits for Ready nodes and the default service account (the controller manager runs).
-func (s *Stack) waitKube(ctx context.Context) error {
+func (k *KubeCluster) waitKube(ctx context.Context) error {
+	s := k.s
 	deadline := time.Now().Add(120 * time.Second)
 	for {
 		if err := s.checkExited(); err != nil {
 			return err
 		}
-		nodes, err := s.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		nodes, err := k.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		ready := 0
 		if err == nil {
 			for _, n := range nodes.Items {
@@ -392,13 +401,13 @@ func (s *Stack) waitKube(ctx context.Context) error {
 				}
 			}
 		}
-		_, saErr := s.Client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
-		if ready == s.Opts.Nodes && saErr == nil {
-			s.progress("kubernetes ready: %d nodes Ready, controller manager running", ready)
+		_, saErr := k.Client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		if ready == k.nodes && saErr == nil {
+			k.progress("kubernetes ready: %d nodes Ready, controller manager running", ready)
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kubernetes not ready after 120s: %d/%d nodes ready, default service account: %v", ready, s.Opts.Nodes, saErr)
+			return fmt.Errorf("kubernetes%s not ready after 120s: %d/%d nodes ready, default service account: %v", k.label(), ready, k.nodes, saErr)
 		}
 		select {
 		case <-ctx.Done():
@@ -493,15 +502,10 @@ func (s *Stack) waitTemporal(ctx context.Context, timeout time.Duration) error {
 // the same port and etcd, and waits until it is ready: every client sees its watches end and
 // its requests refused for the seconds in between.
 func (s *Stack) RestartAPIServer(ctx context.Context) error {
-	if s.apiArgs == nil {
+	if s.kube == nil {
 		return errors.New("kube-apiserver was not started by this stack")
 	}
-	s.StopProcess("kube-apiserver")
-	s.progress("kube-apiserver restarting on %s", s.APIServer)
-	if _, err := s.start("kube-apiserver", ToolPath(s.Opts.Tools, "kube-apiserver"), s.apiArgs...); err != nil {
-		return err
-	}
-	return s.waitHTTP(ctx, "kube-apiserver", s.APIServer+"/readyz", s.Token, 120*time.Second)
+	return s.kube.RestartAPIServer(ctx)
 }
 
 // StopTemporal stops the Temporal server (SIGTERM); StartTemporal brings it back on the same
