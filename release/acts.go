@@ -9,29 +9,23 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // The cluster activities a release calls, by name, on each cluster's task queue (every
 // cluster's worker registers them; activities/release.go). The release workflow runs on its
 // own task queue and reaches a cluster only through these.
 const (
-	actReadTargets   = "ReadTargets"
-	actApply         = "ApplyTemplateChange"
-	actAwaitDone     = "AwaitRolloutDone"
-	actRestore       = "RestoreTemplate"
-	actRecordEvent   = "RecordEvent"
-	actMeasure       = "MeasureAnalysis"
-	defaultQueue     = "deployment-controller"
-	clusterQueueFrom = defaultQueue + "."
+	actReadTargets = "ReadTargets"
+	actApply       = "ApplyTemplateChange"
+	actAwaitDone   = "AwaitRolloutDone"
+	actRestore     = "RestoreTemplate"
+	actRecordEvent = "RecordEvent"
+	actMeasure     = "MeasureAnalysis"
 )
 
 // taskQueueFor is the task queue of a cluster's worker: "" is the default cluster's.
-func taskQueueFor(cluster string) string {
-	if cluster == "" {
-		return defaultQueue
-	}
-	return clusterQueueFrom + cluster
-}
+func taskQueueFor(cluster string) string { return workflows.TaskQueueFor(cluster) }
 
 type readTargetsInput struct {
 	Namespace string

@@ -19,6 +19,7 @@ import (
 
 	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // fakeFleet is the clusters the release sees: per "cluster/namespace/name", a template
@@ -84,7 +85,7 @@ func (f *fakeFleet) logf(format string, a ...any) {
 
 func (f *fakeFleet) key(ctx context.Context, ns, name string) string {
 	q := activity.GetInfo(ctx).TaskQueue
-	cluster := strings.TrimPrefix(strings.TrimPrefix(q, defaultQueue), ".")
+	cluster := strings.TrimPrefix(strings.TrimPrefix(q, workflows.DefaultTaskQueue), ".")
 	f.mu.Lock()
 	if f.queues[activity.GetInfo(ctx).ActivityType.Name] == nil {
 		f.queues[activity.GetInfo(ctx).ActivityType.Name] = map[string]bool{}
