@@ -50,10 +50,12 @@ type State struct {
 
 // restorePoint is what a target was before the release changed it.
 type restorePoint struct {
-	UID         types.UID         `json:"uid,omitempty"`
-	Changed     bool              `json:"changed,omitempty"`
-	Template    json.RawMessage   `json:"template,omitempty"`
-	Annotations map[string]string `json:"annotations,omitempty"`
+	UID types.UID `json:"uid,omitempty"`
+	// ReadHash is the pod-template-hash when the release read the targets.
+	ReadHash string                  `json:"readHash,omitempty"`
+	Changed  bool                    `json:"changed,omitempty"`
+	Hash     string                  `json:"hash,omitempty"`
+	Before   *corev1.PodTemplateSpec `json:"before,omitempty"`
 }
 
 type run struct {
@@ -129,12 +131,15 @@ func (r *run) resolve(ctx workflow.Context) error {
 	for _, w := range r.spec.Waves {
 		for _, gname := range w.Targets {
 			g := r.spec.group(gname)
-			var res readTargetsResult
-			err := workflow.ExecuteActivity(r.clusterOptions(ctx, g.Cluster), actReadTargets, readTargetsInput{
+			var res activities.ReadTargetsResult
+			err := workflow.ExecuteActivity(r.clusterOptions(ctx, g.Cluster), a.ReadTargets, activities.ReadTargetsInput{
 				Namespace: g.Namespace, Names: g.Names, Selector: g.Selector,
 			}).Get(ctx, &res)
 			if err != nil {
 				return fmt.Errorf("read target group %s%s: %s", gname, clusterSuffix(g.Cluster), errMessage(err))
+			}
+			if len(res.Missing) > 0 {
+				return fmt.Errorf("read target group %s%s: no deployment %s in namespace %s", gname, clusterSuffix(g.Cluster), strings.Join(res.Missing, ", "), g.Namespace)
 			}
 			if len(res.Targets) == 0 {
 				return fmt.Errorf("target group %s%s: selector %q matches no Deployment in namespace %s", gname, clusterSuffix(g.Cluster), g.Selector, g.Namespace)
@@ -147,7 +152,7 @@ func (r *run) resolve(ctx workflow.Context) error {
 				}
 				seen[key] = true
 				st.Targets = append(st.Targets, TargetStatus{Cluster: g.Cluster, Namespace: g.Namespace, Name: t.Name, Wave: w.Name, State: TargetPending})
-				r.st.Points = append(r.st.Points, restorePoint{UID: t.UID})
+				r.st.Points = append(r.st.Points, restorePoint{UID: t.UID, ReadHash: t.TemplateHash})
 			}
 		}
 	}
@@ -332,8 +337,8 @@ func (r *run) rollTarget(ctx workflow.Context, i int) {
 	// The write's outcome must be known even if the release is aborted meanwhile: a changed
 	// target is rolled back.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	var res applyResult
-	err := workflow.ExecuteActivity(r.clusterOptions(dctx, t.Cluster), actApply, applyInput{
+	var res activities.ApplyResult
+	err := workflow.ExecuteActivity(r.clusterOptions(dctx, t.Cluster), a.ApplyTemplateChange, activities.ApplyInput{
 		Namespace: t.Namespace, Name: t.Name, Images: r.spec.Change.Images, Patch: r.spec.Change.Patch,
 		Annotations: map[string]string{
 			AnnotationRelease:         r.spec.Name,
@@ -346,13 +351,19 @@ func (r *run) rollTarget(ctx workflow.Context, i int) {
 		r.failWith(fmt.Sprintf("wave %s: %s: %s", t.Wave, targetString(t.Cluster, t.Namespace, t.Name), t.Reason))
 		return
 	}
-	p.Changed, p.Template, p.Annotations = true, res.Template, res.Annotations
+	if p.ReadHash != "" && p.ReadHash == res.TemplateHash {
+		// It had the change before the release read it: nothing to roll out or roll back.
+		t.State, t.Reason = TargetDone, "already had the change"
+		r.upsertMemo(ctx)
+		return
+	}
+	p.Changed, p.Before, p.Hash = true, &res.Template, res.TemplateHash
 	t.RevisionBefore = res.Revision
 	r.event(dctx, i, corev1.EventTypeNormal, "ReleaseChanged", fmt.Sprintf("Release %s (wave %s) changed the pod template: %s", r.spec.Name, t.Wave, r.changeString()))
 
-	var done awaitDoneResult
-	err = workflow.ExecuteActivity(r.awaitOptions(ctx, t.Cluster), actAwaitDone, awaitDoneInput{
-		Namespace: t.Namespace, Name: t.Name, Generation: res.Generation,
+	var done activities.AwaitDoneResult
+	err = workflow.ExecuteActivity(r.awaitOptions(ctx, t.Cluster), a.AwaitRolloutDone, activities.AwaitDoneInput{
+		Namespace: t.Namespace, Name: t.Name, Generation: res.Generation, TemplateHash: res.TemplateHash,
 	}).Get(ctx, &done)
 	switch {
 	case ctx.Err() != nil:
@@ -414,7 +425,7 @@ func (r *run) analyze(ctx workflow.Context, wi int) bool {
 			}
 		}
 		var m activities.Measurement
-		err := workflow.ExecuteActivity(mctx, actMeasure, activities.MeasureInput{
+		err := workflow.ExecuteActivity(mctx, a.MeasureAnalysis, activities.MeasureInput{
 			Deployment: activities.DeploymentRef{Namespace: first.Namespace, Name: first.Name},
 			Step:       wi + 1, Measurement: taken + 1, Query: spec.Query, Min: spec.Min, Max: spec.Max, Web: spec.Web,
 		}).Get(ctx, &m)
@@ -513,19 +524,19 @@ func (r *run) rollBack(ctx workflow.Context, i int, reason string) {
 	t := &r.st.Status.Targets[i]
 	p := &r.st.Points[i]
 	t.State = TargetRollingBack
-	var res restoreResult
-	err := workflow.ExecuteActivity(r.clusterOptions(ctx, t.Cluster), actRestore, restoreInput{
-		Namespace: t.Namespace, Name: t.Name, Template: p.Template,
+	var res activities.RestoreResult
+	err := workflow.ExecuteActivity(r.clusterOptions(ctx, t.Cluster), a.RestoreTemplate, activities.RestoreInput{
+		Namespace: t.Namespace, Name: t.Name, Template: *p.Before, ExpectUID: p.UID,
 		Annotations: map[string]string{AnnotationRolledBack: r.spec.Name + ": " + reason},
 	}).Get(ctx, &res)
 	if err != nil {
 		t.State, t.Reason = TargetRollbackFailed, "restore: "+errMessage(err)
 		return
 	}
-	var done awaitDoneResult
+	var done activities.AwaitDoneResult
 	if res.Generation > 0 {
-		err = workflow.ExecuteActivity(r.awaitOptions(ctx, t.Cluster), actAwaitDone, awaitDoneInput{
-			Namespace: t.Namespace, Name: t.Name, Generation: res.Generation,
+		err = workflow.ExecuteActivity(r.awaitOptions(ctx, t.Cluster), a.AwaitRolloutDone, activities.AwaitDoneInput{
+			Namespace: t.Namespace, Name: t.Name, Generation: res.Generation, TemplateHash: res.TemplateHash,
 		}).Get(ctx, &done)
 		switch {
 		case err != nil:
@@ -548,7 +559,7 @@ func (r *run) event(ctx workflow.Context, i int, typ, reason, msg string) {
 		StartToCloseTimeout:    30 * time.Second,
 		ScheduleToCloseTimeout: time.Minute,
 	})
-	_ = workflow.ExecuteActivity(ectx, actRecordEvent, activities.RecordEventInput{
+	_ = workflow.ExecuteActivity(ectx, a.RecordEvent, activities.RecordEventInput{
 		Deployment: activities.DeploymentRef{Namespace: t.Namespace, Name: t.Name, UID: r.st.Points[i].UID},
 		Events:     []k8s.Event{{Type: typ, Reason: reason, Message: msg}},
 	}).Get(ctx, nil)

@@ -2,7 +2,6 @@ package release
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,8 +12,8 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/temporal-rollout/rollout/activities"
@@ -52,12 +51,12 @@ func newFleet(env *testsuite.TestWorkflowEnvironment, names ...string) *fakeFlee
 	for _, n := range names {
 		f.deps[n] = &fakeDep{image: "nginx:1.26", revision: 3, generation: 5, annots: map[string]string{}}
 	}
-	env.RegisterActivityWithOptions(f.readTargets, activity.RegisterOptions{Name: actReadTargets})
-	env.RegisterActivityWithOptions(f.apply, activity.RegisterOptions{Name: actApply})
-	env.RegisterActivityWithOptions(f.awaitDone, activity.RegisterOptions{Name: actAwaitDone})
-	env.RegisterActivityWithOptions(f.restore, activity.RegisterOptions{Name: actRestore})
-	env.RegisterActivityWithOptions(f.recordEvent, activity.RegisterOptions{Name: actRecordEvent})
-	env.RegisterActivityWithOptions(f.measure, activity.RegisterOptions{Name: actMeasure})
+	for name, fn := range map[string]any{
+		"ReadTargets": f.readTargets, "ApplyTemplateChange": f.apply, "AwaitRolloutDone": f.awaitDone,
+		"RestoreTemplate": f.restore, "RecordEvent": f.recordEvent, "MeasureAnalysis": f.measure,
+	} {
+		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
 	var fa *Activities
 	env.RegisterActivity(fa)
 	env.OnActivity(fa.FleetFreezeState, mock.Anything).Return(func(context.Context) (FleetFreeze, error) {
@@ -95,36 +94,44 @@ func (f *fakeFleet) key(ctx context.Context, ns, name string) string {
 	return cluster + "/" + ns + "/" + name
 }
 
-func (f *fakeFleet) readTargets(ctx context.Context, in readTargetsInput) (readTargetsResult, error) {
-	var res readTargetsResult
+func (f *fakeFleet) readTargets(ctx context.Context, in activities.ReadTargetsInput) (activities.ReadTargetsResult, error) {
+	var res activities.ReadTargetsResult
 	prefix := f.key(ctx, in.Namespace, "")
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, n := range in.Names {
-		if _, ok := f.deps[prefix+n]; !ok {
-			return res, temporal.NewNonRetryableApplicationError("deployment "+n+" not found", activities.ErrNotFound, nil)
+		d, ok := f.deps[prefix+n]
+		if !ok {
+			res.Missing = append(res.Missing, n)
+			continue
 		}
-		res.Targets = append(res.Targets, readTarget{Name: n, UID: types.UID("uid-" + n)})
+		res.Targets = append(res.Targets, activities.Target{Name: n, UID: types.UID("uid-" + n), TemplateHash: "h-" + d.image})
 	}
 	if in.Selector != "" {
-		for k := range f.deps {
+		for k, d := range f.deps {
 			if strings.HasPrefix(k, prefix) {
-				res.Targets = append(res.Targets, readTarget{Name: strings.TrimPrefix(k, prefix), UID: "uid"})
+				res.Targets = append(res.Targets, activities.Target{Name: strings.TrimPrefix(k, prefix), UID: "uid", TemplateHash: "h-" + d.image})
 			}
 		}
 	}
 	return res, nil
 }
 
-func (f *fakeFleet) apply(ctx context.Context, in applyInput) (applyResult, error) {
+func template(image string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}}}
+}
+
+func (f *fakeFleet) apply(ctx context.Context, in activities.ApplyInput) (activities.ApplyResult, error) {
 	k := f.key(ctx, in.Namespace, in.Name)
 	f.logf("apply %s %s", k, in.Images["app"])
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.deps[k]
-	tmpl, _ := json.Marshal(map[string]string{"image": d.image})
-	res := applyResult{Revision: d.revision, Template: tmpl}
-	d.image, d.revision, d.generation = in.Images["app"], d.revision+1, d.generation+1
+	res := activities.ApplyResult{Revision: d.revision, Template: template(d.image), TemplateHash: "h-" + in.Images["app"]}
+	if d.image != in.Images["app"] {
+		d.image, d.revision, d.generation = in.Images["app"], d.revision+1, d.generation+1
+		res.Changed = true
+	}
 	for k, v := range in.Annotations {
 		d.annots[k] = v
 	}
@@ -132,7 +139,7 @@ func (f *fakeFleet) apply(ctx context.Context, in applyInput) (applyResult, erro
 	return res, nil
 }
 
-func (f *fakeFleet) awaitDone(ctx context.Context, in awaitDoneInput) (awaitDoneResult, error) {
+func (f *fakeFleet) awaitDone(ctx context.Context, in activities.AwaitDoneInput) (activities.AwaitDoneResult, error) {
 	k := f.key(ctx, in.Namespace, in.Name)
 	f.mu.Lock()
 	d := f.deps[k]
@@ -140,25 +147,24 @@ func (f *fakeFleet) awaitDone(ctx context.Context, in awaitDoneInput) (awaitDone
 	f.mu.Unlock()
 	if bad {
 		f.logf("failed %s", k)
-		return awaitDoneResult{Failed: true, Reason: "ProgressDeadlineExceeded"}, nil
+		return activities.AwaitDoneResult{Failed: true, Reason: "ProgressDeadlineExceeded"}, nil
 	}
 	f.logf("done %s", k)
-	return awaitDoneResult{Complete: true}, nil
+	return activities.AwaitDoneResult{Complete: true}, nil
 }
 
-func (f *fakeFleet) restore(ctx context.Context, in restoreInput) (restoreResult, error) {
+func (f *fakeFleet) restore(ctx context.Context, in activities.RestoreInput) (activities.RestoreResult, error) {
 	k := f.key(ctx, in.Namespace, in.Name)
-	var tmpl map[string]string
-	_ = json.Unmarshal(in.Template, &tmpl)
-	f.logf("restore %s %s", k, tmpl["image"])
+	image := in.Template.Spec.Containers[0].Image
+	f.logf("restore %s %s", k, image)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.deps[k]
-	d.image, d.generation = tmpl["image"], d.generation+1
+	d.image, d.generation = image, d.generation+1
 	for k, v := range in.Annotations {
 		d.annots[k] = v
 	}
-	return restoreResult{Generation: d.generation}, nil
+	return activities.RestoreResult{Generation: d.generation, TemplateHash: "h-" + image, Changed: true}, nil
 }
 
 func (f *fakeFleet) recordEvent(ctx context.Context, in activities.RecordEventInput) error {
@@ -333,8 +339,8 @@ func TestWavesInOrderWithBake(t *testing.T) {
 	if got := f.deps["eu/shop/b"].annots[AnnotationRelease]; got != "web-1-27" {
 		t.Errorf("annotation %s = %q, want web-1-27", AnnotationRelease, got)
 	}
-	if !f.queues[actApply]["deployment-controller.eu"] || !f.queues[actApply]["deployment-controller"] {
-		t.Errorf("apply ran on task queues %v, want deployment-controller and deployment-controller.eu", f.queues[actApply])
+	if q := f.queues["ApplyTemplateChange"]; !q["deployment-controller.eu"] || !q["deployment-controller"] {
+		t.Errorf("apply ran on task queues %v, want deployment-controller and deployment-controller.eu", q)
 	}
 }
 
@@ -622,7 +628,7 @@ func TestResolveFailsBeforeAnyChange(t *testing.T) {
 	f := newFleet(env, "/shop/a", "eu/shop/b")
 	env.ExecuteWorkflow(ReleaseWorkflow, spec)
 	r := result(t, env)
-	if r.Phase != PhaseFailed || r.Reason != "read target group two in cluster eu: deployment c not found" {
+	if r.Phase != PhaseFailed || r.Reason != "read target group two in cluster eu: no deployment c in namespace shop" {
 		t.Fatalf("result = %+v", r)
 	}
 	if got := f.lines("apply", "restore"); len(got) != 0 {
@@ -648,6 +654,7 @@ func TestResumedRunContinues(t *testing.T) {
 	spec := twoWaves(t, nil)
 	env := newEnv(t, spec)
 	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	before := template("nginx:1.26")
 	spec.Resume = &State{
 		Current: 1, Resolved: true, Runs: 1,
 		Status: Status{Name: spec.Name, Phase: PhaseBaking, Wave: 1,
@@ -657,7 +664,7 @@ func TestResumedRunContinues(t *testing.T) {
 				{Cluster: "eu", Namespace: "shop", Name: "b", Wave: "second", State: TargetPending},
 				{Cluster: "eu", Namespace: "shop", Name: "c", Wave: "second", State: TargetPending},
 			}},
-		Points: []restorePoint{{Changed: true, Template: json.RawMessage(`{"image":"nginx:1.26"}`)}, {}, {}},
+		Points: []restorePoint{{Changed: true, Before: &before}, {}, {}},
 	}
 	f.failRollout["b"] = "nginx:1.27"
 	env.ExecuteWorkflow(ReleaseWorkflow, spec)
@@ -674,5 +681,27 @@ func TestResumedRunContinues(t *testing.T) {
 	// Wave 1 after wave 2.
 	if r := f.lines("restore"); len(r) != 3 || r[2] != "0s restore /shop/a nginx:1.26" {
 		t.Errorf("restores %v, want /shop/a last", r)
+	}
+}
+
+// TestAlreadyChangedIsNotRolledBack: b had the change before the release read it; when c
+// fails, a and c are rolled back, b is left as it was.
+func TestAlreadyChangedIsNotRolledBack(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) { s.Waves[1].MaxConcurrent = 1 })
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	f.deps["eu/shop/b"].image = "nginx:1.27"
+	f.failRollout["c"] = "nginx:1.27"
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseRolledBack {
+		t.Fatalf("result = %+v", r)
+	}
+	equalLines(t, "restores", f.lines("restore"), []string{
+		"10m0s restore eu/shop/c nginx:1.26",
+		"10m0s restore /shop/a nginx:1.26",
+	})
+	st := query(t, env)
+	if b := st.Targets[1]; b.State != TargetDone || b.Reason != "already had the change" {
+		t.Errorf("b: %+v, want Done, already had the change", b)
 	}
 }
