@@ -1,0 +1,552 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/release"
+)
+
+// releaseTimeout bounds one release in these tests.
+const releaseTimeout = 6 * time.Minute
+
+// applyRelease writes the release file and starts it with `starter release apply -f`.
+func applyRelease(t *testing.T, spec string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "release.yaml")
+	if err := os.WriteFile(path, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := starterCmd(t, "release", "apply", "-f", path)
+	if err != nil {
+		t.Fatalf("starter release apply: %v\n%s", err, out)
+	}
+	return out
+}
+
+// releaseResult waits for the release's workflow to end and returns its result.
+func releaseResult(t *testing.T, name string) release.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	var r release.Result
+	if err := env.tc.GetWorkflow(ctx, release.WorkflowID(name), "").Get(ctx, &r); err != nil {
+		st, _ := queryRelease(name)
+		t.Fatalf("release %s: %v; status %+v", name, err, st)
+	}
+	return r
+}
+
+func queryRelease(name string) (release.Status, error) {
+	var st release.Status
+	v, err := env.tc.QueryWorkflow(context.Background(), release.WorkflowID(name), "", release.QueryStatus)
+	if err != nil {
+		return st, err
+	}
+	return st, v.Get(&st)
+}
+
+// waitRelease waits until the release's status satisfies cond ("" when it does).
+func waitRelease(t *testing.T, name string, cond func(release.Status) string) release.Status {
+	t.Helper()
+	var st release.Status
+	eventually(t, releaseTimeout, func() string {
+		var err error
+		if st, err = queryRelease(name); err != nil {
+			return err.Error()
+		}
+		return cond(st)
+	})
+	return st
+}
+
+func waitingFor(what string) func(release.Status) string {
+	return func(st release.Status) string {
+		if st.WaitingFor != what {
+			return fmt.Sprintf("phase %s waiting for %q (%s), want %q", st.Phase, st.WaitingFor, st.Message, what)
+		}
+		return ""
+	}
+}
+
+// rsState is one ReplicaSet as the rollback check compares it.
+type rsState struct {
+	UID      types.UID
+	Hash     string
+	Replicas int32
+}
+
+// replicaSetsOf is the Deployment's ReplicaSets, by name.
+func replicaSetsOf(t *testing.T, kc kubernetes.Interface, d *appsv1.Deployment) map[string]rsState {
+	t.Helper()
+	list, err := kc.AppsV1().ReplicaSets(d.Namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list replicasets: %v", err)
+	}
+	out := map[string]rsState{}
+	for _, rs := range list.Items {
+		if metav1.IsControlledBy(&rs, d) {
+			out[rs.Name] = rsState{UID: rs.UID, Hash: rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey], Replicas: *rs.Spec.Replicas}
+		}
+	}
+	return out
+}
+
+// newestReplicaSet is the Deployment's ReplicaSet of its current template.
+func currentReplicaSet(t *testing.T, kc kubernetes.Interface, d *appsv1.Deployment) *appsv1.ReplicaSet {
+	t.Helper()
+	rs, err := kc.AppsV1().ReplicaSets(d.Namespace).Get(context.Background(), k8s.ReplicaSetName(d.Name, k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get the current replicaset of %s: %v", d.Name, err)
+	}
+	return rs
+}
+
+func withLabels(l map[string]string) deployOpt {
+	return func(d *appsv1.Deployment) {
+		for k, v := range l {
+			d.Labels = mergeMap(d.Labels, k, v)
+		}
+	}
+}
+
+func mergeMap(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
+}
+
+// TestReleaseWavesInOrderWithBake: wave 1 (web-a) rolls out, bakes 15s, then wave 2 (the two
+// Deployments labelled tier=rest, both at once) rolls out. Each ends on the new image with the
+// release annotation and a ReleaseChanged event; the status lists every target Done; the
+// ReleaseName search attribute finds the run and its memo says Succeeded.
+func TestReleaseWavesInOrderWithBake(t *testing.T) {
+	if env.builtin {
+		t.Skip("needs our worker")
+	}
+	ns := newNamespace(t)
+	create(t, newDeployment(ns, "web-a", 2, "nginx:1.25", rolling("1", "0")))
+	create(t, newDeployment(ns, "web-b", 2, "nginx:1.25", rolling("1", "0"), withLabels(map[string]string{"tier": "rest"})))
+	create(t, newDeployment(ns, "web-c", 2, "nginx:1.25", rolling("1", "0"), withLabels(map[string]string{"tier": "rest"})))
+	for _, n := range []string{"web-a", "web-b", "web-c"} {
+		waitComplete(t, ns, n)
+	}
+	name := "waves-" + ns[len(ns)-4:]
+	out := applyRelease(t, fmt.Sprintf(`
+name: %s
+change: {images: {app: "nginx:1.26"}}
+targets:
+  - {name: first, namespace: %s, names: [web-a]}
+  - {name: rest, namespace: %s, selector: "tier=rest"}
+waves:
+  - {name: canary, targets: [first], bake: 15s}
+  - {name: rest, targets: [rest], maxConcurrent: 2}
+`, name, ns, ns))
+	if !strings.Contains(out, "started release/"+name) {
+		t.Errorf("apply printed %q", out)
+	}
+	baking := waitRelease(t, name, waitingFor(release.WaitingForBake))
+	if baking.Wave != 1 || baking.Targets[0].State != release.TargetDone || baking.Targets[1].State != release.TargetPending {
+		t.Errorf("while baking: wave %d, targets %+v", baking.Wave, baking.Targets)
+	}
+	if r := releaseResult(t, name); r.Phase != release.PhaseSucceeded {
+		t.Fatalf("result %+v, want Succeeded", r)
+	}
+
+	created := map[string]time.Time{}
+	for _, n := range []string{"web-a", "web-b", "web-c"} {
+		d := waitComplete(t, ns, n)
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.26" {
+			t.Errorf("%s image %s, want nginx:1.26", n, img)
+		}
+		if got := d.Annotations[release.AnnotationRelease]; got != name {
+			t.Errorf("%s annotation %s = %q, want %q", n, release.AnnotationRelease, got, name)
+		}
+		if rev := d.Annotations[k8s.RevisionAnnotation]; rev != "2" {
+			t.Errorf("%s revision %s, want 2", n, rev)
+		}
+		waitEvent(t, ns, n, "ReleaseChanged: Release "+name+" (wave ")
+		created[n] = currentReplicaSet(t, env.kube, d).CreationTimestamp.Time
+	}
+	// Wave 2 started after wave 1 completed and baked 15s (creation stamps are whole seconds).
+	for _, n := range []string{"web-b", "web-c"} {
+		if gap := created[n].Sub(created["web-a"]); gap < 15*time.Second {
+			t.Errorf("%s's new ReplicaSet was created %s after web-a's, want at least the 15s bake", n, gap)
+		}
+	}
+	st, err := queryRelease(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tg := range st.Targets {
+		got = append(got, fmt.Sprintf("%s %s %s r%d", tg.Name, tg.Wave, tg.State, tg.RevisionBefore))
+	}
+	if want := []string{"web-a canary Done r1", "web-b rest Done r1", "web-c rest Done r1"}; strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("targets %v, want %v", got, want)
+	}
+	if st.Phase != release.PhaseSucceeded || st.Waves[0].State != release.WaveDone || st.Waves[1].State != release.WaveDone || st.Waves[0].BakeUntil == nil {
+		t.Errorf("status %+v", st)
+	}
+	// The search attribute and the memo.
+	eventually(t, 30*time.Second, func() string {
+		return listed(t, fmt.Sprintf(`ReleaseName = "%s"`, name), release.WorkflowID(name))
+	})
+	desc, err := env.tc.DescribeWorkflowExecution(context.Background(), release.WorkflowID(name), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phase string
+	if p := desc.WorkflowExecutionInfo.GetMemo().GetFields()["phase"]; p == nil || json.Unmarshal(p.Data, &phase) != nil || phase != release.PhaseSucceeded {
+		t.Errorf("memo phase %q, want Succeeded (memo %v)", phase, desc.WorkflowExecutionInfo.GetMemo())
+	}
+}
+
+// TestReleaseFailureRollsBack: wave 2's Deployment cannot place its new pods (its nodeSelector
+// names a label the nodes lose after its first rollout), so its rollout misses its 10s
+// progress deadline. The release rolls back wave 2 and then wave 1: each Deployment's current
+// ReplicaSet is again the one from before the release (same name, UID and pod-template-hash),
+// at its replicas, and the release's new ReplicaSets are at 0. The reason is on the release
+// and on each Deployment (annotation, event).
+func TestReleaseFailureRollsBack(t *testing.T) {
+	if env.builtin {
+		t.Skip("needs our worker")
+	}
+	ctx := context.Background()
+	ns := newNamespace(t)
+	label := "release-e2e-" + ns[len(ns)-4:]
+	setNodeLabel(t, label, "yes")
+	t.Cleanup(func() { setNodeLabel(t, label, "") })
+
+	create(t, newDeployment(ns, "web-a", 3, "nginx:1.25", rolling("1", "0"), progressDeadline(10)))
+	create(t, newDeployment(ns, "web-b", 3, "nginx:1.25", rolling("1", "0"), progressDeadline(10), func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.NodeSelector = map[string]string{label: "yes"}
+	}))
+	before := map[string]map[string]rsState{}
+	current := map[string]string{}
+	for _, n := range []string{"web-a", "web-b"} {
+		d := waitComplete(t, ns, n)
+		before[n] = replicaSetsOf(t, env.kube, d)
+		current[n] = currentReplicaSet(t, env.kube, d).Name
+	}
+	setNodeLabel(t, label, "")
+
+	name := "fail-" + ns[len(ns)-4:]
+	applyRelease(t, fmt.Sprintf(`
+name: %s
+change: {images: {app: "nginx:1.26"}}
+targets:
+  - {name: a, namespace: %s, names: [web-a]}
+  - {name: b, namespace: %s, names: [web-b]}
+waves:
+  - {name: one, targets: [a]}
+  - {name: two, targets: [b]}
+`, name, ns, ns))
+	r := releaseResult(t, name)
+	if r.Phase != release.PhaseRolledBack || !strings.Contains(r.Reason, "wave two: "+ns+"/web-b: rollout failed: ProgressDeadlineExceeded") {
+		t.Fatalf("result %+v, want RolledBack for web-b's progress deadline", r)
+	}
+	for _, n := range []string{"web-a", "web-b"} {
+		d := waitComplete(t, ns, n)
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.25" {
+			t.Errorf("%s image %s, want nginx:1.25 back", n, img)
+		}
+		cur := currentReplicaSet(t, env.kube, d)
+		after := replicaSetsOf(t, env.kube, d)
+		old := before[n][current[n]]
+		if cur.Name != current[n] || cur.UID != old.UID || after[cur.Name].Hash != old.Hash || *cur.Spec.Replicas != 3 {
+			t.Errorf("%s: current replicaset %s (%s, %d replicas), want %s (%s) at 3", n, cur.Name, cur.UID, *cur.Spec.Replicas, current[n], old.UID)
+		}
+		if len(after) != 2 {
+			t.Errorf("%s: replicasets %v, want the old one and the release's", n, after)
+		}
+		for rsName, s := range after {
+			if rsName != current[n] && s.Replicas != 0 {
+				t.Errorf("%s: the release's replicaset %s at %d replicas, want 0", n, rsName, s.Replicas)
+			}
+		}
+		if d.Annotations[release.AnnotationRelease] != name || !strings.HasPrefix(d.Annotations[release.AnnotationRolledBack], name+": wave two") {
+			t.Errorf("%s annotations: %s=%q %s=%q", n, release.AnnotationRelease, d.Annotations[release.AnnotationRelease], release.AnnotationRolledBack, d.Annotations[release.AnnotationRolledBack])
+		}
+		waitEvent(t, ns, n, "ReleaseRolledBack: Release "+name+" rolled back to revision 1's template: wave two")
+	}
+	waitEvent(t, ns, "web-b", "ReleaseFailed: Release "+name+" (wave two) failed here: rollout failed: ProgressDeadlineExceeded")
+	st, err := queryRelease(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Phase != release.PhaseRolledBack || st.Targets[0].State != release.TargetRolledBack || st.Targets[1].State != release.TargetRolledBack ||
+		st.Waves[0].State != release.WaveRolledBack || st.Waves[1].State != release.WaveRolledBack {
+		t.Errorf("status %+v", st)
+	}
+	// Wave 2 was rolled back before wave 1: the restores' order in the history.
+	var restored []string
+	iter := env.tc.GetWorkflowHistory(ctx, release.WorkflowID(name), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		e, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "RestoreTemplate" {
+			var in struct{ Name string }
+			_ = json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in)
+			restored = append(restored, in.Name)
+		}
+	}
+	if strings.Join(restored, ",") != "web-b,web-a" {
+		t.Errorf("restores %v, want web-b then web-a", restored)
+	}
+}
+
+// setNodeLabel sets (or, with v empty, removes) a label on every node.
+func setNodeLabel(t *testing.T, key, v string) {
+	t.Helper()
+	nodes, err := env.kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list nodes: %v", err)
+	}
+	value := "null"
+	if v != "" {
+		value = `"` + v + `"`
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, key, value))
+	for _, n := range nodes.Items {
+		if _, err := env.kube.CoreV1().Nodes().Patch(context.Background(), n.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatalf("label node %s: %v", n.Name, err)
+		}
+	}
+}
+
+// TestReleaseApprovalByTwo: wave 1 needs two approvers. alice approves with the plain Temporal
+// CLI (--identity alice); her second approval is rejected; bob approves with `starter release
+// approve --identity bob`. Both identities are in the history (the updates' accepted requests)
+// and in the status, and the wave started only after bob's.
+func TestReleaseApprovalByTwo(t *testing.T) {
+	if env.builtin {
+		t.Skip("needs our worker")
+	}
+	ctx := context.Background()
+	ns := newNamespace(t)
+	create(t, newDeployment(ns, "web", 2, "nginx:1.25", rolling("1", "0")))
+	waitComplete(t, ns, "web")
+	name := "approve-" + ns[len(ns)-4:]
+	id := release.WorkflowID(name)
+	applyRelease(t, fmt.Sprintf(`
+name: %s
+change: {images: {app: "nginx:1.26"}}
+targets: [{name: web, namespace: %s, names: [web]}]
+waves: [{name: prod, targets: [web], approval: {approvers: 2}}]
+`, name, ns))
+	waitRelease(t, name, waitingFor(release.WaitingForApproval))
+	temporalCLI(t, "workflow", "update", "execute", "--workflow-id", id, "--name", "approve", "--input", `{"approver":"alice"}`, "--identity", "alice")
+	out, err := temporalCLIErr("workflow", "update", "execute", "--workflow-id", id, "--name", "approve", "--input", `{"approver":"alice"}`, "--identity", "alice")
+	if err == nil || !strings.Contains(out, "alice already approved wave 1 (prod); it needs 2 distinct approvers") {
+		t.Errorf("alice's second approval: %v\n%s", err, out)
+	}
+	out, err = temporalCLIErr("workflow", "update", "execute", "--workflow-id", id, "--name", "approve", "--input", `{"approver":"carol","wave":"prod","extra":1}`, "--identity", "carol")
+	if err == nil || !strings.Contains(out, `unknown field "extra"`) {
+		t.Errorf("a malformed approval: %v\n%s", err, out)
+	}
+	time.Sleep(2 * time.Second)
+	if d := getDeployment(t, ns, "web"); d.Spec.Template.Spec.Containers[0].Image != "nginx:1.25" {
+		t.Fatalf("the wave started with one approval: image %s", d.Spec.Template.Spec.Containers[0].Image)
+	}
+	if out, err := starterCmd(t, "release", "approve", name, "--wave", "prod", "--identity", "bob"); err != nil {
+		t.Fatalf("starter release approve: %v\n%s", err, out)
+	}
+	if r := releaseResult(t, name); r.Phase != release.PhaseSucceeded {
+		t.Fatalf("result %+v", r)
+	}
+	waitComplete(t, ns, "web")
+
+	var identities, approvers []string
+	iter := env.tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		e, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil && a.GetAcceptedRequest().GetInput().GetName() == release.UpdateApprove {
+			identities = append(identities, a.GetAcceptedRequest().GetMeta().GetIdentity())
+			var req release.ApproveRequest
+			_ = json.Unmarshal(a.GetAcceptedRequest().GetInput().GetArgs().GetPayloads()[0].GetData(), &req)
+			approvers = append(approvers, req.Approver)
+		}
+	}
+	if strings.Join(identities, ",") != "alice,bob" || strings.Join(approvers, ",") != "alice,bob" {
+		t.Errorf("accepted approvals in the history: identities %v, approvers %v; want alice, bob", identities, approvers)
+	}
+	st, err := queryRelease(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := st.Waves[0].Approvals; len(a) != 2 || a[0].Approver != "alice" || a[1].Approver != "bob" {
+		t.Errorf("status approvals %+v", a)
+	}
+}
+
+// TestReleaseInvalidFile: `starter release apply` names every problem of a bad file, exits 2
+// and starts nothing; the same release started with the plain Temporal CLI fails at once with
+// the same problems.
+func TestReleaseInvalidFile(t *testing.T) {
+	if env.builtin {
+		t.Skip("needs our worker")
+	}
+	ns := newNamespace(t)
+	name := "invalid-" + ns[len(ns)-4:]
+	bad := fmt.Sprintf(`{"name":%q,"change":{"images":{"app":""}},
+"targets":[{"name":"a","namespace":%q,"names":["web"]},{"name":"b","namespace":%q}],
+"waves":[{"name":"w","targets":["a"],"bake":"-5s"},{"name":"x","targets":[]}],
+"freeze":[{"cron":"0 25 * * *","duration":"1h","timeZone":"Nowhere/City"}]}`, name, ns, ns)
+	path := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	problems := []string{
+		`change.images[app]: image "" is empty`,
+		"targets[1] (b): neither names nor selector is set",
+		"targets (b): the group is in no wave",
+		"waves[0] (w): bake -5s is negative",
+		"waves[1] (x): no targets; an empty wave changes nothing",
+		`freeze[0]: cron "0 25 * * *": hour: "25" is outside 0-23; timeZone "Nowhere/City"`,
+	}
+	out, err := starterCmd(t, "release", "apply", "-f", path)
+	var exit interface{ ExitCode() int }
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(out, "invalid release, 6 problems:") {
+		t.Errorf("starter release apply: %v, want exit 2 naming 6 problems\n%s", err, out)
+	}
+	for _, p := range problems {
+		if !strings.Contains(out, "  - "+p) {
+			t.Errorf("apply does not name %q:\n%s", p, out)
+		}
+	}
+	_, err = env.tc.DescribeWorkflowExecution(context.Background(), release.WorkflowID(name), "")
+	var notFound *serviceerror.NotFound
+	if !errors.As(err, &notFound) {
+		t.Errorf("describe %s after a rejected apply: %v, want NotFound", release.WorkflowID(name), err)
+	}
+	// The plain Temporal CLI starts it anyway: the workflow fails at once, naming them.
+	temporalCLI(t, "workflow", "start", "--task-queue", release.TaskQueue, "--type", release.WorkflowType,
+		"--workflow-id", release.WorkflowID(name), "--input", bad)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = env.tc.GetWorkflow(ctx, release.WorkflowID(name), "").Get(ctx, nil)
+	if err == nil {
+		t.Fatal("the invalid release's workflow succeeded")
+	}
+	for _, p := range problems {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("the workflow's failure does not name %q: %v", p, err)
+		}
+	}
+	if d, err := env.kube.AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{}); err != nil || len(d.Items) != 0 {
+		t.Errorf("deployments in %s: %v %v", ns, d, err)
+	}
+}
+
+// TestReleaseFreezes: a fleet freeze holds a release before its first wave until `starter
+// thaw`; then a release-level freeze window that covers its start holds it until the window
+// ends (about 20s later).
+func TestReleaseFreezes(t *testing.T) {
+	if env.builtin {
+		t.Skip("needs our worker")
+	}
+	ns := newNamespace(t)
+	create(t, newDeployment(ns, "web", 2, "nginx:1.25", rolling("1", "0")))
+	waitComplete(t, ns, "web")
+
+	// Fleet freeze.
+	out, err := starterCmd(t, "freeze", "--until", "30m", "--reason", "e2e freeze "+ns, "--identity", "ops")
+	if err != nil {
+		t.Fatalf("starter freeze: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = starterCmd(t, "thaw") })
+	var ff release.FleetFreeze
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &ff); err != nil || !ff.Frozen || ff.By != "ops" || ff.Reason != "e2e freeze "+ns {
+		t.Fatalf("freeze printed %s (%v)", out, err)
+	}
+	name := "freeze-" + ns[len(ns)-4:]
+	applyRelease(t, fmt.Sprintf(`
+name: %s
+change: {images: {app: "nginx:1.26"}}
+targets: [{name: web, namespace: %s, names: [web]}]
+waves: [{name: one, targets: [web]}]
+`, name, ns))
+	st := waitRelease(t, name, waitingFor(release.WaitingForFleetFreeze))
+	if st.FreezeReason != "e2e freeze "+ns || st.FrozenUntil == nil {
+		t.Errorf("held: reason %q until %v", st.FreezeReason, st.FrozenUntil)
+	}
+	time.Sleep(3 * time.Second)
+	if img := getDeployment(t, ns, "web").Spec.Template.Spec.Containers[0].Image; img != "nginx:1.25" {
+		t.Fatalf("changed during the fleet freeze: %s", img)
+	}
+	desc, err := env.tc.DescribeWorkflowExecution(context.Background(), release.FleetFreezeID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frozen bool
+	if f := desc.WorkflowExecutionInfo.GetMemo().GetFields()["frozen"]; f == nil || json.Unmarshal(f.Data, &frozen) != nil || !frozen {
+		t.Errorf("freeze/fleet memo frozen = %v", desc.WorkflowExecutionInfo.GetMemo())
+	}
+	thawed := time.Now()
+	if out, err := starterCmd(t, "thaw", "--identity", "ops"); err != nil {
+		t.Fatalf("starter thaw: %v\n%s", err, out)
+	}
+	if out, err := starterCmd(t, "thaw"); err == nil || !strings.Contains(out, "the fleet is not frozen") {
+		t.Errorf("a second thaw: %v\n%s", err, out)
+	}
+	if r := releaseResult(t, name); r.Phase != release.PhaseSucceeded {
+		t.Fatalf("result %+v", r)
+	}
+	d := waitComplete(t, ns, "web")
+	if at := currentReplicaSet(t, env.kube, d).CreationTimestamp.Time; at.Before(thawed.Truncate(time.Second)) {
+		t.Errorf("the new replicaset was created at %s, before the thaw at %s", at, thawed)
+	}
+
+	// A freeze window: it began at least 50s ago, on a whole minute (UTC), and ends about 20s
+	// from now.
+	now := time.Now().UTC()
+	start := now.Add(-50 * time.Second).Truncate(time.Minute)
+	end := now.Add(20 * time.Second).Truncate(time.Second)
+	name2 := "window-" + ns[len(ns)-4:]
+	applyRelease(t, fmt.Sprintf(`
+name: %s
+change: {images: {app: "nginx:1.27"}}
+targets: [{name: web, namespace: %s, names: [web]}]
+waves: [{name: one, targets: [web]}]
+freeze: [{cron: "%d %d * * *", duration: %s, timeZone: UTC, reason: "change window closed"}]
+`, name2, ns, start.Minute(), start.Hour(), end.Sub(start)))
+	st = waitRelease(t, name2, waitingFor(release.WaitingForFreeze))
+	if st.FreezeReason != "change window closed" || st.FrozenUntil == nil || !st.FrozenUntil.Equal(end) {
+		t.Errorf("held by the window: reason %q until %v, want until %s", st.FreezeReason, st.FrozenUntil, end)
+	}
+	if r := releaseResult(t, name2); r.Phase != release.PhaseSucceeded {
+		t.Fatalf("result %+v", r)
+	}
+	d = waitComplete(t, ns, "web")
+	if at := currentReplicaSet(t, env.kube, d).CreationTimestamp.Time; at.Before(end) {
+		t.Errorf("the window's release created its replicaset at %s, before the window's end %s", at, end)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.27" {
+		t.Errorf("image %s, want nginx:1.27", img)
+	}
+}
