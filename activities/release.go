@@ -32,6 +32,12 @@ import (
 // progress deadline with auto-rollback; docs/canary.md).
 const RolloutAbortedReason = "RolloutAborted"
 
+// ReleaseFieldManager writes a release's template changes and restores. It is not the
+// worker's own field manager: the watcher skips spec changes written only by that one (the
+// Deployment workflow's own writes, which it syncs itself), and a release's change must reach
+// the Deployment's workflow as a user's `kubectl set image` does.
+const ReleaseFieldManager = fieldManager + "-release"
+
 // awaitDonePoll is how often AwaitRolloutDone reads the Deployment.
 const awaitDonePoll = time.Second
 
@@ -189,7 +195,7 @@ func (a *Activities) ApplyTemplateChange(ctx context.Context, in ApplyInput) (Ap
 		obj.ManagedFields = nil
 		obj.Spec.Template = want
 		obj.Annotations = annotations
-		got, err := dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+		got, err := dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: ReleaseFieldManager})
 		a.countWrite("update", "deployments", err)
 		if apierrors.IsConflict(err) && i < conflictRetries {
 			continue
@@ -487,7 +493,7 @@ func (a *Activities) RestoreTemplate(ctx context.Context, in RestoreInput) (Rest
 		obj.ManagedFields = nil
 		obj.Spec.Template = *in.Template.DeepCopy()
 		obj.Annotations = annotations
-		got, err := dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+		got, err := dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: ReleaseFieldManager})
 		a.countWrite("update", "deployments", err)
 		if apierrors.IsConflict(err) && i < conflictRetries {
 			continue

@@ -38,6 +38,13 @@ func applyRelease(t *testing.T, spec string) string {
 	if err != nil {
 		t.Fatalf("starter release apply: %v\n%s", err, out)
 	}
+	parsed, _ := release.Parse([]byte(spec))
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := temporalCLIErr("workflow", "show", "--workflow-id", release.WorkflowID(parsed.Name))
+			t.Logf("history of %s:\n%s", release.WorkflowID(parsed.Name), out)
+		}
+	})
 	return out
 }
 
