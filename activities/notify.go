@@ -17,7 +17,9 @@ import (
 type Notification struct {
 	Deployment string `json:"deployment"`
 	Namespace  string `json:"namespace"`
-	Revision   int64  `json:"revision,omitempty"`
+	// Cluster is the Deployment's cluster (the worker's --cluster); empty for a single one.
+	Cluster  string `json:"cluster,omitempty"`
+	Revision int64  `json:"revision,omitempty"`
 	// Event is one of k8s.NotifyEvents; Reason the Kubernetes event's reason
 	// (RolloutAborted, AnalysisFailed, ...), Message its message.
 	Event   string `json:"event"`
@@ -98,6 +100,9 @@ func SlackText(n Notification) string {
 	var b strings.Builder
 	esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
 	fmt.Fprintf(&b, "*%s/%s*", n.Namespace, n.Deployment)
+	if n.Cluster != "" {
+		fmt.Fprintf(&b, " in cluster %s", n.Cluster)
+	}
 	if n.Revision > 0 {
 		fmt.Fprintf(&b, " revision %d", n.Revision)
 	}

@@ -248,6 +248,7 @@ func TestNotify(t *testing.T) {
 		name    string
 		format  string
 		status  int
+		cluster string
 		want    string
 		wantErr string
 	}{
@@ -255,6 +256,10 @@ func TestNotify(t *testing.T) {
 			want: `{"deployment":"web","namespace":"default","revision":3,"event":"aborted","reason":"RolloutAborted","message":"Rollout of revision 3 aborted: error rate \u003e 5% \u0026 \u003cclimbing\u003e","step":2,"steps":4,"link":"http://localhost:8233/namespaces/default/workflows/deployment%2Fdefault%2Fweb","time":"2024-01-01T00:00:00Z"}`},
 		{name: "slack", format: k8s.NotifyFormatSlack, status: http.StatusNoContent,
 			want: `{"text":"*default/web* revision 3: aborted (step 2 of 4): Rollout of revision 3 aborted: error rate \u0026gt; 5% \u0026amp; \u0026lt;climbing\u0026gt; \u003chttp://localhost:8233/namespaces/default/workflows/deployment%2Fdefault%2Fweb|Temporal UI\u003e"}`},
+		{name: "slack, a named cluster's", format: k8s.NotifyFormatSlack, status: http.StatusOK, cluster: "eu",
+			want: `{"text":"*default/web* in cluster eu revision 3: aborted (step 2 of 4): Rollout of revision 3 aborted: error rate \u0026gt; 5% \u0026amp; \u0026lt;climbing\u0026gt; \u003chttp://localhost:8233/namespaces/default/workflows/deployment%2Fdefault%2Fweb|Temporal UI\u003e"}`},
+		{name: "json, a named cluster's", format: k8s.NotifyFormatJSON, status: http.StatusOK, cluster: "eu",
+			want: `{"deployment":"web","namespace":"default","cluster":"eu","revision":3,"event":"aborted","reason":"RolloutAborted","message":"Rollout of revision 3 aborted: error rate \u003e 5% \u0026 \u003cclimbing\u003e","step":2,"steps":4,"link":"http://localhost:8233/namespaces/default/workflows/deployment%2Fdefault%2Fweb","time":"2024-01-01T00:00:00Z"}`},
 		{name: "5xx is retried", format: k8s.NotifyFormatJSON, status: http.StatusBadGateway, wantErr: "HTTP 502"},
 		{name: "4xx is not", format: k8s.NotifyFormatJSON, status: http.StatusNotFound, wantErr: ErrWebhookRejected},
 	}
@@ -263,7 +268,9 @@ func TestNotify(t *testing.T) {
 			mu.Lock()
 			bodies, status = nil, tt.status
 			mu.Unlock()
-			err := (&Activities{}).Notify(context.Background(), NotifyInput{URL: srv.URL, Format: tt.format, Notification: n})
+			give := n
+			give.Cluster = tt.cluster
+			err := (&Activities{}).Notify(context.Background(), NotifyInput{URL: srv.URL, Format: tt.format, Notification: give})
 			switch {
 			case tt.wantErr == ErrWebhookRejected:
 				if !IsKind(err, ErrWebhookRejected) {

@@ -32,11 +32,10 @@ import (
 // progress deadline with auto-rollback; docs/canary.md).
 const RolloutAbortedReason = "RolloutAborted"
 
-// ReleaseFieldManager writes a release's template changes and restores. It is not the
-// worker's own field manager: the watcher skips spec changes written only by that one (the
-// Deployment workflow's own writes, which it syncs itself), and a release's change must reach
-// the Deployment's workflow as a user's `kubectl set image` does.
-const ReleaseFieldManager = fieldManager + "-release"
+// ReleaseFieldManager is the field manager of the release activities' writes to a Deployment.
+// It is not kube.FieldManager: the watcher takes a new generation written by that one alone for
+// the Deployment's workflow's own write, and would not wake the workflow for the change.
+const ReleaseFieldManager = "temporal-rollout-release"
 
 // awaitDonePoll is how often AwaitRolloutDone reads the Deployment.
 const awaitDonePoll = time.Second

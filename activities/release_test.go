@@ -17,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/kube"
 )
 
 // bumpGeneration makes the fake clientset raise a Deployment's generation on a spec change, as
@@ -460,5 +461,27 @@ func TestAwaitRolloutDoneWaits(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("AwaitRolloutDone did not return within 5s of its cancellation")
+	}
+}
+
+// TestReleaseWritesAreNotTheWorkflows: the release activities write as ReleaseFieldManager, not
+// as the Deployment's workflow (kube.FieldManager), whose own writes the watcher does not
+// signal: a release's change must wake the Deployment's workflow.
+func TestReleaseWritesAreNotTheWorkflows(t *testing.T) {
+	f := newFixture(t, testDeployment())
+	if _, err := f.a.ApplyTemplateChange(context.Background(), ApplyInput{Namespace: testNS, Name: "web", Images: map[string]string{"app": "nginx:2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.a.RestoreTemplate(context.Background(), RestoreInput{Namespace: testNS, Name: "web", Template: podTemplate("nginx:1", "")}); err != nil {
+		t.Fatal(err)
+	}
+	updates := f.actionsOf("update", "deployments")
+	if len(updates) != 2 {
+		t.Fatalf("%d updates, want 2", len(updates))
+	}
+	for _, u := range updates {
+		if got := u.(k8stesting.UpdateActionImpl).UpdateOptions.FieldManager; got != ReleaseFieldManager || got == kube.FieldManager {
+			t.Errorf("field manager %q, want %q", got, ReleaseFieldManager)
+		}
 	}
 }

@@ -42,6 +42,7 @@ func TestTwoClusters(t *testing.T) {
 	createNamespaceIn(t, b, ns)
 	const name = "web"
 	idA, idB := workflows.WorkflowIDIn("", ns, name), workflows.WorkflowIDIn("b", ns, name)
+	recordHistoriesOf(t, idB)
 
 	for _, c := range []*testCluster{a, b} {
 		if _, err := c.kube.AppsV1().Deployments(ns).Create(ctx, newDeployment(ns, name, 4, "app:v1", rolling("1", "0")), metav1.CreateOptions{}); err != nil {
@@ -144,6 +145,15 @@ func TestTwoClusters(t *testing.T) {
 		t.Fatalf("start cluster b's kube-apiserver: %v", err)
 	}
 	t.Logf("cluster b's kube-apiserver was down %s", since(down))
+	// A real cluster's kube-controller-manager runs with leader election: cut off from its
+	// API server past --leader-elect-renew-deadline (10s) it exits, and its kubelet starts it
+	// again. The stack's runs without (--leader-elect=false), so the test restarts it, as the
+	// kubelet would. Left running, its ReplicaSet controller was seen to stall for minutes
+	// after the API server came back (ReplicaSet status counts stuck, "read version ... is not
+	// as new as written version"), with every pod Ready.
+	if err := b.k.RestartControllerManager(float32(env.qps), env.burst); err != nil {
+		t.Fatalf("restart cluster b's kube-controller-manager: %v", err)
+	}
 	if exited, err := env.stack.Proc(b.worker).Exited(); exited {
 		t.Fatalf("cluster b's worker exited while its API server was down: %v\n%s", err, env.stack.Proc(b.worker).Tail(3000))
 	}

@@ -22,7 +22,8 @@ import (
 // TestSearchAttributesMissing: on a Temporal dev server without our search attributes, the
 // worker and `starter watch` with --search-attributes exit non-zero within 10s, their last
 // line naming each missing attribute and the command that creates it. With the four that
-// docker-compose.yml used to register, they name RolloutWaitingFor alone; with all of
+// docker-compose.yml used to register, they name the later ones (RolloutWaitingFor,
+// RolloutCluster) alone; with all of
 // workflows.SearchAttributes registered, they start.
 func TestSearchAttributesMissing(t *testing.T) {
 	ns := newNamespace(t)

@@ -380,13 +380,15 @@ func TestStepsAnalysis(t *testing.T) {
 
 // recordHistories, with E2E_RECORD_HISTORIES=<dir>, writes every run of the Deployment's
 // workflow as `temporal workflow show -o json` would, for the replay test's testdata.
-func recordHistories(t *testing.T, ns, name string) {
+func recordHistories(t *testing.T, ns, name string) { recordHistoriesOf(t, workflowID(ns, name)) }
+
+// recordHistoriesOf is recordHistories of the workflow with that ID.
+func recordHistoriesOf(t *testing.T, id string) {
 	dir := os.Getenv("E2E_RECORD_HISTORIES")
 	if dir == "" {
 		return
 	}
 	t.Cleanup(func() {
-		id := workflowID(ns, name)
 		resp, err := env.tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", id)})
 		if err != nil {
 			t.Errorf("list runs of %s: %v", id, err)

@@ -138,6 +138,8 @@ func TestUsageErrors(t *testing.T) {
 			want: "starter: probe needs exactly one URL argument, got 0", wantUsage: "starter probe URL"},
 		{name: "bad setting", give: []string{"status", "--log-level", "loud", "shop/web"},
 			want: `starter: invalid configuration: log-level must be debug, info, warn or error, got "loud"`},
+		{name: "bad cluster", give: []string{"pause", "--cluster", "eu/west", "shop/web"},
+			want: `starter: invalid configuration: cluster: invalid cluster name "eu/west"`},
 		{name: "codec-server without key file", give: []string{"codec-server", "--codec-key-file", "/nonexistent/keys"},
 			want: "starter: invalid configuration: codec-key-file: read codec key file"},
 	}

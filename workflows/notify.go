@@ -109,7 +109,7 @@ func (r *rollout) notify(ctx workflow.Context, event, reason, msg string) {
 		return
 	}
 	n := activities.Notification{
-		Deployment: r.in.Name, Namespace: r.in.Namespace, Revision: r.status.TargetRevision,
+		Deployment: r.in.Name, Namespace: r.in.Namespace, Cluster: r.in.Cluster, Revision: r.status.TargetRevision,
 		Event: event, Reason: reason, Message: msg, Link: r.workflowLink(ctx), Time: workflow.Now(ctx).UTC(),
 	}
 	if s := r.steps; s != nil {

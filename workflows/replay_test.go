@@ -28,6 +28,9 @@ import (
 // auto-rollback on it (TestManagedMode, TestManagedModeFaults), Gateway API traffic routing
 // with weights, a header route, promote and abort (TestTrafficRouting), and a web analysis that
 // passes and one that fails and aborts, with webhook notifications (TestWebAnalysisNotify).
+// Since: the runs of a named cluster's Deployment (input with "cluster":"b"), across a stepped
+// rollout's pause with the worker SIGKILLed and with the cluster's kube-apiserver stopped
+// (TestTwoClusters, deployment-b-*).
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {

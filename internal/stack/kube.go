@@ -141,6 +141,17 @@ func (k *KubeCluster) RestartAPIServer(ctx context.Context) error {
 	return k.StartAPIServer(ctx)
 }
 
+// RestartControllerManager stops the cluster's kube-controller-manager and starts it again at
+// another client budget (its controllers resync from fresh informers, as after any restart).
+func (k *KubeCluster) RestartControllerManager(qps float32, burst int) error {
+	k.s.StopProcess(k.key("kube-controller-manager"))
+	if _, err := k.startProc("kube-controller-manager", ToolPath(k.s.Opts.Tools, "kube-controller-manager"), k.kcmArgs(qps, burst)...); err != nil {
+		return err
+	}
+	k.progress("kube-controller-manager restarted at QPS %g / burst %d", qps, burst)
+	return nil
+}
+
 // Stop stops the cluster's processes in reverse start order; its Dir stays (the logs).
 func (k *KubeCluster) Stop() {
 	for i := len(k.started) - 1; i >= 0; i-- {

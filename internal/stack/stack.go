@@ -374,12 +374,10 @@ func (k *KubeCluster) kcmArgs(qps float32, burst int) []string {
 // RestartControllerManager stops kube-controller-manager and starts it again at another client
 // budget (its controllers resync from fresh informers, as after any restart).
 func (s *Stack) RestartControllerManager(qps float32, burst int) error {
-	s.StopProcess("kube-controller-manager")
-	if _, err := s.start("kube-controller-manager", ToolPath(s.Opts.Tools, "kube-controller-manager"), s.kube.kcmArgs(qps, burst)...); err != nil {
-		return err
+	if s.kube == nil {
+		return errors.New("kube-controller-manager was not started by this stack")
 	}
-	s.progress("kube-controller-manager restarted at QPS %g / burst %d", qps, burst)
-	return nil
+	return s.kube.RestartControllerManager(qps, burst)
 }
 
 // waitKube waits for Ready nodes and the default service account (the controller manager runs).
