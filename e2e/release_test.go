@@ -241,8 +241,8 @@ func TestReleaseFailureRollsBack(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	label := "release-e2e-" + ns[len(ns)-4:]
-	setNodeLabel(t, label, "yes")
-	t.Cleanup(func() { setNodeLabel(t, label, "") })
+	setNodeLabel(t, env.kube, label, "yes")
+	t.Cleanup(func() { setNodeLabel(t, env.kube, label, "") })
 
 	create(t, newDeployment(ns, "web-a", 3, "nginx:1.25", rolling("1", "0"), progressDeadline(10)))
 	create(t, newDeployment(ns, "web-b", 3, "nginx:1.25", rolling("1", "0"), progressDeadline(10), func(d *appsv1.Deployment) {
@@ -255,7 +255,7 @@ func TestReleaseFailureRollsBack(t *testing.T) {
 		before[n] = replicaSetsOf(t, env.kube, d)
 		current[n] = currentReplicaSet(t, env.kube, d).Name
 	}
-	setNodeLabel(t, label, "")
+	setNodeLabel(t, env.kube, label, "")
 
 	name := "fail-" + ns[len(ns)-4:]
 	applyRelease(t, fmt.Sprintf(`
@@ -324,10 +324,10 @@ waves:
 	}
 }
 
-// setNodeLabel sets (or, with v empty, removes) a label on every node.
-func setNodeLabel(t *testing.T, key, v string) {
+// setNodeLabel sets (or, with v empty, removes) a label on every node of a cluster.
+func setNodeLabel(t *testing.T, kc kubernetes.Interface, key, v string) {
 	t.Helper()
-	nodes, err := env.kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	nodes, err := kc.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("list nodes: %v", err)
 	}
@@ -337,7 +337,7 @@ func setNodeLabel(t *testing.T, key, v string) {
 	}
 	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, key, value))
 	for _, n := range nodes.Items {
-		if _, err := env.kube.CoreV1().Nodes().Patch(context.Background(), n.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if _, err := kc.CoreV1().Nodes().Patch(context.Background(), n.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatalf("label node %s: %v", n.Name, err)
 		}
 	}
@@ -564,5 +564,159 @@ freeze: [{cron: "%d %d * * *", duration: %s, timeZone: UTC, reason: "change wind
 	}
 	if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.27" {
 		t.Errorf("image %s, want nginx:1.27", img)
+	}
+}
+
+// TestReleaseTwoClusters: one release across the suite's cluster ("") and cluster "b". Wave 1
+// is web-a (cluster "") and web-b (cluster b, a stepped rollout: 50%, then a 20s pause), wave 2
+// web-c (cluster b, the same steps). Mid wave 1, at web-b's 50%, b's worker is SIGKILLed and
+// started again; mid wave 2, at web-c's 50%, b's kube-apiserver is stopped for 12s. The release
+// still succeeds, in order. A second release then fails in wave 2 (web-c's new pods cannot be
+// placed: its nodeSelector label is gone from b's nodes; progress deadline 10s) and rolls back
+// web-c, web-b and web-a, across both clusters, to their exact ReplicaSets.
+func TestReleaseTwoClusters(t *testing.T) {
+	if env.builtin {
+		t.Skip("needs our worker")
+	}
+	ctx := context.Background()
+	b := startCluster(t, "b")
+	a := &testCluster{name: "", kube: env.kube}
+	ns := newNamespace(t)
+	createNamespaceIn(t, b, ns)
+	label := "release-e2e-" + ns[len(ns)-4:]
+	setNodeLabel(t, b.kube, label, "yes")
+	t.Cleanup(func() { setNodeLabel(t, b.kube, label, "") })
+	steps := func(d *appsv1.Deployment) {
+		d.Annotations = mergeMap(d.Annotations, k8s.StepsAnnotation, `[{"setWeight":50},{"pause":{"duration":"20s"}}]`)
+	}
+	onlyLabelled := func(d *appsv1.Deployment) { d.Spec.Template.Spec.NodeSelector = map[string]string{label: "yes"} }
+	for _, c := range []struct {
+		cluster *testCluster
+		d       *appsv1.Deployment
+	}{
+		{a, newDeployment(ns, "web-a", 4, "nginx:1.25", rolling("1", "0"))},
+		{b, newDeployment(ns, "web-b", 4, "nginx:1.25", rolling("1", "0"), steps)},
+		{b, newDeployment(ns, "web-c", 4, "nginx:1.25", rolling("1", "0"), steps, onlyLabelled)},
+	} {
+		if _, err := c.cluster.kube.AppsV1().Deployments(ns).Create(ctx, c.d, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("cluster %q: create %s: %v", c.cluster.name, c.d.Name, err)
+		}
+	}
+	completeIn(t, a, ns, "web-a")
+	completeIn(t, b, ns, "web-b")
+	completeIn(t, b, ns, "web-c")
+
+	spec := func(name, image string) string {
+		return fmt.Sprintf(`
+name: %s
+change: {images: {app: %q}}
+targets:
+  - {name: a, namespace: %s, names: [web-a]}
+  - {name: b, cluster: b, namespace: %s, names: [web-b]}
+  - {name: c, cluster: b, namespace: %s, names: [web-c]}
+waves:
+  - {name: one, targets: [a, b], maxConcurrent: 2}
+  - {name: two, targets: [c]}
+clusterTimeout: 5m
+`, name, image, ns, ns, ns)
+	}
+
+	// Release 1, with b's worker killed mid wave 1 and b's API server down mid wave 2.
+	name := "two-" + ns[len(ns)-4:]
+	applyRelease(t, spec(name, "nginx:1.26"))
+	waitWeight(t, b, ns, "web-b", "nginx:1.26", "nginx:1.25")
+	killClusterWorker(t, b)
+	time.Sleep(3 * time.Second)
+	if st, err := queryRelease(name); err != nil || st.Wave != 1 || st.Targets[1].State != release.TargetUpdating {
+		t.Errorf("with b's worker dead: %+v %v, want wave 1 with web-b updating", st, err)
+	}
+	startClusterWorker(t, b)
+	waitWeight(t, b, ns, "web-c", "nginx:1.26", "nginx:1.25")
+	b.k.StopAPIServer()
+	down := time.Now()
+	time.Sleep(12 * time.Second)
+	if st, err := queryRelease(name); err != nil || st.Wave != 2 || st.Targets[2].State != release.TargetUpdating {
+		t.Errorf("with b's API server down: %+v %v, want wave 2 with web-c updating", st, err)
+	}
+	if err := b.k.StartAPIServer(ctx); err != nil {
+		t.Fatalf("start cluster b's kube-apiserver: %v", err)
+	}
+	t.Logf("cluster b's kube-apiserver was down %s", time.Since(down).Round(time.Second))
+	// As TestTwoClusters: a real kube-controller-manager cut off past its leader election's
+	// renew deadline restarts; the stack's runs without leader election.
+	if err := b.k.RestartControllerManager(float32(env.qps), env.burst); err != nil {
+		t.Fatalf("restart cluster b's kube-controller-manager: %v", err)
+	}
+	if r := releaseResult(t, name); r.Phase != release.PhaseSucceeded {
+		t.Fatalf("release 1: %+v, want Succeeded", r)
+	}
+	dA, dB, dC := completeIn(t, a, ns, "web-a"), completeIn(t, b, ns, "web-b"), completeIn(t, b, ns, "web-c")
+	wantReplicaSets(t, a, dA, map[string]int32{"nginx:1.26": 4, "nginx:1.25": 0})
+	wantReplicaSets(t, b, dB, map[string]int32{"nginx:1.26": 4, "nginx:1.25": 0})
+	wantReplicaSets(t, b, dC, map[string]int32{"nginx:1.26": 4, "nginx:1.25": 0})
+	// Wave 2 started after wave 1 completed: web-c's new ReplicaSet after web-b's 20s pause.
+	if gap := currentReplicaSet(t, b.kube, dC).CreationTimestamp.Sub(currentReplicaSet(t, b.kube, dB).CreationTimestamp.Time); gap < 20*time.Second {
+		t.Errorf("web-c's new ReplicaSet %s after web-b's, want after web-b's 20s pause", gap)
+	}
+	for _, d := range []*appsv1.Deployment{dA, dB, dC} {
+		if d.Annotations[release.AnnotationRelease] != name {
+			t.Errorf("%s: annotation %s = %q", d.Name, release.AnnotationRelease, d.Annotations[release.AnnotationRelease])
+		}
+	}
+
+	// Release 2 fails in wave 2 and rolls back both waves in both clusters.
+	updateIn(t, b, ns, "web-c", func(d *appsv1.Deployment) { s := int32(10); d.Spec.ProgressDeadlineSeconds = &s })
+	completeIn(t, b, ns, "web-c")
+	setNodeLabel(t, b.kube, label, "")
+	type rsBefore struct {
+		current string
+		all     map[string]rsState
+	}
+	before := map[string]rsBefore{}
+	for _, c := range []struct {
+		cluster *testCluster
+		name    string
+	}{{a, "web-a"}, {b, "web-b"}, {b, "web-c"}} {
+		d := getIn(t, c.cluster, ns, c.name)
+		before[c.name] = rsBefore{current: currentReplicaSet(t, c.cluster.kube, d).Name, all: replicaSetsOf(t, c.cluster.kube, d)}
+	}
+	name2 := "two-fail-" + ns[len(ns)-4:]
+	applyRelease(t, spec(name2, "nginx:1.27"))
+	r := releaseResult(t, name2)
+	if r.Phase != release.PhaseRolledBack || !strings.Contains(r.Reason, "wave two: b:"+ns+"/web-c: rollout failed") {
+		t.Fatalf("release 2: %+v, want RolledBack for web-c", r)
+	}
+	for _, c := range []struct {
+		cluster *testCluster
+		name    string
+	}{{a, "web-a"}, {b, "web-b"}, {b, "web-c"}} {
+		d := completeIn(t, c.cluster, ns, c.name)
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.26" {
+			t.Errorf("cluster %q %s: image %s, want nginx:1.26 back", c.cluster.name, c.name, img)
+		}
+		cur := currentReplicaSet(t, c.cluster.kube, d)
+		old := before[c.name].all[before[c.name].current]
+		if cur.Name != before[c.name].current || cur.UID != old.UID || cur.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != old.Hash || *cur.Spec.Replicas != 4 {
+			t.Errorf("cluster %q %s: current replicaset %s (%s) at %d, want %s (%s) at 4", c.cluster.name, c.name, cur.Name, cur.UID, *cur.Spec.Replicas, before[c.name].current, old.UID)
+		}
+		for rsName, s := range replicaSetsOf(t, c.cluster.kube, d) {
+			if rsName != cur.Name && s.Replicas != 0 {
+				t.Errorf("cluster %q %s: replicaset %s at %d, want 0", c.cluster.name, c.name, rsName, s.Replicas)
+			}
+		}
+		if !strings.HasPrefix(d.Annotations[release.AnnotationRolledBack], name2+": wave two") {
+			t.Errorf("cluster %q %s: %s = %q", c.cluster.name, c.name, release.AnnotationRolledBack, d.Annotations[release.AnnotationRolledBack])
+		}
+	}
+	st, err := queryRelease(name2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tg := range st.Targets {
+		got = append(got, fmt.Sprintf("%s:%s %s", tg.Cluster, tg.Name, tg.State))
+	}
+	if want := ":web-a RolledBack, b:web-b RolledBack, b:web-c RolledBack"; strings.Join(got, ", ") != want {
+		t.Errorf("targets %v, want %s", got, want)
 	}
 }
