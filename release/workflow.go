@@ -599,11 +599,11 @@ func (r *run) upsertMemo(ctx workflow.Context) {
 		"targets":    strings.Join(parts, ", "),
 		"failure":    st.FailureReason,
 	}
-	b, _ := json.Marshal(memo)
-	if string(b) == r.memo {
+	key := strings.Join([]string{st.Phase, memo["wave"].(string), st.WaitingFor, st.Message, memo["targets"].(string), st.FailureReason}, "\x00")
+	if key == r.memo {
 		return
 	}
-	r.memo = string(b)
+	r.memo = key
 	if err := workflow.UpsertMemo(ctx, memo); err != nil {
 		workflow.GetLogger(ctx).Warn("Upsert memo", "error", err)
 	}

@@ -33,7 +33,6 @@ type fakeFleet struct {
 	failRollout map[string]string
 	start       time.Time
 	frozen      []FleetFreeze // FleetFreezeState answers these in turn, then "not frozen"
-	thawAfter   time.Duration
 	measures    []activities.Measurement
 	// queues records the task queue each activity ran on, by activity name.
 	queues map[string]map[string]bool
