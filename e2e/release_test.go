@@ -40,6 +40,8 @@ func applyRelease(t *testing.T, spec string) string {
 		t.Fatalf("starter release apply: %v\n%s", err, out)
 	}
 	parsed, _ := release.Parse([]byte(spec))
+	// With E2E_RECORD_HISTORIES, for release/replay_test.go.
+	recordHistoriesOf(t, release.WorkflowID(parsed.Name))
 	t.Cleanup(func() {
 		if t.Failed() {
 			out, _ := temporalCLIErr("workflow", "show", "--workflow-id", release.WorkflowID(parsed.Name))
@@ -479,6 +481,7 @@ func TestReleaseInvalidFile(t *testing.T) {
 		t.Errorf("describe %s after a rejected apply: %v, want NotFound", release.WorkflowID(name), err)
 	}
 	// The plain Temporal CLI starts it anyway: the workflow fails at once, naming them.
+	recordHistoriesOf(t, release.WorkflowID(name))
 	temporalCLI(t, "workflow", "start", "--task-queue", release.TaskQueue, "--type", release.WorkflowType,
 		"--workflow-id", release.WorkflowID(name), "--input", bad)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -547,6 +550,13 @@ waves: [{name: one, targets: [web]}]
 	}
 	if out, err := starterCmd(t, "thaw"); err == nil || !strings.Contains(out, "the fleet is not frozen") {
 		t.Errorf("a second thaw: %v\n%s", err, out)
+	}
+	// freeze/fleet runs on (visibility lists no history length for it): recorded as it is now.
+	if dir := os.Getenv("E2E_RECORD_HISTORIES"); dir != "" {
+		out := temporalCLI(t, "workflow", "show", "--workflow-id", release.FleetFreezeID, "-o", "json")
+		if err := os.WriteFile(filepath.Join(dir, "freeze-fleet-"+ns[len(ns)-4:]+".json"), []byte(out), 0o644); err != nil {
+			t.Error(err)
+		}
 	}
 	if r := releaseResult(t, name); r.Phase != release.PhaseSucceeded {
 		t.Fatalf("result %+v", r)
