@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -233,6 +234,15 @@ waves:
 	}
 	if st.Phase != release.PhaseSucceeded || st.Waves[0].State != release.WaveDone || st.Waves[1].State != release.WaveDone || st.Waves[0].BakeUntil == nil {
 		t.Errorf("status %+v", st)
+	}
+	out, err = starterCmd(t, "release", "status", name)
+	if err != nil {
+		t.Fatalf("starter release status: %v\n%s", err, out)
+	}
+	for _, want := range []string{`Phase:\s+Succeeded\n`, `Wave:\s+2 of 2\n`, `\n1 canary\s+Done\s`, `\n` + ns + `/web-c\s+rest\s+Done\s+1\s`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("starter release status does not match %q:\n%s", want, out)
+		}
 	}
 	// The search attribute and the memo.
 	eventually(t, 30*time.Second, func() string {

@@ -478,6 +478,11 @@ func (r *run) finish(ctx workflow.Context) (Result, error) {
 	}
 	if r.spec.onFailure() == OnFailureHalt {
 		r.setPhase(ctx, PhaseHalted, "", "halted (onFailure: halt): "+reason)
+		for i, p := range r.st.Points {
+			if p.Changed {
+				r.event(ctx, i, corev1.EventTypeWarning, "ReleaseHalted", fmt.Sprintf("Release %s halted (onFailure: halt), this Deployment keeps its change: %s", r.spec.Name, reason))
+			}
+		}
 		return Result{Phase: PhaseHalted, Reason: reason}, nil
 	}
 	changed := false

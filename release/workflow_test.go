@@ -410,6 +410,9 @@ func TestOnFailureHalt(t *testing.T) {
 	if got := f.lines("apply eu/shop/c"); len(got) != 0 {
 		t.Errorf("c was changed after b failed: %v", got)
 	}
+	equalSet(t, "halt events", f.lines("event a ReleaseHalted", "event b ReleaseHalted", "event c ReleaseHalted"), []string{
+		"10m0s event a ReleaseHalted", "10m0s event b ReleaseHalted",
+	})
 	st := query(t, env)
 	if st.Targets[1].State != TargetFailed || st.Targets[2].State != TargetPending || st.Phase != PhaseHalted {
 		t.Errorf("status %+v", st)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/temporal-rollout/rollout/release"
 )
 
 func TestReleaseApplyValidates(t *testing.T) {
@@ -85,5 +87,38 @@ func TestParseUntil(t *testing.T) {
 		if (err != nil) != tt.wantErr || (!tt.wantErr && !got.Equal(tt.want)) {
 			t.Errorf("parseUntil(%q) = %v, %v; want %v (error %v)", tt.give, got, err, tt.want, tt.wantErr)
 		}
+	}
+}
+
+func TestWriteReleaseStatus(t *testing.T) {
+	bake := time.Date(2026, 11, 26, 12, 10, 0, 0, time.UTC)
+	st := release.Status{Name: "web-1-27", Phase: release.PhaseBaking, Wave: 1, WaitingFor: release.WaitingForBake, Message: "wave 1 (canary): baking",
+		Waves: []release.WaveStatus{
+			{Name: "canary", State: release.WaveBaking, ApprovalsNeeded: 2, Approvals: []release.ApprovalAt{{Approver: "alice"}, {Approver: "bob"}}, BakeUntil: &bake},
+			{Name: "rest", State: release.WavePending},
+		},
+		Targets: []release.TargetStatus{
+			{Namespace: "shop", Name: "web", Wave: "canary", State: release.TargetDone, RevisionBefore: 3},
+			{Cluster: "eu", Namespace: "shop", Name: "web", Wave: "rest", State: release.TargetPending},
+		}}
+	var b strings.Builder
+	if err := writeReleaseStatus(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	want := "Release:      web-1-27\n" +
+		"Phase:        Baking\n" +
+		"Wave:         1 of 2\n" +
+		"Waiting for:  Bake\n" +
+		"Message:      wave 1 (canary): baking\n" +
+		"\n" +
+		"WAVE      STATE    APPROVALS      BAKE UNTIL            ANALYSIS\n" +
+		"1 canary  Baking   2/2 alice,bob  2026-11-26T12:10:00Z  -\n" +
+		"2 rest    Pending  -              -                     -\n" +
+		"\n" +
+		"TARGET       WAVE    STATE    REVISION BEFORE  REASON\n" +
+		"shop/web     canary  Done     3                \n" +
+		"eu:shop/web  rest    Pending  0                \n"
+	if got := b.String(); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
