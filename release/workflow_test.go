@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -96,6 +97,10 @@ func (f *fakeFleet) key(ctx context.Context, ns, name string) string {
 func (f *fakeFleet) readTargets(ctx context.Context, in activities.ReadTargetsInput) (activities.ReadTargetsResult, error) {
 	var res activities.ReadTargetsResult
 	prefix := f.key(ctx, in.Namespace, "")
+	if strings.HasPrefix(prefix, "nowhere/") {
+		// No worker serves this cluster: the activity is never answered.
+		return res, errors.New("no worker")
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, n := range in.Names {
@@ -705,5 +710,29 @@ func TestAlreadyChangedIsNotRolledBack(t *testing.T) {
 	st := query(t, env)
 	if b := st.Targets[1]; b.State != TargetDone || b.Reason != "already had the change" {
 		t.Errorf("b: %+v, want Done, already had the change", b)
+	}
+}
+
+// TestUnknownClusterFails: a cluster whose activities are never answered fails the release
+// within clusterTimeout (retries stop once the next one would start past it), before any
+// change.
+func TestUnknownClusterFails(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) {
+		s.Targets[1].Cluster = "nowhere"
+		s.ClusterTimeout = k8s.Duration(2 * time.Minute)
+	})
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a")
+	start := env.Now()
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	r := result(t, env)
+	if r.Phase != PhaseFailed || !strings.HasPrefix(r.Reason, "read target group two in cluster nowhere: ") {
+		t.Fatalf("result = %+v, want Failed reading group two", r)
+	}
+	if took := env.Now().Sub(start); took < time.Minute || took > 2*time.Minute {
+		t.Errorf("failed after %s, want within the 2m clusterTimeout, after a minute of retries", took)
+	}
+	if got := f.lines("apply"); len(got) != 0 {
+		t.Errorf("changes %v, want none", got)
 	}
 }
