@@ -763,3 +763,64 @@ clusterTimeout: 5m
 		t.Errorf("targets %v, want %s", got, want)
 	}
 }
+
+// TestReleasePauseSkipBakeAbort, with `starter release`: resume is rejected while not
+// paused; pause during wave 1's bake, then skip-bake ends the bake and the pause holds wave 2;
+// abort rolls web-a back to its exact ReplicaSet and leaves web-b (wave 2) untouched; the
+// reason is on the release and on web-a.
+func TestReleasePauseSkipBakeAbort(t *testing.T) {
+	if env.builtin {
+		t.Skip("needs our worker")
+	}
+	ns := newNamespace(t)
+	create(t, newDeployment(ns, "web-a", 2, "nginx:1.25", rolling("1", "0")))
+	create(t, newDeployment(ns, "web-b", 2, "nginx:1.25", rolling("1", "0")))
+	dA := waitComplete(t, ns, "web-a")
+	waitComplete(t, ns, "web-b")
+	beforeA := currentReplicaSet(t, env.kube, dA)
+	name := "abort-" + ns[len(ns)-4:]
+	applyRelease(t, fmt.Sprintf(`
+name: %s
+change: {images: {app: "nginx:1.26"}}
+targets:
+  - {name: a, namespace: %s, names: [web-a]}
+  - {name: b, namespace: %s, names: [web-b]}
+waves:
+  - {name: one, targets: [a], bake: 10m}
+  - {name: two, targets: [b]}
+`, name, ns, ns))
+	waitRelease(t, name, waitingFor(release.WaitingForBake))
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := starterCmd(t, append([]string{"release"}, args...)...)
+		if err != nil {
+			t.Fatalf("starter release %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	if out, err := starterCmd(t, "release", "resume", name); err == nil || !strings.Contains(out, "the release is not paused") {
+		t.Errorf("resume while not paused: %v\n%s", err, out)
+	}
+	run("pause", name, "--reason", "e2e hold")
+	run("skip-bake", name)
+	st := waitRelease(t, name, waitingFor(release.WaitingForResume))
+	if !st.Paused || st.PauseReason != "e2e hold" || st.Wave != 2 {
+		t.Errorf("after skip-bake while paused: %+v, want wave 2 held by the pause", st)
+	}
+	out := run("abort", name, "--reason", "e2e abort")
+	var got release.Status
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &got); err != nil || got.FailureReason != "aborted: e2e abort" {
+		t.Errorf("abort printed %s (%v)", out, err)
+	}
+	if r := releaseResult(t, name); r.Phase != release.PhaseRolledBack || r.Reason != "aborted: e2e abort" {
+		t.Fatalf("result %+v", r)
+	}
+	dA = waitComplete(t, ns, "web-a")
+	if cur := currentReplicaSet(t, env.kube, dA); cur.Name != beforeA.Name || cur.UID != beforeA.UID || *cur.Spec.Replicas != 2 {
+		t.Errorf("web-a's current replicaset %s (%s) at %d, want %s (%s) at 2", cur.Name, cur.UID, *cur.Spec.Replicas, beforeA.Name, beforeA.UID)
+	}
+	if d := getDeployment(t, ns, "web-b"); d.Generation != 1 || d.Annotations[release.AnnotationRelease] != "" {
+		t.Errorf("web-b changed: generation %d, annotations %v", d.Generation, d.Annotations)
+	}
+	waitEvent(t, ns, "web-a", "ReleaseRolledBack: Release "+name+" rolled back to revision 1's template: aborted: e2e abort")
+}
