@@ -31,9 +31,11 @@ import (
 //     within clusterTimeout): stop, and unless onFailure is halt restore every changed target
 //     (RestoreTemplate), the last wave first.
 //
-// History: each Deployment costs about 10 events on the way (apply, event, wait) and as many
-// on a rollback, so 1,000 targets stay near 20,000 events, under Temporal's 51,200 limit. The
-// run continues as new between waves once Temporal suggests it, handing over its State.
+// History: each Deployment costs about 20 events on the way (apply, event, wait, the workflow
+// tasks and memo updates between) and about as many on a rollback (measured on the real
+// stack, docs/releases.md), so 1,000 targets stay near 40,000 events, under Temporal's 51,200
+// limit. The run continues as new between waves once Temporal suggests it, handing over its
+// State.
 
 var saRelease = temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrRelease)
 
