@@ -39,6 +39,12 @@ import (
 
 var saRelease = temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrRelease)
 
+// continueAfterEvents: past this many events the run continues as new before its next wave
+// (or when Temporal suggests it first), so a run holds at most this plus one wave and, on a
+// failure, the rollback of what was changed: 5,000 + 20,000 + 20,000 for 1,000 Deployments in
+// one wave, under Temporal's 51,200.
+const continueAfterEvents = 5000
+
 // State is what a run hands the next by Continue-As-New.
 type State struct {
 	Status Status `json:"status"`
@@ -112,7 +118,7 @@ func ReleaseWorkflow(ctx workflow.Context, spec Spec) (Result, error) {
 			return r.finish(ctx)
 		}
 		r.st.Current++
-		if r.st.Current < len(spec.Waves) && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+		if info := workflow.GetInfo(ctx); r.st.Current < len(spec.Waves) && (info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > continueAfterEvents) {
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return Result{}, err
 			}
