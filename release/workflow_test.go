@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -735,4 +737,29 @@ func TestUnknownClusterFails(t *testing.T) {
 	if got := f.lines("apply"); len(got) != 0 {
 		t.Errorf("changes %v, want none", got)
 	}
+}
+
+// TestContinuesAsNewBetweenWaves: past 5,000 events the run continues as new after wave 1,
+// handing its state over (wave 1 done, a's restore point); the next run, given that input,
+// runs wave 2 only.
+func TestContinuesAsNewBetweenWaves(t *testing.T) {
+	spec := twoWaves(t, nil)
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	env.SetCurrentHistoryLength(continueAfterEvents + 1)
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	err := env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		t.Fatalf("error = %v, want continue-as-new", err)
+	}
+	var next Spec
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Resume == nil || next.Resume.Current != 1 || next.Resume.Runs != 1 || !next.Resume.Points[0].Changed ||
+		next.Resume.Points[0].Before.Spec.Containers[0].Image != "nginx:1.26" || next.Resume.Status.Waves[0].State != WaveDone {
+		t.Fatalf("handed over %+v", next.Resume)
+	}
+	equalLines(t, "first run", f.lines("apply"), []string{"0s apply /shop/a nginx:1.27"})
 }
