@@ -152,7 +152,8 @@ func budget(s string) (qps, burst int, err error) {
 }
 
 func startWorker(extra ...string) error {
-	args := append(commonArgs(), extra...)
+	// --releases: the suite's worker also runs the release workflows (e2e/release_test.go).
+	args := append(append(commonArgs(), "--releases"), extra...)
 	if env.prom != nil {
 		args = append(args, "--prometheus-address", env.prom.address)
 	}

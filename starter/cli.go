@@ -124,12 +124,14 @@ ROLLOUT_TEMPORAL_ADDRESS) or a key of the --config file, in that order of preced
 	root.AddGroup(
 		&cobra.Group{ID: "rollout", Title: "Commands on one Deployment (NAMESPACE/NAME):"},
 		&cobra.Group{ID: "run", Title: "Long-running processes:"},
+		&cobra.Group{ID: "release", Title: "Releases and the fleet freeze (docs/releases.md):"},
 	)
 	root.AddCommand(
 		newWatchCmd(), newCodecServerCmd(),
 		newSyncCmd(), newSignalCmd("pause", workflows.SignalPause), newSignalCmd("resume", workflows.SignalResume),
 		newRollbackCmd(), newPromoteCmd(), newAbortCmd(), newStatusCmd(),
 		newProbeCmd(), newVersionCmd(),
+		newReleaseCmd(), newFreezeCmd(), newThawCmd(),
 	)
 	return root
 }

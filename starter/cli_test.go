@@ -17,7 +17,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-var commandNames = []string{"watch", "sync", "pause", "resume", "rollback", "promote", "abort", "status", "codec-server", "probe", "version", "completion", "help"}
+var commandNames = []string{"watch", "sync", "pause", "resume", "rollback", "promote", "abort", "status", "codec-server", "probe", "version", "release", "freeze", "thaw", "completion", "help"}
 
 func TestHelp(t *testing.T) {
 	tests := []struct {

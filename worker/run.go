@@ -219,8 +219,15 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker on task queue %s: %w", cfg.TaskQueue, err)
 	}
+	if cfg.Releases {
+		stopReleases, err := startReleases(tc)
+		if err != nil {
+			return err
+		}
+		defer func() { stopper.Step("stop the releases worker"); stopReleases() }()
+	}
 	ready.Set(obs.TemporalReady(ctx, tc))
-	logger.Info("Worker running", "watch", cfg.Watch)
+	logger.Info("Worker running", "watch", cfg.Watch, "releases", cfg.Releases)
 	watched := make(chan struct{})
 	if wat != nil {
 		go func() { defer close(watched); wat.Run(ctx) }()

@@ -60,6 +60,9 @@ const (
 	// Promote, Timer, Analysis, Weight, ReplicaSet, or empty. `temporal workflow list --query 'RolloutWaitingFor="Promote"'`
 	// lists every Deployment waiting for promotion.
 	SearchAttrWaitingFor = "RolloutWaitingFor"
+	// SearchAttrRelease (Keyword) is set by the release workflow (package release) on its own
+	// run: `temporal workflow list --query 'ReleaseName="web-1-27"'`.
+	SearchAttrRelease = "ReleaseName"
 )
 
 // SearchAttribute is one custom search attribute: its name and its type (String() spells it
@@ -82,6 +85,7 @@ func SearchAttributes() []SearchAttribute {
 		{SearchAttrOutcome, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
 		{SearchAttrWaitingFor, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
 		{SearchAttrCluster, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
+		{SearchAttrRelease, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
 	}
 }
 

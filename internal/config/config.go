@@ -87,6 +87,9 @@ type Config struct {
 	// Watch: the worker runs the watcher too, on its own informer cache and Temporal client,
 	// and starts new Deployments' workflows eagerly (worker).
 	Watch bool `mapstructure:"watch"`
+	// Releases: the worker also runs the release and fleet freeze workflows (package release)
+	// on the "releases" task queue (worker).
+	Releases bool `mapstructure:"releases"`
 	// StartupTimeout bounds each start-up wait: for the API server, for Temporal and for the
 	// informer caches' first lists (worker and watcher).
 	StartupTimeout time.Duration `mapstructure:"startup-timeout"`
@@ -202,6 +205,7 @@ func WorkerFlags(fs *pflag.FlagSet) {
 	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
 	fs.String("ui-url", "", "worker: the Temporal UI's address (http://localhost:8233), which rollout notifications (the temporal-rollout.io/notify annotation) link to as <ui-url>/namespaces/<namespace>/workflows/<workflow-id>; empty: no link")
 	fs.Bool("watch", false, "worker: run the watcher in this process too, on the worker's informer cache, so a created Deployment's workflow starts eagerly (its first workflow task comes back in the start's answer, to this worker, with no trip through matching); `starter watch` is then not needed")
+	fs.Bool("releases", false, "worker: also run the release and fleet freeze workflows, on the \"releases\" task queue (docs/releases.md)")
 }
 
 // MaxLocalWait bounds --local-wait: a user's pause, promote or status query waits for a local

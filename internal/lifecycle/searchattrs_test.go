@@ -71,7 +71,7 @@ func TestCheckSearchAttributes(t *testing.T) {
 			name: "none registered",
 			give: &fakeOperator{},
 			wantErr: []string{
-				"needs K8sNamespace (Keyword), K8sDeployment (Keyword), K8sRevision (Int), RolloutOutcome (Keyword), RolloutWaitingFor (Keyword), RolloutCluster (Keyword) registered",
+				"needs K8sNamespace (Keyword), K8sDeployment (Keyword), K8sRevision (Int), RolloutOutcome (Keyword), RolloutWaitingFor (Keyword), RolloutCluster (Keyword), ReleaseName (Keyword) registered",
 				"--name K8sNamespace --type Keyword && ",
 				"temporal operator search-attribute create --namespace team-a --name K8sRevision --type Int",
 			},

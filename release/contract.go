@@ -1,0 +1,167 @@
+package release
+
+import (
+	"time"
+)
+
+// The release's user-facing contract: task queue, workflow IDs, update and query names,
+// payloads, and the status the query returns. docs/releases.md refers to it.
+const (
+	// TaskQueue is where release and freeze workflows run: a worker started with --releases
+	// polls it.
+	TaskQueue = "releases"
+	// WorkflowType is the registered name of the release workflow.
+	WorkflowType = "ReleaseWorkflow"
+
+	// QueryStatus returns a Status.
+	QueryStatus = "status"
+	// UpdateApprove approves the wave waiting for approval: {"approver":"alice"} or
+	// {"approver":"alice","wave":"canary"} (a wave's name or its 1-based number, checked
+	// against the waiting one). A wave needs approval.approvers distinct approvers. Rejected
+	// when no wave waits for approval, or the approver already approved it.
+	UpdateApprove = "approve"
+	// UpdatePause holds the release before its next Deployment and its next wave
+	// ({"reason":"..."} optional); rollouts under way finish. Rejected when already paused.
+	UpdatePause = "pause"
+	// UpdateResume ends a pause (and an inconclusive analysis' hold). Rejected when not
+	// paused.
+	UpdateResume = "resume"
+	// UpdateAbort fails the release: {"reason":"..."} (required). Rollouts under way stop
+	// being waited for and, with onFailure rollback, every changed target is rolled back.
+	UpdateAbort = "abort"
+	// UpdateSkipBake ends the current bake at once. Rejected when no wave is baking.
+	UpdateSkipBake = "skipBake"
+
+	// AnnotationRelease, on each Deployment the release changed, names the release.
+	AnnotationRelease = "temporal-rollout.io/release"
+	// AnnotationRolledBack, on each Deployment a release rolled back, says which and why.
+	AnnotationRolledBack = "temporal-rollout.io/release-rolled-back"
+
+	// ErrInvalid is the failure type of a release whose spec does not validate.
+	ErrInvalid = "InvalidRelease"
+)
+
+// WorkflowID is "release/<name>".
+func WorkflowID(name string) string { return "release/" + name }
+
+// ApproveRequest is the approve update's payload.
+type ApproveRequest struct {
+	Approver string `json:"approver"`
+	// Wave, when set, must name the wave waiting for approval (its name or 1-based number).
+	Wave string `json:"wave,omitempty"`
+}
+
+// ReasonRequest is the payload of pause and abort.
+type ReasonRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// Phases of a release (Status.Phase).
+const (
+	PhaseResolving   = "Resolving"
+	PhaseWaiting     = "Waiting"
+	PhaseRolling     = "Rolling"
+	PhaseAnalyzing   = "Analyzing"
+	PhaseBaking      = "Baking"
+	PhaseSucceeded   = "Succeeded"
+	PhaseRollingBack = "RollingBack"
+	// PhaseRolledBack: the release failed and every target it changed is back.
+	PhaseRolledBack = "RolledBack"
+	// PhaseHalted: the release failed with onFailure halt, or a rollback left targets behind.
+	PhaseHalted = "Halted"
+	// PhaseFailed: the release failed before it changed anything (a target that cannot be
+	// read, an abort before the first change).
+	PhaseFailed = "Failed"
+)
+
+// What a release waits for (Status.WaitingFor).
+const (
+	WaitingForApproval    = "Approval"
+	WaitingForFreeze      = "Freeze"
+	WaitingForFleetFreeze = "FleetFreeze"
+	WaitingForResume      = "Resume"
+	WaitingForRollouts    = "Rollouts"
+	WaitingForAnalysis    = "Analysis"
+	WaitingForBake        = "Bake"
+)
+
+// States of a target (TargetStatus.State).
+const (
+	TargetPending        = "Pending"
+	TargetUpdating       = "Updating"
+	TargetDone           = "Done"
+	TargetFailed         = "Failed"
+	TargetRollingBack    = "RollingBack"
+	TargetRolledBack     = "RolledBack"
+	TargetRollbackFailed = "RollbackFailed"
+)
+
+// States of a wave (WaveStatus.State).
+const (
+	WavePending    = "Pending"
+	WaveWaiting    = "Waiting"
+	WaveRolling    = "Rolling"
+	WaveAnalyzing  = "Analyzing"
+	WaveBaking     = "Baking"
+	WaveDone       = "Done"
+	WaveFailed     = "Failed"
+	WaveRolledBack = "RolledBack"
+)
+
+// Status is the answer to the status query, and the state a run hands over by Continue-As-New
+// (State). Targets are listed in wave order.
+type Status struct {
+	Name  string `json:"name"`
+	Phase string `json:"phase"`
+	// Wave is the 1-based number of the wave under way or waited at (0 before the first).
+	Wave       int    `json:"wave"`
+	WaitingFor string `json:"waitingFor,omitempty"`
+	Message    string `json:"message,omitempty"`
+	// Paused, PauseReason: a pause update (or an inconclusive analysis) holds the release.
+	Paused      bool   `json:"paused,omitempty"`
+	PauseReason string `json:"pauseReason,omitempty"`
+	// FailureReason says why the release failed (an abort, a failed rollout or analysis, a
+	// cluster that did not answer).
+	FailureReason string `json:"failureReason,omitempty"`
+	// FrozenUntil and FreezeReason: the freeze the release waits for.
+	FrozenUntil  *time.Time     `json:"frozenUntil,omitempty"`
+	FreezeReason string         `json:"freezeReason,omitempty"`
+	Waves        []WaveStatus   `json:"waves"`
+	Targets      []TargetStatus `json:"targets"`
+}
+
+// WaveStatus is one wave's progress.
+type WaveStatus struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	// ApprovalsNeeded distinct approvers; Approvals so far.
+	ApprovalsNeeded int          `json:"approvalsNeeded,omitempty"`
+	Approvals       []ApprovalAt `json:"approvals,omitempty"`
+	BakeUntil       *time.Time   `json:"bakeUntil,omitempty"`
+	// Analysis is the verdict of the wave's analysis and its measurements' summary.
+	Analysis string `json:"analysis,omitempty"`
+}
+
+// ApprovalAt is one approval.
+type ApprovalAt struct {
+	Approver string    `json:"approver"`
+	At       time.Time `json:"at"`
+}
+
+// TargetStatus is one Deployment's state in the release.
+type TargetStatus struct {
+	Cluster   string `json:"cluster,omitempty"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Wave      string `json:"wave"`
+	State     string `json:"state"`
+	// RevisionBefore is the Deployment's revision before the release changed it.
+	RevisionBefore int64  `json:"revisionBefore,omitempty"`
+	Reason         string `json:"reason,omitempty"`
+}
+
+// Result is how a release ends.
+type Result struct {
+	Phase  string `json:"phase"`
+	Reason string `json:"reason,omitempty"`
+}

@@ -1,0 +1,805 @@
+package release
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/workflows"
+)
+
+// The release workflow, release/<name>, on the "releases" task queue:
+//
+//  1. validate the spec (a bad one fails the run at once, naming every problem);
+//  2. read the targets (ReadTargets per group, on the group's cluster), before any change;
+//  3. per wave, in order: wait for its approvals, for any freeze (the release's windows, the
+//     fleet freeze) and for a pause to end; change its Deployments (ApplyTemplateChange, at
+//     most maxConcurrent at once, each followed by AwaitRolloutDone); measure its analysis;
+//     bake;
+//  4. on a failure (an abort, a failed rollout or analysis, a cluster that did not answer
+//     within clusterTimeout): stop, and unless onFailure is halt restore every changed target
+//     (RestoreTemplate), the last wave first.
+//
+// History: each Deployment costs about 20 events on the way (apply, event, wait, the workflow
+// tasks and memo updates between) and about as many on a rollback (measured on the real
+// stack, docs/releases.md), so 1,000 targets stay near 40,000 events, under Temporal's 51,200
+// limit. The run continues as new between waves once Temporal suggests it, handing over its
+// State.
+
+var saRelease = temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrRelease)
+
+// continueAfterEvents: past this many events the run continues as new before its next wave
+// (or when Temporal suggests it first), so a run holds at most this plus one wave and, on a
+// failure, the rollback of what was changed: 5,000 + 20,000 + 20,000 for 1,000 Deployments in
+// one wave, under Temporal's 51,200.
+const continueAfterEvents = 5000
+
+// State is what a run hands the next by Continue-As-New.
+type State struct {
+	Status Status `json:"status"`
+	// Current is the 0-based index of the wave under way or waited at.
+	Current  int  `json:"current"`
+	Resolved bool `json:"resolved,omitempty"`
+	// Points are the targets' restore points, in the order of Status.Targets.
+	Points []restorePoint `json:"points,omitempty"`
+	Runs   int            `json:"runs,omitempty"`
+}
+
+// restorePoint is what a target was before the release changed it.
+type restorePoint struct {
+	UID types.UID `json:"uid,omitempty"`
+	// ReadHash is the pod-template-hash when the release read the targets.
+	ReadHash string                  `json:"readHash,omitempty"`
+	Changed  bool                    `json:"changed,omitempty"`
+	Hash     string                  `json:"hash,omitempty"`
+	Before   *corev1.PodTemplateSpec `json:"before,omitempty"`
+}
+
+type run struct {
+	spec     Spec
+	st       *State
+	skipBake bool
+	// cancelWave stops the waits of the wave under way (abort, failure).
+	cancelWave workflow.CancelFunc
+	memo       string
+}
+
+// ReleaseWorkflow runs one release. Start it with `starter release apply -f FILE` or:
+//
+//	temporal workflow start --task-queue releases --type ReleaseWorkflow \
+//	  --workflow-id release/web-1-27 --input-file release.json
+func ReleaseWorkflow(ctx workflow.Context, spec Spec) (Result, error) {
+	resume := spec.Resume
+	spec.Resume = nil
+	if err := spec.Validate(); err != nil {
+		return Result{}, temporal.NewNonRetryableApplicationError("invalid release: "+strings.ReplaceAll(err.Error(), "\n", "; "), ErrInvalid, nil)
+	}
+	if id := workflow.GetInfo(ctx).WorkflowExecution.ID; id != WorkflowID(spec.Name) {
+		return Result{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("workflow ID %q: a release named %q runs as %q", id, spec.Name, WorkflowID(spec.Name)), ErrInvalid, nil)
+	}
+	r := &run{spec: spec, st: resume}
+	if r.st == nil {
+		r.st = &State{Status: Status{Name: spec.Name, Phase: PhaseResolving}}
+		for _, w := range spec.Waves {
+			r.st.Status.Waves = append(r.st.Status.Waves, WaveStatus{Name: w.Name, State: WavePending, ApprovalsNeeded: w.approvers()})
+		}
+		if err := workflow.UpsertTypedSearchAttributes(ctx, saRelease.ValueSet(spec.Name)); err != nil {
+			return Result{}, fmt.Errorf("upsert search attribute %s: %w", workflows.SearchAttrRelease, err)
+		}
+	}
+	if err := r.register(ctx); err != nil {
+		return Result{}, err
+	}
+	r.upsertMemo(ctx)
+
+	if !r.st.Resolved {
+		if err := r.resolve(ctx); err != nil {
+			r.failWith(err.Error())
+			return r.finish(ctx)
+		}
+		r.st.Resolved = true
+	}
+	for r.st.Current < len(spec.Waves) {
+		if !r.gate(ctx) {
+			return r.finish(ctx)
+		}
+		if !r.runWave(ctx) {
+			return r.finish(ctx)
+		}
+		r.st.Current++
+		if info := workflow.GetInfo(ctx); r.st.Current < len(spec.Waves) && (info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > continueAfterEvents) {
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return Result{}, err
+			}
+			r.st.Runs++
+			next := spec
+			next.Resume = r.st
+			return Result{}, workflow.NewContinueAsNewError(ctx, WorkflowType, next)
+		}
+	}
+	r.setPhase(ctx, PhaseSucceeded, "", fmt.Sprintf("all %d waves done", len(spec.Waves)))
+	return Result{Phase: PhaseSucceeded}, nil
+}
+
+// resolve reads each target group's Deployments, in wave order, and fails on a duplicate.
+func (r *run) resolve(ctx workflow.Context) error {
+	st := &r.st.Status
+	seen := map[string]bool{}
+	for _, w := range r.spec.Waves {
+		for _, gname := range w.Targets {
+			g := r.spec.group(gname)
+			var res activities.ReadTargetsResult
+			err := workflow.ExecuteActivity(r.clusterOptions(ctx, g.Cluster), a.ReadTargets, activities.ReadTargetsInput{
+				Namespace: g.Namespace, Names: g.Names, Selector: g.Selector,
+			}).Get(ctx, &res)
+			if err != nil {
+				return fmt.Errorf("read target group %s%s: %s", gname, clusterSuffix(g.Cluster), errMessage(err))
+			}
+			if len(res.Missing) > 0 {
+				return fmt.Errorf("read target group %s%s: no deployment %s in namespace %s", gname, clusterSuffix(g.Cluster), strings.Join(res.Missing, ", "), g.Namespace)
+			}
+			if len(res.Targets) == 0 {
+				return fmt.Errorf("target group %s%s: selector %q matches no Deployment in namespace %s", gname, clusterSuffix(g.Cluster), g.Selector, g.Namespace)
+			}
+			sort.Slice(res.Targets, func(i, j int) bool { return res.Targets[i].Name < res.Targets[j].Name })
+			for _, t := range res.Targets {
+				key := g.Cluster + "/" + g.Namespace + "/" + t.Name
+				if seen[key] {
+					return fmt.Errorf("target group %s: deployment %s is also in an earlier group; a Deployment is in one wave", gname, targetString(g.Cluster, g.Namespace, t.Name))
+				}
+				seen[key] = true
+				st.Targets = append(st.Targets, TargetStatus{Cluster: g.Cluster, Namespace: g.Namespace, Name: t.Name, Wave: w.Name, State: TargetPending})
+				r.st.Points = append(r.st.Points, restorePoint{UID: t.UID, ReadHash: t.TemplateHash})
+			}
+		}
+	}
+	if len(st.Targets) > MaxTargets {
+		return fmt.Errorf("the targets are %d Deployments; at most %d", len(st.Targets), MaxTargets)
+	}
+	return nil
+}
+
+func clusterSuffix(cluster string) string {
+	if cluster == "" {
+		return ""
+	}
+	return " in cluster " + cluster
+}
+
+// failed: the release failed (or was aborted).
+func (r *run) failed() bool { return r.st.Status.FailureReason != "" }
+
+// failWith records the first failure and stops the wave under way.
+func (r *run) failWith(reason string) {
+	if r.failed() {
+		return
+	}
+	r.st.Status.FailureReason = reason
+	if r.cancelWave != nil {
+		r.cancelWave()
+	}
+}
+
+// gate waits, before the current wave, for its approvals, for the end of any freeze, and for
+// a pause to end; false when the release failed meanwhile.
+func (r *run) gate(ctx workflow.Context) bool {
+	wi := r.st.Current
+	ws := &r.st.Status.Waves[wi]
+	for !r.failed() {
+		if len(ws.Approvals) < ws.ApprovalsNeeded {
+			ws.State = WaveWaiting
+			r.setPhase(ctx, PhaseWaiting, WaitingForApproval, fmt.Sprintf("wave %d (%s) waits for approval: %d of %d", wi+1, ws.Name, len(ws.Approvals), ws.ApprovalsNeeded))
+			n := len(ws.Approvals)
+			_ = workflow.Await(ctx, func() bool { return len(ws.Approvals) != n || r.failed() })
+			continue
+		}
+		if until, reason, frozen := Frozen(r.spec.Freeze, workflow.Now(ctx)); frozen {
+			ws.State = WaveWaiting
+			r.st.Status.FrozenUntil, r.st.Status.FreezeReason = &until, reason
+			r.setPhase(ctx, PhaseWaiting, WaitingForFreeze, fmt.Sprintf("wave %d (%s) waits for the freeze window to end at %s: %s", wi+1, ws.Name, until.UTC().Format(time.RFC3339), reason))
+			_, _ = workflow.AwaitWithTimeout(ctx, until.Sub(workflow.Now(ctx)), r.failed)
+			r.st.Status.FrozenUntil, r.st.Status.FreezeReason = nil, ""
+			continue
+		}
+		if held, err := r.awaitFleetThaw(ctx); err != nil {
+			r.failWith("fleet freeze: " + errMessage(err))
+			continue
+		} else if held {
+			continue
+		}
+		if r.st.Status.Paused {
+			ws.State = WaveWaiting
+			r.setPhase(ctx, PhaseWaiting, WaitingForResume, fmt.Sprintf("wave %d (%s) waits for resume (paused: %s)", wi+1, ws.Name, r.st.Status.PauseReason))
+			_ = workflow.Await(ctx, func() bool { return !r.st.Status.Paused || r.failed() })
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// awaitFleetThaw checks the fleet freeze and, while it holds, waits for its end (AwaitThaw
+// heartbeats; an abort cancels it). true when it waited.
+func (r *run) awaitFleetThaw(ctx workflow.Context) (bool, error) {
+	var fa *Activities
+	var f FleetFreeze
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, freezeCheckOptions), fa.FleetFreezeState).Get(ctx, &f); err != nil {
+		return false, err
+	}
+	if !f.Frozen {
+		return false, nil
+	}
+	wi := r.st.Current
+	ws := &r.st.Status.Waves[wi]
+	ws.State = WaveWaiting
+	until := f.Until
+	r.st.Status.FrozenUntil, r.st.Status.FreezeReason = &until, f.Reason
+	r.setPhase(ctx, PhaseWaiting, WaitingForFleetFreeze, fmt.Sprintf("wave %d (%s) waits for the fleet freeze to end (until %s): %s", wi+1, ws.Name, until.UTC().Format(time.RFC3339), f.Reason))
+	actx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(actx, thawOptions), fa.AwaitThaw)
+	_ = workflow.Await(ctx, func() bool { return fut.IsReady() || r.failed() })
+	cancel()
+	r.st.Status.FrozenUntil, r.st.Status.FreezeReason = nil, ""
+	if !r.failed() {
+		if err := fut.Get(ctx, nil); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// runWave changes the current wave's targets, measures its analysis and bakes; false when
+// the release failed.
+func (r *run) runWave(ctx workflow.Context) bool {
+	wi := r.st.Current
+	w := &r.spec.Waves[wi]
+	ws := &r.st.Status.Waves[wi]
+	ws.State = WaveRolling
+	r.setPhase(ctx, PhaseRolling, WaitingForRollouts, fmt.Sprintf("wave %d (%s): rolling out", wi+1, ws.Name))
+
+	wctx, cancel := workflow.WithCancel(ctx)
+	r.cancelWave = cancel
+	defer func() { cancel(); r.cancelWave = nil }()
+	var items []int
+	for i, t := range r.st.Status.Targets {
+		if t.Wave == w.Name && t.State != TargetDone {
+			items = append(items, i)
+		}
+	}
+	hold := func() bool { return r.st.Status.Paused }
+	r.each(ctx, wctx, w.maxConcurrent(), items, hold, r.failed, r.rollTarget)
+	if r.failed() {
+		ws.State = WaveFailed
+		return false
+	}
+
+	if w.Analysis != nil {
+		ws.State = WaveAnalyzing
+		r.setPhase(ctx, PhaseAnalyzing, WaitingForAnalysis, fmt.Sprintf("wave %d (%s): %s", wi+1, ws.Name, w.Analysis.String()))
+		if !r.analyze(ctx, wi) {
+			ws.State = WaveFailed
+			return false
+		}
+	}
+	if bake := time.Duration(w.Bake); bake > 0 {
+		ws.State = WaveBaking
+		until := workflow.Now(ctx).Add(bake)
+		ws.BakeUntil = &until
+		r.skipBake = false
+		r.setPhase(ctx, PhaseBaking, WaitingForBake, fmt.Sprintf("wave %d (%s): baking until %s", wi+1, ws.Name, until.UTC().Format(time.RFC3339)))
+		_, _ = workflow.AwaitWithTimeout(ctx, bake, func() bool { return r.skipBake || r.failed() })
+		if r.failed() {
+			ws.State = WaveFailed
+			return false
+		}
+		if r.skipBake {
+			now := workflow.Now(ctx)
+			ws.BakeUntil = &now
+		}
+	}
+	ws.State = WaveDone
+	r.upsertMemo(ctx)
+	return true
+}
+
+// each runs fn on items, at most n at once, in order, starting none while hold() or halt();
+// it returns once every started one ended and no more will start (all started, or halt()).
+// Goroutines run on gctx, which the caller may cancel.
+func (r *run) each(ctx, gctx workflow.Context, n int, items []int, hold, halt func() bool, fn func(workflow.Context, int)) {
+	running, next := 0, 0
+	for {
+		for running < n && next < len(items) && !hold() && !halt() {
+			i := items[next]
+			next++
+			running++
+			workflow.Go(gctx, func(c workflow.Context) {
+				defer func() { running-- }()
+				fn(c, i)
+			})
+		}
+		if running == 0 && (next == len(items) || halt()) {
+			return
+		}
+		cur, held, halted := running, hold(), halt()
+		_ = workflow.Await(ctx, func() bool { return running < cur || hold() != held || halt() != halted })
+	}
+}
+
+// rollTarget changes one Deployment and waits for its rollout.
+func (r *run) rollTarget(ctx workflow.Context, i int) {
+	t := &r.st.Status.Targets[i]
+	p := &r.st.Points[i]
+	t.State = TargetUpdating
+	// The write's outcome must be known even if the release is aborted meanwhile: a changed
+	// target is rolled back.
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	var res activities.ApplyResult
+	err := workflow.ExecuteActivity(r.clusterOptions(dctx, t.Cluster), a.ApplyTemplateChange, activities.ApplyInput{
+		Namespace: t.Namespace, Name: t.Name, Images: r.spec.Change.Images, Patch: r.spec.Change.Patch,
+		Annotations: map[string]string{
+			AnnotationRelease:         r.spec.Name,
+			k8s.ChangeCauseAnnotation: fmt.Sprintf("release %s, wave %s", r.spec.Name, t.Wave),
+		},
+		ExpectUID: p.UID,
+	}).Get(dctx, &res)
+	if err != nil {
+		t.State, t.Reason = TargetFailed, "change: "+errMessage(err)
+		r.failWith(fmt.Sprintf("wave %s: %s: %s", t.Wave, targetString(t.Cluster, t.Namespace, t.Name), t.Reason))
+		return
+	}
+	if p.ReadHash != "" && p.ReadHash == res.TemplateHash {
+		// It had the change before the release read it: nothing to roll out or roll back.
+		t.State, t.Reason = TargetDone, "already had the change"
+		r.upsertMemo(ctx)
+		return
+	}
+	p.Changed, p.Before, p.Hash = true, &res.Template, res.TemplateHash
+	t.RevisionBefore = res.Revision
+	r.event(dctx, i, corev1.EventTypeNormal, "ReleaseChanged", fmt.Sprintf("Release %s (wave %s) changed the pod template: %s", r.spec.Name, t.Wave, r.changeString()))
+
+	var done activities.AwaitDoneResult
+	err = workflow.ExecuteActivity(r.awaitOptions(ctx, t.Cluster), a.AwaitRolloutDone, activities.AwaitDoneInput{
+		Namespace: t.Namespace, Name: t.Name, Generation: res.Generation, TemplateHash: res.TemplateHash,
+	}).Get(ctx, &done)
+	switch {
+	case ctx.Err() != nil:
+		// The release failed elsewhere: this rollout is no longer waited for.
+		t.Reason = "not waited for: the release failed"
+		return
+	case err != nil:
+		t.State, t.Reason = TargetFailed, "rollout: "+errMessage(err)
+	case done.Failed || !done.Complete:
+		t.State, t.Reason = TargetFailed, "rollout failed: "+done.Reason
+	default:
+		t.State, t.Reason = TargetDone, ""
+		r.upsertMemo(ctx)
+		return
+	}
+	r.event(dctx, i, corev1.EventTypeWarning, "ReleaseFailed", fmt.Sprintf("Release %s (wave %s) failed here: %s", r.spec.Name, t.Wave, t.Reason))
+	r.failWith(fmt.Sprintf("wave %s: %s: %s", t.Wave, targetString(t.Cluster, t.Namespace, t.Name), t.Reason))
+}
+
+func (r *run) changeString() string {
+	if len(r.spec.Change.Images) == 0 {
+		return "patch " + string(r.spec.Change.Patch)
+	}
+	var parts []string
+	for _, c := range sortedKeys(r.spec.Change.Images) {
+		parts = append(parts, c+"="+r.spec.Change.Images[c])
+	}
+	return "images " + strings.Join(parts, ", ")
+}
+
+// analyze measures the wave's analysis on the cluster of its first target. true when it
+// passed; a failed analysis fails the release; an inconclusive one pauses it (resume goes on,
+// abort fails it).
+func (r *run) analyze(ctx workflow.Context, wi int) bool {
+	spec, _ := k8s.CheckAnalysis(*r.spec.Waves[wi].Analysis)
+	ws := &r.st.Status.Waves[wi]
+	var first *TargetStatus
+	for i := range r.st.Status.Targets {
+		if r.st.Status.Targets[i].Wave == ws.Name {
+			first = &r.st.Status.Targets[i]
+			break
+		}
+	}
+	mctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              taskQueueFor(first.Cluster),
+		StartToCloseTimeout:    45 * time.Second,
+		ScheduleToCloseTimeout: 5 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 15 * time.Second,
+			NonRetryableErrorTypes: []string{activities.ErrNoPrometheus},
+		},
+	})
+	taken, failures := 0, 0
+	verdict, msg := "", ""
+	for taken < spec.Count && verdict == "" {
+		if taken > 0 {
+			if _, _ = workflow.AwaitWithTimeout(ctx, time.Duration(spec.Interval), r.failed); r.failed() {
+				return false
+			}
+		}
+		var m activities.Measurement
+		err := workflow.ExecuteActivity(mctx, a.MeasureAnalysis, activities.MeasureInput{
+			Deployment: activities.DeploymentRef{Namespace: first.Namespace, Name: first.Name},
+			Step:       wi + 1, Measurement: taken + 1, Query: spec.Query, Min: spec.Min, Max: spec.Max, Web: spec.Web,
+		}).Get(ctx, &m)
+		if r.failed() {
+			return false
+		}
+		if err != nil {
+			verdict, msg = "Inconclusive", fmt.Sprintf("measurement %d could not be taken: %s", taken+1, errMessage(err))
+			break
+		}
+		taken++
+		switch m.Verdict {
+		case activities.VerdictFailed:
+			failures++
+		case activities.VerdictNoData:
+			if spec.OnNoData != k8s.OnNoDataFail {
+				verdict, msg = "Inconclusive", m.Message+" (onNoData: pause)"
+				continue
+			}
+			failures++
+		}
+		if failures > spec.FailureLimit {
+			verdict, msg = "Failed", fmt.Sprintf("%d of %d measurements failed (failureLimit %d); last: %s", failures, taken, spec.FailureLimit, m.Message)
+		}
+	}
+	if verdict == "" {
+		verdict, msg = "Successful", fmt.Sprintf("%d measurements, %d failed (failureLimit %d)", taken, failures, spec.FailureLimit)
+	}
+	ws.Analysis = verdict + ": " + msg
+	switch verdict {
+	case "Successful":
+		return true
+	case "Failed":
+		r.failWith(fmt.Sprintf("wave %s: analysis failed: %s", ws.Name, msg))
+		return false
+	}
+	r.st.Status.Paused, r.st.Status.PauseReason = true, "analysis inconclusive: "+msg
+	r.setPhase(ctx, PhaseWaiting, WaitingForResume, fmt.Sprintf("wave %d (%s): analysis inconclusive, paused until resumed or aborted: %s", wi+1, ws.Name, msg))
+	_ = workflow.Await(ctx, func() bool { return !r.st.Status.Paused || r.failed() })
+	return !r.failed()
+}
+
+// finish ends a failed release: with onFailure halt it stops; otherwise it restores every
+// target the release changed, the last wave first.
+func (r *run) finish(ctx workflow.Context) (Result, error) {
+	st := &r.st.Status
+	reason := st.FailureReason
+	if r.st.Current < len(st.Waves) && st.Waves[r.st.Current].State != WavePending {
+		st.Waves[r.st.Current].State = WaveFailed
+	}
+	if r.spec.onFailure() == OnFailureHalt {
+		r.setPhase(ctx, PhaseHalted, "", "halted (onFailure: halt): "+reason)
+		for i, p := range r.st.Points {
+			if p.Changed {
+				r.event(ctx, i, corev1.EventTypeWarning, "ReleaseHalted", fmt.Sprintf("Release %s halted (onFailure: halt), this Deployment keeps its change: %s", r.spec.Name, reason))
+			}
+		}
+		return Result{Phase: PhaseHalted, Reason: reason}, nil
+	}
+	changed := false
+	for _, p := range r.st.Points {
+		changed = changed || p.Changed
+	}
+	if !changed {
+		r.setPhase(ctx, PhaseFailed, "", "failed before any change: "+reason)
+		return Result{Phase: PhaseFailed, Reason: reason}, nil
+	}
+	r.setPhase(ctx, PhaseRollingBack, "", "rolling back: "+reason)
+	noHold := func() bool { return false }
+	for wi := min(r.st.Current, len(r.spec.Waves)-1); wi >= 0; wi-- {
+		var items []int
+		for i := len(st.Targets) - 1; i >= 0; i-- {
+			if st.Targets[i].Wave == r.spec.Waves[wi].Name && r.st.Points[i].Changed {
+				items = append(items, i)
+			}
+		}
+		if len(items) == 0 {
+			continue
+		}
+		r.setPhase(ctx, PhaseRollingBack, "", fmt.Sprintf("rolling back wave %d (%s): %s", wi+1, st.Waves[wi].Name, reason))
+		r.each(ctx, ctx, r.spec.Waves[wi].maxConcurrent(), items, noHold, noHold, func(c workflow.Context, i int) { r.rollBack(c, i, reason) })
+		st.Waves[wi].State = WaveRolledBack
+	}
+	var left []string
+	for _, t := range st.Targets {
+		if t.State == TargetRollbackFailed {
+			left = append(left, targetString(t.Cluster, t.Namespace, t.Name))
+		}
+	}
+	if len(left) > 0 {
+		msg := fmt.Sprintf("%s; the rollback of %s failed", reason, strings.Join(left, ", "))
+		r.setPhase(ctx, PhaseHalted, "", msg)
+		return Result{Phase: PhaseHalted, Reason: msg}, nil
+	}
+	r.setPhase(ctx, PhaseRolledBack, "", "rolled back: "+reason)
+	return Result{Phase: PhaseRolledBack, Reason: reason}, nil
+}
+
+// rollBack restores one target's template from before the release and waits for its rollout.
+func (r *run) rollBack(ctx workflow.Context, i int, reason string) {
+	t := &r.st.Status.Targets[i]
+	p := &r.st.Points[i]
+	t.State = TargetRollingBack
+	var res activities.RestoreResult
+	err := workflow.ExecuteActivity(r.clusterOptions(ctx, t.Cluster), a.RestoreTemplate, activities.RestoreInput{
+		Namespace: t.Namespace, Name: t.Name, Template: *p.Before, ExpectUID: p.UID,
+		Annotations: map[string]string{AnnotationRolledBack: r.spec.Name + ": " + reason},
+	}).Get(ctx, &res)
+	if err != nil {
+		t.State, t.Reason = TargetRollbackFailed, "restore: "+errMessage(err)
+		return
+	}
+	var done activities.AwaitDoneResult
+	if res.Generation > 0 {
+		err = workflow.ExecuteActivity(r.awaitOptions(ctx, t.Cluster), a.AwaitRolloutDone, activities.AwaitDoneInput{
+			Namespace: t.Namespace, Name: t.Name, Generation: res.Generation, TemplateHash: res.TemplateHash,
+		}).Get(ctx, &done)
+		switch {
+		case err != nil:
+			t.State, t.Reason = TargetRollbackFailed, "rollback's rollout: "+errMessage(err)
+			return
+		case done.Failed || !done.Complete:
+			t.State, t.Reason = TargetRollbackFailed, "rollback's rollout failed: "+done.Reason
+			return
+		}
+	}
+	t.State, t.Reason = TargetRolledBack, reason
+	r.event(ctx, i, corev1.EventTypeWarning, "ReleaseRolledBack", fmt.Sprintf("Release %s rolled back to revision %d's template: %s", r.spec.Name, t.RevisionBefore, reason))
+}
+
+// event records a Kubernetes event on a target Deployment (best effort).
+func (r *run) event(ctx workflow.Context, i int, typ, reason, msg string) {
+	t := r.st.Status.Targets[i]
+	ectx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              taskQueueFor(t.Cluster),
+		StartToCloseTimeout:    30 * time.Second,
+		ScheduleToCloseTimeout: time.Minute,
+	})
+	_ = workflow.ExecuteActivity(ectx, a.RecordEvent, activities.RecordEventInput{
+		Deployment: activities.DeploymentRef{Namespace: t.Namespace, Name: t.Name, UID: r.st.Points[i].UID},
+		Events:     []k8s.Event{{Type: typ, Reason: reason, Message: msg}},
+	}).Get(ctx, nil)
+}
+
+// setPhase sets the phase, what it waits for and the message, and upserts the memo.
+func (r *run) setPhase(ctx workflow.Context, phase, waitingFor, msg string) {
+	st := &r.st.Status
+	st.Phase, st.WaitingFor, st.Message = phase, waitingFor, msg
+	st.Wave = min(r.st.Current+1, len(st.Waves))
+	if phase == PhaseSucceeded {
+		st.Wave = len(st.Waves)
+	}
+	r.upsertMemo(ctx)
+	workflow.GetLogger(ctx).Info("Release", "release", r.spec.Name, "phase", phase, "waitingFor", waitingFor, "message", msg)
+}
+
+// upsertMemo shows the release in the Temporal UI: phase, wave, what it waits for, the
+// targets' counts and the failure, when one of them changed.
+func (r *run) upsertMemo(ctx workflow.Context) {
+	st := &r.st.Status
+	counts := map[string]int{}
+	for _, t := range st.Targets {
+		counts[t.State]++
+	}
+	var parts []string
+	for _, s := range []string{TargetPending, TargetUpdating, TargetDone, TargetFailed, TargetRollingBack, TargetRolledBack, TargetRollbackFailed} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+		}
+	}
+	memo := map[string]any{
+		"phase":      st.Phase,
+		"wave":       fmt.Sprintf("%d/%d", st.Wave, len(st.Waves)),
+		"waitingFor": st.WaitingFor,
+		"message":    st.Message,
+		"targets":    strings.Join(parts, ", "),
+		"failure":    st.FailureReason,
+	}
+	key := strings.Join([]string{st.Phase, memo["wave"].(string), st.WaitingFor, st.Message, memo["targets"].(string), st.FailureReason}, "\x00")
+	if key == r.memo {
+		return
+	}
+	r.memo = key
+	if err := workflow.UpsertMemo(ctx, memo); err != nil {
+		workflow.GetLogger(ctx).Warn("Upsert memo", "error", err)
+	}
+}
+
+// view is the status query's answer: a copy.
+func (r *run) view() Status {
+	s := r.st.Status
+	s.Waves = append([]WaveStatus(nil), s.Waves...)
+	s.Targets = append([]TargetStatus(nil), s.Targets...)
+	return s
+}
+
+func (r *run) over() error {
+	switch p := r.st.Status.Phase; {
+	case p == PhaseSucceeded || p == PhaseRolledBack || p == PhaseHalted || p == PhaseRollingBack || p == PhaseFailed:
+		return fmt.Errorf("the release is %s", p)
+	case r.failed():
+		return fmt.Errorf("the release failed: %s", r.st.Status.FailureReason)
+	}
+	return nil
+}
+
+// register sets the status query and the updates.
+func (r *run) register(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) { return r.view(), nil }); err != nil {
+		return fmt.Errorf("register query %s: %w", QueryStatus, err)
+	}
+	type handler struct {
+		name     string
+		validate func(raw json.RawMessage) error
+		apply    func(ctx workflow.Context, raw json.RawMessage)
+	}
+	for _, h := range []handler{
+		{UpdateApprove, func(raw json.RawMessage) error {
+			var req ApproveRequest
+			if err := parseUpdate(raw, &req); err != nil {
+				return err
+			}
+			return r.canApprove(req)
+		}, func(ctx workflow.Context, raw json.RawMessage) {
+			var req ApproveRequest
+			_ = parseUpdate(raw, &req)
+			ws := &r.st.Status.Waves[r.st.Current]
+			ws.Approvals = append(ws.Approvals, ApprovalAt{Approver: strings.TrimSpace(req.Approver), At: workflow.Now(ctx)})
+			workflow.GetLogger(ctx).Info("Release wave approved", "release", r.spec.Name, "wave", ws.Name, "approver", req.Approver)
+		}},
+		{UpdatePause, func(raw json.RawMessage) error {
+			var req ReasonRequest
+			if err := parseUpdate(raw, &req); err != nil {
+				return err
+			}
+			if err := r.over(); err != nil {
+				return err
+			}
+			if r.st.Status.Paused {
+				return fmt.Errorf("the release is already paused: %s", r.st.Status.PauseReason)
+			}
+			return nil
+		}, func(ctx workflow.Context, raw json.RawMessage) {
+			var req ReasonRequest
+			_ = parseUpdate(raw, &req)
+			if req.Reason == "" {
+				req.Reason = "paused by an update"
+			}
+			r.st.Status.Paused, r.st.Status.PauseReason = true, req.Reason
+		}},
+		{UpdateResume, func(raw json.RawMessage) error {
+			var req struct{}
+			if err := parseUpdate(raw, &req); err != nil {
+				return err
+			}
+			if err := r.over(); err != nil {
+				return err
+			}
+			if !r.st.Status.Paused {
+				return fmt.Errorf("the release is not paused")
+			}
+			return nil
+		}, func(workflow.Context, json.RawMessage) {
+			r.st.Status.Paused, r.st.Status.PauseReason = false, ""
+		}},
+		{UpdateAbort, func(raw json.RawMessage) error {
+			var req ReasonRequest
+			if err := parseUpdate(raw, &req); err != nil {
+				return err
+			}
+			if strings.TrimSpace(req.Reason) == "" {
+				return fmt.Errorf(`abort needs a reason: {"reason":"..."}`)
+			}
+			return r.over()
+		}, func(ctx workflow.Context, raw json.RawMessage) {
+			var req ReasonRequest
+			_ = parseUpdate(raw, &req)
+			r.failWith("aborted: " + strings.TrimSpace(req.Reason))
+		}},
+		{UpdateSkipBake, func(raw json.RawMessage) error {
+			var req struct{}
+			if err := parseUpdate(raw, &req); err != nil {
+				return err
+			}
+			if r.st.Status.Phase != PhaseBaking || r.failed() {
+				return fmt.Errorf("no wave is baking (phase %s)", r.st.Status.Phase)
+			}
+			return nil
+		}, func(workflow.Context, json.RawMessage) {
+			r.skipBake = true
+		}},
+	} {
+		validate, apply := h.validate, h.apply
+		err := workflow.SetUpdateHandlerWithOptions(ctx, h.name,
+			func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
+				apply(ctx, raw)
+				r.upsertMemo(ctx)
+				return r.view(), nil
+			},
+			workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, raw json.RawMessage) error { return validate(raw) }})
+		if err != nil {
+			return fmt.Errorf("register update %s: %w", h.name, err)
+		}
+	}
+	return nil
+}
+
+// canApprove: an approver may approve the wave waiting for approval, once.
+func (r *run) canApprove(req ApproveRequest) error {
+	if err := r.over(); err != nil {
+		return err
+	}
+	approver := strings.TrimSpace(req.Approver)
+	if approver == "" {
+		return fmt.Errorf(`approve needs the approver: {"approver":"<name>"}`)
+	}
+	wi := r.st.Current
+	if wi >= len(r.st.Status.Waves) {
+		return fmt.Errorf("every wave has started")
+	}
+	ws := &r.st.Status.Waves[wi]
+	if req.Wave != "" && req.Wave != ws.Name && req.Wave != strconv.Itoa(wi+1) {
+		return fmt.Errorf("wave %q is not the current wave (%d, %s)", req.Wave, wi+1, ws.Name)
+	}
+	switch {
+	case ws.ApprovalsNeeded == 0:
+		return fmt.Errorf("wave %d (%s) needs no approval", wi+1, ws.Name)
+	case ws.State != WavePending && ws.State != WaveWaiting:
+		return fmt.Errorf("wave %d (%s) has started", wi+1, ws.Name)
+	case len(ws.Approvals) >= ws.ApprovalsNeeded:
+		return fmt.Errorf("wave %d (%s) already has its %d approvals", wi+1, ws.Name, ws.ApprovalsNeeded)
+	}
+	for _, a := range ws.Approvals {
+		if a.Approver == approver {
+			return fmt.Errorf("%s already approved wave %d (%s); it needs %d distinct approvers", approver, wi+1, ws.Name, ws.ApprovalsNeeded)
+		}
+	}
+	return nil
+}
+
+// parseUpdate decodes an update's payload strictly: unknown fields and trailing data are
+// errors; no payload is the zero value.
+func parseUpdate(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("payload %s: %w", string(raw), err)
+	}
+	if dec.More() {
+		return fmt.Errorf("payload %s has data after the object", string(raw))
+	}
+	return nil
+}
+
+// errMessage is an activity error's cause, without the SDK's wrapping.
+func errMessage(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return "no answer in time (" + timeout.TimeoutType().String() + ")"
+	}
+	return err.Error()
+}

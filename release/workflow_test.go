@@ -1,0 +1,765 @@
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/workflows"
+)
+
+// fakeFleet is the clusters the release sees: per "cluster/namespace/name", a template
+// (its image), a revision and a generation. Its activities log what they do, with the
+// workflow clock.
+type fakeFleet struct {
+	mu   sync.Mutex
+	env  *testsuite.TestWorkflowEnvironment
+	deps map[string]*fakeDep
+	log  []string
+	// failRollout: rollouts of these Deployments (by name) to the given image fail.
+	failRollout map[string]string
+	start       time.Time
+	frozen      []FleetFreeze // FleetFreezeState answers these in turn, then "not frozen"
+	measures    []activities.Measurement
+	// queues records the task queue each activity ran on, by activity name.
+	queues map[string]map[string]bool
+}
+
+type fakeDep struct {
+	image      string
+	revision   int64
+	generation int64
+	annots     map[string]string
+}
+
+func newFleet(env *testsuite.TestWorkflowEnvironment, names ...string) *fakeFleet {
+	f := &fakeFleet{env: env, deps: map[string]*fakeDep{}, failRollout: map[string]string{}, start: env.Now(), queues: map[string]map[string]bool{}}
+	for _, n := range names {
+		f.deps[n] = &fakeDep{image: "nginx:1.26", revision: 3, generation: 5, annots: map[string]string{}}
+	}
+	for name, fn := range map[string]any{
+		"ReadTargets": f.readTargets, "ApplyTemplateChange": f.apply, "AwaitRolloutDone": f.awaitDone,
+		"RestoreTemplate": f.restore, "RecordEvent": f.recordEvent, "MeasureAnalysis": f.measure,
+	} {
+		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+	var fa *Activities
+	env.RegisterActivity(fa)
+	env.OnActivity(fa.FleetFreezeState, mock.Anything).Return(func(context.Context) (FleetFreeze, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.frozen) > 0 {
+			ff := f.frozen[0]
+			f.frozen = f.frozen[1:]
+			return ff, nil
+		}
+		return FleetFreeze{}, nil
+	})
+	env.OnActivity(fa.AwaitThaw, mock.Anything).Return(func(context.Context) error {
+		f.logf("thawed")
+		return nil
+	}).After(time.Hour)
+	return f
+}
+
+func (f *fakeFleet) logf(format string, a ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.log = append(f.log, fmt.Sprintf("%s %s", f.env.Now().Sub(f.start).Round(time.Second), fmt.Sprintf(format, a...)))
+}
+
+func (f *fakeFleet) key(ctx context.Context, ns, name string) string {
+	q := activity.GetInfo(ctx).TaskQueue
+	cluster := strings.TrimPrefix(strings.TrimPrefix(q, workflows.DefaultTaskQueue), ".")
+	f.mu.Lock()
+	if f.queues[activity.GetInfo(ctx).ActivityType.Name] == nil {
+		f.queues[activity.GetInfo(ctx).ActivityType.Name] = map[string]bool{}
+	}
+	f.queues[activity.GetInfo(ctx).ActivityType.Name][q] = true
+	f.mu.Unlock()
+	return cluster + "/" + ns + "/" + name
+}
+
+func (f *fakeFleet) readTargets(ctx context.Context, in activities.ReadTargetsInput) (activities.ReadTargetsResult, error) {
+	var res activities.ReadTargetsResult
+	prefix := f.key(ctx, in.Namespace, "")
+	if strings.HasPrefix(prefix, "nowhere/") {
+		// No worker serves this cluster: the activity is never answered.
+		return res, errors.New("no worker")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range in.Names {
+		d, ok := f.deps[prefix+n]
+		if !ok {
+			res.Missing = append(res.Missing, n)
+			continue
+		}
+		res.Targets = append(res.Targets, activities.Target{Name: n, UID: types.UID("uid-" + n), TemplateHash: "h-" + d.image})
+	}
+	if in.Selector != "" {
+		for k, d := range f.deps {
+			if strings.HasPrefix(k, prefix) {
+				res.Targets = append(res.Targets, activities.Target{Name: strings.TrimPrefix(k, prefix), UID: "uid", TemplateHash: "h-" + d.image})
+			}
+		}
+	}
+	return res, nil
+}
+
+func template(image string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}}}
+}
+
+func (f *fakeFleet) apply(ctx context.Context, in activities.ApplyInput) (activities.ApplyResult, error) {
+	k := f.key(ctx, in.Namespace, in.Name)
+	f.logf("apply %s %s", k, in.Images["app"])
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d := f.deps[k]
+	res := activities.ApplyResult{Revision: d.revision, Template: template(d.image), TemplateHash: "h-" + in.Images["app"]}
+	if d.image != in.Images["app"] {
+		d.image, d.revision, d.generation = in.Images["app"], d.revision+1, d.generation+1
+		res.Changed = true
+	}
+	for k, v := range in.Annotations {
+		d.annots[k] = v
+	}
+	res.Generation = d.generation
+	return res, nil
+}
+
+func (f *fakeFleet) awaitDone(ctx context.Context, in activities.AwaitDoneInput) (activities.AwaitDoneResult, error) {
+	k := f.key(ctx, in.Namespace, in.Name)
+	f.mu.Lock()
+	d := f.deps[k]
+	bad := f.failRollout[in.Name] != "" && f.failRollout[in.Name] == d.image
+	f.mu.Unlock()
+	if bad {
+		f.logf("failed %s", k)
+		return activities.AwaitDoneResult{Failed: true, Reason: "ProgressDeadlineExceeded"}, nil
+	}
+	f.logf("done %s", k)
+	return activities.AwaitDoneResult{Complete: true}, nil
+}
+
+func (f *fakeFleet) restore(ctx context.Context, in activities.RestoreInput) (activities.RestoreResult, error) {
+	k := f.key(ctx, in.Namespace, in.Name)
+	image := in.Template.Spec.Containers[0].Image
+	f.logf("restore %s %s", k, image)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d := f.deps[k]
+	d.image, d.generation = image, d.generation+1
+	for k, v := range in.Annotations {
+		d.annots[k] = v
+	}
+	return activities.RestoreResult{Generation: d.generation, TemplateHash: "h-" + image, Changed: true}, nil
+}
+
+func (f *fakeFleet) recordEvent(ctx context.Context, in activities.RecordEventInput) error {
+	f.key(ctx, in.Deployment.Namespace, in.Deployment.Name)
+	for _, e := range in.Events {
+		f.logf("event %s %s", in.Deployment.Name, e.Reason)
+	}
+	return nil
+}
+
+func (f *fakeFleet) measure(ctx context.Context, in activities.MeasureInput) (activities.Measurement, error) {
+	f.logf("measure %d", in.Measurement)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.measures) == 0 {
+		return activities.Measurement{Verdict: activities.VerdictSuccessful}, nil
+	}
+	m := f.measures[0]
+	f.measures = f.measures[1:]
+	return m, nil
+}
+
+// lines returns the log lines that start with one of the prefixes (after the time).
+func (f *fakeFleet) lines(prefixes ...string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, l := range f.log {
+		_, rest, _ := strings.Cut(l, " ")
+		for _, p := range prefixes {
+			if strings.HasPrefix(rest, p) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func twoWaves(t *testing.T, mutate func(*Spec)) Spec {
+	t.Helper()
+	s, err := Parse([]byte(`
+name: web-1-27
+change: {images: {app: "nginx:1.27"}}
+targets:
+  - {name: one, namespace: shop, names: [a]}
+  - {name: two, cluster: eu, namespace: shop, names: [b, c]}
+waves:
+  - {name: first, targets: [one], bake: 10m}
+  - {name: second, targets: [two], maxConcurrent: 2}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mutate != nil {
+		mutate(&s)
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newEnv(t *testing.T, spec Spec) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(ReleaseWorkflow)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID(spec.Name), TaskQueue: TaskQueue})
+	return env
+}
+
+type updateResult struct {
+	rejected error
+	err      error
+	status   Status
+	done     bool
+}
+
+// update sends an update at d and records its outcome.
+func update(env *testsuite.TestWorkflowEnvironment, d time.Duration, name string, payload any) *updateResult {
+	got := &updateResult{}
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(name, fmt.Sprintf("%s-%s", name, d), &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { got.rejected = err },
+			OnComplete: func(v any, err error) {
+				got.done, got.err = true, err
+				if st, ok := v.(Status); ok {
+					got.status = st
+				}
+			},
+		}, payload)
+	}, d)
+	return got
+}
+
+func query(t *testing.T, env *testsuite.TestWorkflowEnvironment) Status {
+	t.Helper()
+	v, err := env.QueryWorkflow(QueryStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st Status
+	if err := v.Get(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) Result {
+	t.Helper()
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	var r Result
+	if err := env.GetWorkflowResult(&r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// equalSet compares lines in any order: activities that run at once log in any order (each
+// line carries the workflow time, which orders the waves).
+func equalSet(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	g, w := append([]string(nil), got...), append([]string(nil), want...)
+	sort.Strings(g)
+	sort.Strings(w)
+	equalLines(t, what, g, w)
+}
+
+func equalLines(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\ngot:\n  %s\nwant:\n  %s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// TestWavesInOrderWithBake: wave 1 (one Deployment), a 10-minute bake, then wave 2's two
+// Deployments at once, in cluster eu.
+func TestWavesInOrderWithBake(t *testing.T) {
+	spec := twoWaves(t, nil)
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	var baking Status
+	env.RegisterDelayedCallback(func() { baking = query(t, env) }, 5*time.Minute)
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseSucceeded {
+		t.Fatalf("result = %+v, want Succeeded", r)
+	}
+	equalSet(t, "log", f.lines("apply", "done", "restore"), []string{
+		"0s apply /shop/a nginx:1.27",
+		"0s done /shop/a",
+		"10m0s apply eu/shop/b nginx:1.27",
+		"10m0s apply eu/shop/c nginx:1.27",
+		"10m0s done eu/shop/b",
+		"10m0s done eu/shop/c",
+	})
+	if baking.Phase != PhaseBaking || baking.Wave != 1 || baking.WaitingFor != WaitingForBake || baking.Waves[0].State != WaveBaking {
+		t.Errorf("status at 5m = phase %s wave %d waiting %s wave state %s, want Baking 1 Bake Baking", baking.Phase, baking.Wave, baking.WaitingFor, baking.Waves[0].State)
+	}
+	st := query(t, env)
+	var states []string
+	for _, tg := range st.Targets {
+		states = append(states, fmt.Sprintf("%s:%s/%s %s %s r%d", tg.Cluster, tg.Namespace, tg.Name, tg.Wave, tg.State, tg.RevisionBefore))
+	}
+	equalLines(t, "targets", states, []string{":shop/a first Done r3", "eu:shop/b second Done r3", "eu:shop/c second Done r3"})
+	if got := f.deps["eu/shop/b"].annots[AnnotationRelease]; got != "web-1-27" {
+		t.Errorf("annotation %s = %q, want web-1-27", AnnotationRelease, got)
+	}
+	if q := f.queues["ApplyTemplateChange"]; !q["deployment-controller.eu"] || !q["deployment-controller"] {
+		t.Errorf("apply ran on task queues %v, want deployment-controller and deployment-controller.eu", q)
+	}
+}
+
+// TestFailureInWave2RollsBackInReverse: c's rollout fails in wave 2; b and c (wave 2), then a
+// (wave 1), go back to their templates from before the release.
+func TestFailureInWave2RollsBackInReverse(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) { s.Waves[1].MaxConcurrent = 1 })
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	f.failRollout["c"] = "nginx:1.27"
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	r := result(t, env)
+	if r.Phase != PhaseRolledBack || !strings.Contains(r.Reason, "wave second: eu:shop/c: rollout failed: ProgressDeadlineExceeded") {
+		t.Fatalf("result = %+v, want RolledBack naming c's failure", r)
+	}
+	equalLines(t, "log", f.lines("apply", "done", "failed", "restore"), []string{
+		"0s apply /shop/a nginx:1.27",
+		"0s done /shop/a",
+		"10m0s apply eu/shop/b nginx:1.27",
+		"10m0s done eu/shop/b",
+		"10m0s apply eu/shop/c nginx:1.27",
+		"10m0s failed eu/shop/c",
+		"10m0s restore eu/shop/c nginx:1.26",
+		"10m0s done eu/shop/c",
+		"10m0s restore eu/shop/b nginx:1.26",
+		"10m0s done eu/shop/b",
+		"10m0s restore /shop/a nginx:1.26",
+		"10m0s done /shop/a",
+	})
+	for k, d := range f.deps {
+		if d.image != "nginx:1.26" {
+			t.Errorf("%s image %s, want nginx:1.26", k, d.image)
+		}
+		if !strings.HasPrefix(d.annots[AnnotationRolledBack], "web-1-27: wave second") {
+			t.Errorf("%s annotation %s = %q", k, AnnotationRolledBack, d.annots[AnnotationRolledBack])
+		}
+	}
+	st := query(t, env)
+	for _, tg := range st.Targets {
+		if tg.State != TargetRolledBack {
+			t.Errorf("%s state %s, want RolledBack", tg.Name, tg.State)
+		}
+	}
+	if st.Waves[0].State != WaveRolledBack || st.Waves[1].State != WaveRolledBack || st.FailureReason == "" {
+		t.Errorf("waves %+v failure %q", st.Waves, st.FailureReason)
+	}
+	if got := len(f.lines("event c ReleaseFailed")); got != 1 {
+		t.Errorf("%d ReleaseFailed events on c, want 1", got)
+	}
+	if got := len(f.lines("event a ReleaseRolledBack", "event b ReleaseRolledBack", "event c ReleaseRolledBack")); got != 3 {
+		t.Errorf("%d ReleaseRolledBack events, want 3", got)
+	}
+}
+
+// TestOnFailureHalt: the same failure only stops.
+func TestOnFailureHalt(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) { s.OnFailure = OnFailureHalt; s.Waves[1].MaxConcurrent = 1 })
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	f.failRollout["b"] = "nginx:1.27"
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseHalted {
+		t.Fatalf("result = %+v, want Halted", r)
+	}
+	if got := f.lines("restore"); len(got) != 0 {
+		t.Errorf("restores %v, want none", got)
+	}
+	if got := f.lines("apply eu/shop/c"); len(got) != 0 {
+		t.Errorf("c was changed after b failed: %v", got)
+	}
+	equalSet(t, "halt events", f.lines("event a ReleaseHalted", "event b ReleaseHalted", "event c ReleaseHalted"), []string{
+		"10m0s event a ReleaseHalted", "10m0s event b ReleaseHalted",
+	})
+	st := query(t, env)
+	if st.Targets[1].State != TargetFailed || st.Targets[2].State != TargetPending || st.Phase != PhaseHalted {
+		t.Errorf("status %+v", st)
+	}
+}
+
+// TestApprovalByTwo: wave 1 needs two distinct approvers; the same one twice is rejected.
+func TestApprovalByTwo(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) { s.Waves[0].Approval = &Approval{Approvers: 2} })
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	var waiting Status
+	env.RegisterDelayedCallback(func() { waiting = query(t, env) }, 30*time.Second)
+	noApprover := update(env, time.Minute, UpdateApprove, map[string]string{})
+	alice := update(env, 2*time.Minute, UpdateApprove, ApproveRequest{Approver: "alice"})
+	again := update(env, 3*time.Minute, UpdateApprove, ApproveRequest{Approver: "alice"})
+	wrongWave := update(env, 3*time.Minute+time.Second, UpdateApprove, ApproveRequest{Approver: "carol", Wave: "second"})
+	bob := update(env, 4*time.Minute, UpdateApprove, ApproveRequest{Approver: "bob", Wave: "1"})
+	late := update(env, 5*time.Minute, UpdateApprove, ApproveRequest{Approver: "dave"})
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseSucceeded {
+		t.Fatalf("result = %+v", r)
+	}
+	if waiting.WaitingFor != WaitingForApproval || waiting.Phase != PhaseWaiting {
+		t.Errorf("at 30s: %s/%s, want Waiting/Approval", waiting.Phase, waiting.WaitingFor)
+	}
+	for _, tt := range []struct {
+		name string
+		got  *updateResult
+		want string
+	}{
+		{"no approver", noApprover, "approve needs the approver"},
+		{"alice again", again, "alice already approved wave 1 (first)"},
+		{"wrong wave", wrongWave, `wave "second" is not the current wave (1, first)`},
+		{"late", late, "wave 1 (first) has started"},
+	} {
+		if tt.got.rejected == nil || !strings.Contains(tt.got.rejected.Error(), tt.want) {
+			t.Errorf("%s: rejected = %v, want %q", tt.name, tt.got.rejected, tt.want)
+		}
+	}
+	if alice.rejected != nil || bob.rejected != nil || !bob.done {
+		t.Fatalf("alice %+v bob %+v", alice, bob)
+	}
+	if a := bob.status.Waves[0].Approvals; len(a) != 2 || a[0].Approver != "alice" || a[1].Approver != "bob" {
+		t.Errorf("approvals %+v, want alice then bob", a)
+	}
+	if got := f.lines("apply /shop/a"); len(got) != 1 || !strings.HasPrefix(got[0], "4m0s ") {
+		t.Errorf("wave 1 applied %v, want once at 4m0s", got)
+	}
+}
+
+// TestAbortRollsBack: an abort during wave 1's bake: the reason is recorded, a is rolled back
+// and wave 2 never starts. Malformed abort payloads are rejected.
+func TestAbortRollsBack(t *testing.T) {
+	spec := twoWaves(t, nil)
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	noReason := update(env, time.Minute, UpdateAbort, ReasonRequest{})
+	malformed := update(env, time.Minute+time.Second, UpdateAbort, "not an object")
+	unknown := update(env, time.Minute+2*time.Second, UpdateAbort, map[string]string{"why": "x"})
+	abort := update(env, 2*time.Minute, UpdateAbort, ReasonRequest{Reason: "error budget burnt"})
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	r := result(t, env)
+	if r.Phase != PhaseRolledBack || r.Reason != "aborted: error budget burnt" {
+		t.Fatalf("result = %+v", r)
+	}
+	for name, u := range map[string]*updateResult{"no reason": noReason, "malformed": malformed, "unknown field": unknown} {
+		if u.rejected == nil {
+			t.Errorf("%s: not rejected", name)
+		}
+	}
+	if !strings.Contains(malformed.rejected.Error(), "payload") || !strings.Contains(unknown.rejected.Error(), `unknown field "why"`) {
+		t.Errorf("malformed: %v; unknown: %v", malformed.rejected, unknown.rejected)
+	}
+	if abort.rejected != nil {
+		t.Fatalf("abort rejected: %v", abort.rejected)
+	}
+	equalLines(t, "log", f.lines("apply", "restore"), []string{
+		"0s apply /shop/a nginx:1.27",
+		"2m0s restore /shop/a nginx:1.26",
+	})
+	if got := f.deps["eu/shop/b"].image; got != "nginx:1.26" {
+		t.Errorf("b image %s, want untouched", got)
+	}
+	st := query(t, env)
+	if st.FailureReason != "aborted: error budget burnt" || st.Targets[0].State != TargetRolledBack || st.Targets[1].State != TargetPending {
+		t.Errorf("status %+v", st)
+	}
+}
+
+// TestPauseResumeSkipBake: pause during the bake holds wave 2 past the bake's end; skipBake
+// is rejected outside a bake; resume lets wave 2 start.
+func TestPauseResumeSkipBake(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) { s.Waves[1].Bake = k8s.Duration(time.Hour) })
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	pause := update(env, time.Minute, UpdatePause, ReasonRequest{Reason: "incident 42"})
+	pauseAgain := update(env, 2*time.Minute, UpdatePause, nil)
+	var held Status
+	env.RegisterDelayedCallback(func() { held = query(t, env) }, 15*time.Minute)
+	skipEarly := update(env, 20*time.Minute, UpdateSkipBake, nil)
+	resume := update(env, 30*time.Minute, UpdateResume, nil)
+	resumeAgain := update(env, 31*time.Minute, UpdateResume, nil)
+	skip := update(env, 32*time.Minute, UpdateSkipBake, nil)
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseSucceeded {
+		t.Fatalf("result = %+v", r)
+	}
+	if pause.rejected != nil || resume.rejected != nil || skip.rejected != nil {
+		t.Fatalf("pause %v resume %v skip %v", pause.rejected, resume.rejected, skip.rejected)
+	}
+	for name, u := range map[string]*updateResult{"pause again": pauseAgain, "skipBake while paused": skipEarly, "resume again": resumeAgain} {
+		if u.rejected == nil {
+			t.Errorf("%s: not rejected", name)
+		}
+	}
+	if held.WaitingFor != WaitingForResume || !held.Paused || held.PauseReason != "incident 42" {
+		t.Errorf("at 15m: %+v, want waiting for resume", held)
+	}
+	equalSet(t, "log", f.lines("apply", "done"), []string{
+		"0s apply /shop/a nginx:1.27",
+		"0s done /shop/a",
+		"30m0s apply eu/shop/b nginx:1.27",
+		"30m0s apply eu/shop/c nginx:1.27",
+		"30m0s done eu/shop/b",
+		"30m0s done eu/shop/c",
+	})
+	// The second wave's hour-long bake ended at 32m by skipBake.
+	st := query(t, env)
+	if st.Waves[1].BakeUntil == nil || st.Waves[1].BakeUntil.Sub(f.start) != 32*time.Minute {
+		t.Errorf("wave 2 bake until %v, want start+32m", st.Waves[1].BakeUntil)
+	}
+}
+
+// TestFreezeWindowHoldsThenReleases: a release started at 23:00 inside a nightly freeze
+// window (22:00 for 8h, UTC) waits for its end at 06:00, then runs.
+func TestFreezeWindowHoldsThenReleases(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) {
+		s.Freeze = []FreezeWindow{{Cron: "0 22 * * *", Duration: k8s.Duration(8 * time.Hour), TimeZone: "UTC", Reason: "nightly freeze"}}
+	})
+	env := newEnv(t, spec)
+	env.SetStartTime(time.Date(2026, 11, 26, 23, 0, 0, 0, time.UTC))
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	var frozen Status
+	env.RegisterDelayedCallback(func() { frozen = query(t, env) }, time.Hour)
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseSucceeded {
+		t.Fatalf("result = %+v", r)
+	}
+	if frozen.WaitingFor != WaitingForFreeze || frozen.FreezeReason != "nightly freeze" || frozen.FrozenUntil == nil ||
+		!frozen.FrozenUntil.Equal(time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)) {
+		t.Errorf("after 1h: waiting %s reason %q until %v, want Freeze until 06:00", frozen.WaitingFor, frozen.FreezeReason, frozen.FrozenUntil)
+	}
+	// Started 23:00, the window ends at 06:00: 7h.
+	equalSet(t, "log", f.lines("apply"), []string{
+		"7h0m0s apply /shop/a nginx:1.27",
+		"7h10m0s apply eu/shop/b nginx:1.27",
+		"7h10m0s apply eu/shop/c nginx:1.27",
+	})
+}
+
+// TestFleetFreezeHolds: the fleet is frozen when wave 2 would start; it waits for the thaw.
+func TestFleetFreezeHolds(t *testing.T) {
+	spec := twoWaves(t, nil)
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	// Wave 1's check: not frozen; wave 2's: frozen; after the thaw: not frozen.
+	f.frozen = []FleetFreeze{{}, {Frozen: true, Until: f.start.Add(5 * time.Hour), Reason: "black friday", By: "ops"}}
+	var held Status
+	env.RegisterDelayedCallback(func() { held = query(t, env) }, 30*time.Minute)
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseSucceeded {
+		t.Fatalf("result = %+v", r)
+	}
+	if held.WaitingFor != WaitingForFleetFreeze || held.FreezeReason != "black friday" {
+		t.Errorf("at 30m: waiting %s reason %q, want FleetFreeze black friday", held.WaitingFor, held.FreezeReason)
+	}
+	// AwaitThaw (mocked) returns after an hour.
+	equalSet(t, "log", f.lines("apply", "thawed"), []string{
+		"0s apply /shop/a nginx:1.27",
+		"1h10m0s thawed",
+		"1h10m0s apply eu/shop/b nginx:1.27",
+		"1h10m0s apply eu/shop/c nginx:1.27",
+	})
+}
+
+// TestAnalysisFails: wave 1's analysis fails its second measurement (failureLimit 0): the
+// release rolls a back and never starts wave 2.
+func TestAnalysisFails(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) {
+		max := 0.05
+		s.Waves[0].Analysis = &k8s.AnalysisStep{Query: "errors", Max: &max, Count: 3, Interval: k8s.Duration(time.Minute)}
+	})
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	f.measures = []activities.Measurement{{Verdict: activities.VerdictSuccessful}, {Verdict: activities.VerdictFailed, Message: "0.2 > 0.05"}}
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	r := result(t, env)
+	if r.Phase != PhaseRolledBack || !strings.Contains(r.Reason, "analysis failed: 1 of 2 measurements failed (failureLimit 0); last: 0.2 > 0.05") {
+		t.Fatalf("result = %+v", r)
+	}
+	equalLines(t, "log", f.lines("apply", "measure", "restore"), []string{
+		"0s apply /shop/a nginx:1.27",
+		"0s measure 1",
+		"1m0s measure 2",
+		"1m0s restore /shop/a nginx:1.26",
+	})
+}
+
+// TestResolveFailsBeforeAnyChange: a named Deployment that does not exist fails the release
+// before anything moves.
+func TestResolveFailsBeforeAnyChange(t *testing.T) {
+	spec := twoWaves(t, nil)
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b")
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	r := result(t, env)
+	if r.Phase != PhaseFailed || r.Reason != "read target group two in cluster eu: no deployment c in namespace shop" {
+		t.Fatalf("result = %+v", r)
+	}
+	if got := f.lines("apply", "restore"); len(got) != 0 {
+		t.Errorf("changes %v, want none", got)
+	}
+}
+
+// TestInvalidSpecFails: the workflow validates its input too (plain Temporal CLI starts).
+func TestInvalidSpecFails(t *testing.T) {
+	spec := twoWaves(t, nil)
+	spec.Waves[1].Targets = []string{"one"}
+	env := newEnv(t, spec)
+	newFleet(env)
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	err := env.GetWorkflowError()
+	if err == nil || !strings.Contains(err.Error(), `target group "one" is also in wave 0 (first)`) || !strings.Contains(err.Error(), "the group is in no wave") {
+		t.Fatalf("error = %v, want the validation's problems", err)
+	}
+}
+
+// TestResumedRunContinues: a run continued as new after wave 1 starts at wave 2.
+func TestResumedRunContinues(t *testing.T) {
+	spec := twoWaves(t, nil)
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	before := template("nginx:1.26")
+	spec.Resume = &State{
+		Current: 1, Resolved: true, Runs: 1,
+		Status: Status{Name: spec.Name, Phase: PhaseBaking, Wave: 1,
+			Waves: []WaveStatus{{Name: "first", State: WaveDone}, {Name: "second", State: WavePending}},
+			Targets: []TargetStatus{
+				{Namespace: "shop", Name: "a", Wave: "first", State: TargetDone, RevisionBefore: 3},
+				{Cluster: "eu", Namespace: "shop", Name: "b", Wave: "second", State: TargetPending},
+				{Cluster: "eu", Namespace: "shop", Name: "c", Wave: "second", State: TargetPending},
+			}},
+		Points: []restorePoint{{Changed: true, Before: &before}, {}, {}},
+	}
+	f.failRollout["b"] = "nginx:1.27"
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseRolledBack {
+		t.Fatalf("result = %+v", r)
+	}
+	equalSet(t, "log", f.lines("apply", "restore"), []string{
+		"0s apply eu/shop/b nginx:1.27",
+		"0s apply eu/shop/c nginx:1.27",
+		"0s restore eu/shop/c nginx:1.26",
+		"0s restore eu/shop/b nginx:1.26",
+		"0s restore /shop/a nginx:1.26",
+	})
+	// Wave 1 after wave 2.
+	if r := f.lines("restore"); len(r) != 3 || r[2] != "0s restore /shop/a nginx:1.26" {
+		t.Errorf("restores %v, want /shop/a last", r)
+	}
+}
+
+// TestAlreadyChangedIsNotRolledBack: b had the change before the release read it; when c
+// fails, a and c are rolled back, b is left as it was.
+func TestAlreadyChangedIsNotRolledBack(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) { s.Waves[1].MaxConcurrent = 1 })
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	f.deps["eu/shop/b"].image = "nginx:1.27"
+	f.failRollout["c"] = "nginx:1.27"
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseRolledBack {
+		t.Fatalf("result = %+v", r)
+	}
+	equalLines(t, "restores", f.lines("restore"), []string{
+		"10m0s restore eu/shop/c nginx:1.26",
+		"10m0s restore /shop/a nginx:1.26",
+	})
+	st := query(t, env)
+	if b := st.Targets[1]; b.State != TargetDone || b.Reason != "already had the change" {
+		t.Errorf("b: %+v, want Done, already had the change", b)
+	}
+}
+
+// TestUnknownClusterFails: a cluster whose activities are never answered fails the release
+// within clusterTimeout (retries stop once the next one would start past it), before any
+// change.
+func TestUnknownClusterFails(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) {
+		s.Targets[1].Cluster = "nowhere"
+		s.ClusterTimeout = k8s.Duration(2 * time.Minute)
+	})
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a")
+	start := env.Now()
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	r := result(t, env)
+	if r.Phase != PhaseFailed || !strings.HasPrefix(r.Reason, "read target group two in cluster nowhere: ") {
+		t.Fatalf("result = %+v, want Failed reading group two", r)
+	}
+	if took := env.Now().Sub(start); took < time.Minute || took > 2*time.Minute {
+		t.Errorf("failed after %s, want within the 2m clusterTimeout, after a minute of retries", took)
+	}
+	if got := f.lines("apply"); len(got) != 0 {
+		t.Errorf("changes %v, want none", got)
+	}
+}
+
+// TestContinuesAsNewBetweenWaves: past 5,000 events the run continues as new after wave 1,
+// handing its state over (wave 1 done, a's restore point); the next run, given that input,
+// runs wave 2 only.
+func TestContinuesAsNewBetweenWaves(t *testing.T) {
+	spec := twoWaves(t, nil)
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	env.SetCurrentHistoryLength(continueAfterEvents + 1)
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	err := env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		t.Fatalf("error = %v, want continue-as-new", err)
+	}
+	var next Spec
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Resume == nil || next.Resume.Current != 1 || next.Resume.Runs != 1 || !next.Resume.Points[0].Changed ||
+		next.Resume.Points[0].Before.Spec.Containers[0].Image != "nginx:1.26" || next.Resume.Status.Waves[0].State != WaveDone {
+		t.Fatalf("handed over %+v", next.Resume)
+	}
+	equalLines(t, "first run", f.lines("apply"), []string{"0s apply /shop/a nginx:1.27"})
+}

@@ -1,0 +1,462 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/temporal-rollout/rollout/internal/config"
+	"github.com/temporal-rollout/rollout/internal/lifecycle"
+	"github.com/temporal-rollout/rollout/release"
+)
+
+// The release commands (docs/releases.md): `starter release apply|status|approve|pause|resume|
+// abort|skip-bake`, and the fleet freeze, `starter freeze` and `starter thaw`.
+
+// defaultIdentity is user@host, the identity approvals and freezes are recorded under.
+func defaultIdentity() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return name + "@" + host
+}
+
+// identityFlag registers --identity: who is acting, recorded in the Temporal history (the
+// client's identity) and in the payload.
+func identityFlag(cmd *cobra.Command, v *string) {
+	cmd.Flags().StringVar(v, "identity", defaultIdentity(), "who is acting: the Temporal client's identity (in the history) and the approver or freezer recorded")
+}
+
+// dialAs connects to Temporal under identity (empty: the SDK's default).
+func dialAs(ctx context.Context, cfg config.Config, identity string) (client.Client, error) {
+	logger := cfg.Logger()
+	copts, err := cfg.ClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	copts.Logger = sdklog.NewStructuredLogger(logger)
+	if identity != "" {
+		copts.Identity = identity
+	}
+	return lifecycle.DialTemporal(ctx, logger, copts, cfg.StartupTimeout)
+}
+
+// oneRelease accepts exactly one release NAME.
+func oneRelease(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
+		return usageErrorf("%s needs exactly one release NAME argument, got %d", cmd.CommandPath(), len(args))
+	}
+	return nil
+}
+
+// onRelease runs fn with a Temporal client (as identity) and the release's workflow ID.
+func onRelease(cmd *cobra.Command, fs *pflag.FlagSet, identity string, fn func(ctx context.Context, tc client.Client, id string) error) error {
+	cfg, err := loadConfig(fs)
+	if err != nil {
+		return err
+	}
+	tc, err := dialAs(cmd.Context(), cfg, identity)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	return fn(cmd.Context(), tc, release.WorkflowID(cmd.Flags().Arg(0)))
+}
+
+func newReleaseCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "release",
+		Short: "Start and drive releases: one change to many Deployments, in waves",
+		Long: `A release carries one change (images, or a strategic-merge patch of the pod template) to many
+Deployments, possibly in several clusters, in ordered waves, each with a concurrency, a bake
+time, an optional analysis and an optional approval; a failure rolls back what it changed.
+It runs as the workflow release/<name> on the "releases" task queue (a worker started with
+--releases). See docs/releases.md.`,
+		Args: noArgs, ValidArgsFunction: cobra.NoFileCompletions, GroupID: "release",
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newReleaseApplyCmd(), newReleaseStatusCmd(), newReleaseApproveCmd(),
+		newReleaseUpdateCmd("pause", release.UpdatePause), newReleaseUpdateCmd("resume", release.UpdateResume),
+		newReleaseUpdateCmd("abort", release.UpdateAbort), newReleaseUpdateCmd("skip-bake", release.UpdateSkipBake))
+	return cmd
+}
+
+// readRelease reads and validates a release file ("-" is stdin); the error names every
+// problem, one a line.
+func readRelease(path string, stdin io.Reader) (release.Spec, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return release.Spec{}, fmt.Errorf("read release file: %w", err)
+	}
+	spec, err := release.Parse(b)
+	if err != nil {
+		return spec, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := spec.Validate(); err != nil {
+		lines := strings.Split(err.Error(), "\n")
+		return spec, fmt.Errorf("%s: invalid release, %d problems:\n  - %s", path, len(lines), strings.Join(lines, "\n  - "))
+	}
+	return spec, nil
+}
+
+func newReleaseApplyCmd() *cobra.Command {
+	var file string
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE",
+		Short: "Validate a release file and start its release",
+		Long: `Read a release file (YAML or JSON; - is stdin), validate it, print every problem and exit 2 if
+there is one (nothing is started), or start the workflow release/<name> on the "releases" task
+queue. --dry-run stops after the validation. A release of that name already running is an
+error.`,
+		Example: `  starter release apply -f release.yaml
+  starter release apply --dry-run -f release.yaml`,
+		Args: noArgs, ValidArgsFunction: cobra.NoFileCompletions,
+	}
+	cmd.Flags().StringVarP(&file, "filename", "f", "", "the release file (YAML or JSON); - reads stdin")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate only")
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	fs := temporalFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if file == "" {
+			return usageErrorf("release apply needs -f FILE")
+		}
+		spec, err := readRelease(file, cmd.InOrStdin())
+		if err != nil {
+			return configError{err}
+		}
+		if dryRun {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "release %s is valid: %d target groups, %d waves\n", spec.Name, len(spec.Targets), len(spec.Waves))
+			return err
+		}
+		cfg, err := loadConfig(fs)
+		if err != nil {
+			return err
+		}
+		tc, err := dial(cmd.Context(), cfg)
+		if err != nil {
+			return err
+		}
+		defer tc.Close()
+		id := release.WorkflowID(spec.Name)
+		run, err := tc.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
+			ID: id, TaskQueue: release.TaskQueue,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		}, release.WorkflowType, spec)
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			return fmt.Errorf("start %s: a release of that name is running; abort it or pick another name", id)
+		}
+		if err != nil {
+			return fmt.Errorf("start %s: %w", id, err)
+		}
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "started %s (run %s)\n", id, run.GetRunID())
+		return err
+	}
+	return cmd
+}
+
+func newReleaseStatusCmd() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show a release: phase, waves, approvals, every target's state",
+		Long: `Show the release from its workflow's status query: the phase, the wave under way and what it
+waits for (approval, a freeze, resume, rollouts, analysis, bake), each wave with its approvals,
+and each target with its state. -o json prints the query's answer (release/contract.go, type
+Status).`,
+		Example: `  starter release status web-1-27
+  starter release status web-1-27 -o json | jq '.targets[] | select(.state != "Done")'`,
+		Args: oneRelease, ValidArgsFunction: cobra.NoFileCompletions,
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", outputText, "output format: text or json")
+	fs := temporalFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if output != outputText && output != outputJSON {
+			return usageErrorf("--output %q: want text or json", output)
+		}
+		return onRelease(cmd, fs, "", func(ctx context.Context, tc client.Client, id string) error {
+			v, err := tc.QueryWorkflow(ctx, id, "", release.QueryStatus)
+			if err != nil {
+				return fmt.Errorf("query status of %s: %w", id, err)
+			}
+			var st release.Status
+			if err := v.Get(&st); err != nil {
+				return fmt.Errorf("decode status of %s: %w", id, err)
+			}
+			if output == outputJSON {
+				return writeJSON(cmd.OutOrStdout(), st)
+			}
+			return writeReleaseStatus(cmd.OutOrStdout(), st)
+		})
+	}
+	return cmd
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeReleaseStatus prints the status for people.
+func writeReleaseStatus(w io.Writer, st release.Status) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "Release:\t%s\n", st.Name)
+	fmt.Fprintf(tw, "Phase:\t%s\n", st.Phase)
+	fmt.Fprintf(tw, "Wave:\t%d of %d\n", st.Wave, len(st.Waves))
+	if st.WaitingFor != "" {
+		fmt.Fprintf(tw, "Waiting for:\t%s\n", st.WaitingFor)
+	}
+	if st.Message != "" {
+		fmt.Fprintf(tw, "Message:\t%s\n", st.Message)
+	}
+	if st.Paused {
+		fmt.Fprintf(tw, "Paused:\t%s\n", st.PauseReason)
+	}
+	if st.FrozenUntil != nil {
+		fmt.Fprintf(tw, "Frozen until:\t%s (%s)\n", st.FrozenUntil.UTC().Format(time.RFC3339), st.FreezeReason)
+	}
+	if st.FailureReason != "" {
+		fmt.Fprintf(tw, "Failure:\t%s\n", st.FailureReason)
+	}
+	fmt.Fprintln(tw, "\nWAVE\tSTATE\tAPPROVALS\tBAKE UNTIL\tANALYSIS")
+	for i, wv := range st.Waves {
+		approvals := "-"
+		if wv.ApprovalsNeeded > 0 {
+			var names []string
+			for _, a := range wv.Approvals {
+				names = append(names, a.Approver)
+			}
+			approvals = fmt.Sprintf("%d/%d %s", len(wv.Approvals), wv.ApprovalsNeeded, strings.Join(names, ","))
+		}
+		bake := "-"
+		if wv.BakeUntil != nil {
+			bake = wv.BakeUntil.UTC().Format(time.RFC3339)
+		}
+		analysis := wv.Analysis
+		if analysis == "" {
+			analysis = "-"
+		}
+		fmt.Fprintf(tw, "%d %s\t%s\t%s\t%s\t%s\n", i+1, wv.Name, wv.State, strings.TrimSpace(approvals), bake, analysis)
+	}
+	fmt.Fprintln(tw, "\nTARGET\tWAVE\tSTATE\tREVISION BEFORE\tREASON")
+	for _, t := range st.Targets {
+		name := t.Namespace + "/" + t.Name
+		if t.Cluster != "" {
+			name = t.Cluster + ":" + name
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", name, t.Wave, t.State, t.RevisionBefore, t.Reason)
+	}
+	return tw.Flush()
+}
+
+// releaseUpdate runs an update on the release and prints the status it returns, as JSON. A
+// rejected update is an error that says why.
+func releaseUpdate(ctx context.Context, tc client.Client, w io.Writer, id, name string, payload any) error {
+	h, err := tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: name, Args: []any{payload}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", name, id, err)
+	}
+	var st release.Status
+	if err := h.Get(ctx, &st); err != nil {
+		return fmt.Errorf("%s %s: %w", name, id, err)
+	}
+	return writeJSON(w, st)
+}
+
+func newReleaseApproveCmd() *cobra.Command {
+	var wave, identity string
+	cmd := &cobra.Command{
+		Use:   "approve NAME",
+		Short: "Approve the wave waiting for approval, as --identity",
+		Long: `Approve the release's wave that waits for approval. The approver is --identity (default
+user@host), recorded in the release's status and, as the update's caller, in the workflow's
+history. A wave needs approval.approvers distinct approvers. --wave (a name or a 1-based
+number) guards against approving another wave than the one you mean. Rejected, exit 1, when
+no wave waits for approval or you approved it already.`,
+		Example: `  starter release approve web-1-27 --wave canary
+  starter release approve web-1-27 --identity alice@example.com`,
+		Args: oneRelease, ValidArgsFunction: cobra.NoFileCompletions,
+	}
+	cmd.Flags().StringVar(&wave, "wave", "", "the wave to approve (name or 1-based number); it must be the one waiting")
+	identityFlag(cmd, &identity)
+	fs := temporalFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if strings.TrimSpace(identity) == "" {
+			return usageErrorf("--identity is empty")
+		}
+		return onRelease(cmd, fs, identity, func(ctx context.Context, tc client.Client, id string) error {
+			return releaseUpdate(ctx, tc, cmd.OutOrStdout(), id, release.UpdateApprove, release.ApproveRequest{Approver: identity, Wave: wave})
+		})
+	}
+	return cmd
+}
+
+// newReleaseUpdateCmd is pause, resume, abort or skip-bake.
+func newReleaseUpdateCmd(use, name string) *cobra.Command {
+	var reason, identity string
+	cmd := &cobra.Command{
+		Use: use + " NAME", Args: oneRelease, ValidArgsFunction: cobra.NoFileCompletions,
+		Example: "  starter release " + use + " web-1-27",
+	}
+	switch name {
+	case release.UpdatePause:
+		cmd.Short = "Hold the release before its next Deployment and its next wave"
+		cmd.Long = `Pause the release: no Deployment and no wave starts until resume; rollouts under way finish.`
+		cmd.Flags().StringVar(&reason, "reason", "", "why (shown in the status)")
+	case release.UpdateResume:
+		cmd.Short = "End a pause (or an inconclusive analysis' hold)"
+		cmd.Long = `Resume a paused release, or one an inconclusive analysis holds.`
+	case release.UpdateAbort:
+		cmd.Short = "Fail the release: roll back what it changed (unless onFailure: halt)"
+		cmd.Long = `Abort the release: it stops waiting for rollouts under way and, unless the release says
+onFailure: halt, restores every Deployment it changed to its template from before the release,
+the last wave first. --reason is required; it is recorded on the release and on each
+Deployment (event, annotation).`
+		cmd.Example = `  starter release abort web-1-27 --reason "error rate up in eu"`
+		cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
+	case release.UpdateSkipBake:
+		cmd.Short = "End the current wave's bake now"
+		cmd.Long = `Skip the rest of the current wave's bake: the next wave's gates (approval, freeze, pause)
+apply as usual.`
+	}
+	identityFlag(cmd, &identity)
+	fs := temporalFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var payload any
+		switch name {
+		case release.UpdateAbort:
+			if strings.TrimSpace(reason) == "" {
+				return usageErrorf("release abort needs --reason")
+			}
+			payload = release.ReasonRequest{Reason: reason}
+		case release.UpdatePause:
+			payload = release.ReasonRequest{Reason: reason}
+		default:
+			payload = struct{}{}
+		}
+		return onRelease(cmd, fs, identity, func(ctx context.Context, tc client.Client, id string) error {
+			return releaseUpdate(ctx, tc, cmd.OutOrStdout(), id, name, payload)
+		})
+	}
+	return cmd
+}
+
+// parseUntil reads --until: an RFC 3339 time or a duration from now.
+func parseUntil(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf("--until %q is neither an RFC 3339 time (2026-12-01T08:00:00Z) nor a positive duration (8h)", s)
+	}
+	return now.Add(d), nil
+}
+
+func newFreezeCmd() *cobra.Command {
+	var until, reason, identity string
+	cmd := &cobra.Command{
+		Use:   "freeze --until TIME --reason TEXT",
+		Short: "Freeze the fleet: no release starts a wave until the time or a thaw",
+		Long: `Set the fleet freeze, held by the workflow freeze/fleet (started if needed): until --until (an
+RFC 3339 time or a duration from now) no release starts a wave; releases waiting show it in
+their status. A new freeze replaces the current one. 'starter thaw' ends it early.`,
+		Example: `  starter freeze --until 2026-12-01T08:00:00Z --reason "black friday"
+  starter freeze --until 2h --reason "incident 42"`,
+		Args: noArgs, ValidArgsFunction: cobra.NoFileCompletions, GroupID: "release",
+	}
+	cmd.Flags().StringVar(&until, "until", "", "end of the freeze: RFC 3339 time or duration from now (required)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
+	identityFlag(cmd, &identity)
+	fs := temporalFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if until == "" || strings.TrimSpace(reason) == "" {
+			return usageErrorf("freeze needs --until and --reason")
+		}
+		end, err := parseUntil(until, time.Now())
+		if err != nil {
+			return usageError{err}
+		}
+		return fleetUpdate(cmd, fs, identity, release.UpdateFreeze, release.FreezeRequest{Until: end, Reason: reason, By: identity})
+	}
+	return cmd
+}
+
+func newThawCmd() *cobra.Command {
+	var identity string
+	cmd := &cobra.Command{
+		Use:   "thaw",
+		Short: "End the fleet freeze",
+		Long:  `End the fleet freeze now: waiting releases go on. Rejected, exit 1, when nothing is frozen.`,
+		Example: `  starter thaw
+  temporal workflow query --workflow-id freeze/fleet --type state`,
+		Args: noArgs, ValidArgsFunction: cobra.NoFileCompletions, GroupID: "release",
+	}
+	identityFlag(cmd, &identity)
+	fs := temporalFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return fleetUpdate(cmd, fs, identity, release.UpdateThaw, release.ThawRequest{By: identity})
+	}
+	return cmd
+}
+
+// fleetUpdate runs an update on freeze/fleet, starting it first if it is not running, and
+// prints the freeze's state as JSON.
+func fleetUpdate(cmd *cobra.Command, fs *pflag.FlagSet, identity, name string, payload any) error {
+	cfg, err := loadConfig(fs)
+	if err != nil {
+		return err
+	}
+	tc, err := dialAs(cmd.Context(), cfg, identity)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	start := tc.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID: release.FleetFreezeID, TaskQueue: release.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, release.FleetFreezeType, release.FleetFreeze{})
+	h, err := tc.UpdateWithStartWorkflow(cmd.Context(), client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			WorkflowID: release.FleetFreezeID, UpdateName: name, Args: []any{payload}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", name, release.FleetFreezeID, err)
+	}
+	var st release.FleetFreeze
+	if err := h.Get(cmd.Context(), &st); err != nil {
+		return fmt.Errorf("%s %s: %w", name, release.FleetFreezeID, err)
+	}
+	return writeJSON(cmd.OutOrStdout(), st)
+}

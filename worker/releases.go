@@ -1,0 +1,25 @@
+package main
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temporal-rollout/rollout/release"
+)
+
+// startReleases runs the release and fleet freeze workflows (--releases) on their own task
+// queue, beside the cluster's Deployment workflows. The clusters' activities they call run on
+// each cluster's task queue; their own (the fleet freeze's state) here.
+func startReleases(tc client.Client) (stop func(), err error) {
+	w := worker.New(tc, release.TaskQueue, worker.Options{})
+	w.RegisterWorkflowWithOptions(release.ReleaseWorkflow, workflow.RegisterOptions{Name: release.WorkflowType})
+	w.RegisterWorkflowWithOptions(release.FleetFreezeWorkflow, workflow.RegisterOptions{Name: release.FleetFreezeType})
+	w.RegisterActivity(&release.Activities{Client: tc})
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start worker on task queue %s: %w", release.TaskQueue, err)
+	}
+	return w.Stop, nil
+}
