@@ -107,12 +107,9 @@ type bgState struct {
 	bgVersion      workflow.Version
 	bgVersionKnown bool
 
-	bgTimer        workflow.Future
-	cancelBGTimer  workflow.CancelFunc
-	bgTimerFor     string
-	cancelBGAnalys workflow.CancelFunc
-	bgAnalysisGen  int
-	bgAnalysisDone workflow.Channel
+	// bgWaits: the phase's timer (for phase bgTimerFor) and analysis.
+	bgWaits    phaseWaits
+	bgTimerFor string
 }
 
 // blueGreenOn reports whether this run drives blue-green rollouts: a run recorded before the
@@ -399,9 +396,8 @@ func (r *rollout) serviceSwitch(snap k8s.Snapshot, plan k8s.Plan, service, reaso
 // startBlueGreenTimer waits for the automatic promotion or the end of the scale-down delay.
 func (r *rollout) startBlueGreenTimer(ctx workflow.Context) {
 	bg := r.bg
-	d := max(bg.Until.Sub(workflow.Now(ctx)), time.Millisecond)
-	tctx, cancel := workflow.WithCancel(ctx)
-	r.bgTimer, r.cancelBGTimer, r.bgTimerFor = workflow.NewTimer(tctx, d), cancel, bg.Phase
+	r.bgWaits.startTimer(ctx, *bg.Until)
+	r.bgTimerFor = bg.Phase
 }
 
 // startBlueGreenAnalysis measures the current analysis in a goroutine (as an analysis step
@@ -414,14 +410,7 @@ func (r *rollout) startBlueGreenAnalysis(ctx workflow.Context) {
 		st.Job = k8s.AnalysisJobName(r.in.Name, bg.Hash, st.Step+1, workflow.GetInfo(ctx).WorkflowExecution.RunID)
 	}
 	meas := &measurer{spec: spec, st: st, hash: bg.Hash, ref: activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid}}
-	actx, cancel := workflow.WithCancel(ctx)
-	r.cancelBGAnalys = cancel
-	gen := r.bgAnalysisGen
-	workflow.Go(actx, func(gctx workflow.Context) {
-		meas.run(gctx, func(verdict, msg string) {
-			r.bgAnalysisDone.Send(gctx, analysisResult{gen: gen, verdict: verdict, message: msg})
-		})
-	})
+	r.bgWaits.startAnalysis(ctx, meas)
 }
 
 // resumeBlueGreenWaits restarts, in a run continued from another, the timer or analysis the
@@ -442,29 +431,22 @@ func (r *rollout) resumeBlueGreenWaits(ctx workflow.Context) {
 
 // addBlueGreenWaits adds the phase's timer and analysis to a selector.
 func (r *rollout) addBlueGreenWaits(ctx workflow.Context, sel workflow.Selector) {
-	if r.bgTimer != nil {
-		sel.AddFuture(r.bgTimer, func(f workflow.Future) {
-			r.bgTimer, r.cancelBGTimer = nil, nil
-			bg := r.bg
-			if f.Get(ctx, nil) != nil || bg == nil || bg.Phase != r.bgTimerFor || bg.WaitingFor != WaitingForTimer || r.bgSpec == nil {
-				return
-			}
-			switch bg.Phase {
-			case BlueGreenPaused:
-				r.promoteBlueGreen(ctx, PromoteRequest{}, fmt.Sprintf("Promoted automatically after autoPromotionSeconds %d", r.bgSpec.AutoPromotionSeconds))
-			case BlueGreenScaleDownDelay:
-				r.enterBlueGreen(ctx, BlueGreenScalingDown)
-			}
-		})
-	}
-	sel.AddReceive(r.bgAnalysisDone, func(c workflow.ReceiveChannel, _ bool) {
-		var res analysisResult
-		c.Receive(ctx, &res)
+	r.bgWaits.addTo(ctx, sel, func() {
 		bg := r.bg
-		if res.gen != r.bgAnalysisGen || bg == nil || bg.WaitingFor != WaitingForAnalysis || r.bgSpec == nil {
+		if bg == nil || bg.Phase != r.bgTimerFor || bg.WaitingFor != WaitingForTimer || r.bgSpec == nil {
 			return
 		}
-		r.cancelBGAnalys = nil
+		switch bg.Phase {
+		case BlueGreenPaused:
+			r.promoteBlueGreen(ctx, PromoteRequest{}, fmt.Sprintf("Promoted automatically after autoPromotionSeconds %d", r.bgSpec.AutoPromotionSeconds))
+		case BlueGreenScaleDownDelay:
+			r.enterBlueGreen(ctx, BlueGreenScalingDown)
+		}
+	}, func(res analysisResult) {
+		bg := r.bg
+		if bg == nil || bg.WaitingFor != WaitingForAnalysis || r.bgSpec == nil {
+			return
+		}
 		name := analysisName(bg.Phase)
 		switch res.verdict {
 		case analysisSuccessful:
@@ -499,15 +481,7 @@ func (r *rollout) afterPrePromotion(ctx workflow.Context) {
 
 // stopBlueGreenWaits cancels the phase's timer and analysis.
 func (r *rollout) stopBlueGreenWaits() {
-	if r.cancelBGTimer != nil {
-		r.cancelBGTimer()
-	}
-	r.bgTimer, r.cancelBGTimer = nil, nil
-	if r.cancelBGAnalys != nil {
-		r.cancelBGAnalys()
-	}
-	r.cancelBGAnalys = nil
-	r.bgAnalysisGen++
+	r.bgWaits.stop()
 }
 
 // endBlueGreen forgets the blue-green rollout.

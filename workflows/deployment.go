@@ -157,8 +157,8 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 
 		syncState:   syncState{dirty: true},
 		updateState: updateState{kick: workflow.NewBufferedChannel(ctx, 1)},
-		stepState:   stepState{analysisDone: workflow.NewBufferedChannel(ctx, 4)},
-		bgState:     bgState{bgAnalysisDone: workflow.NewBufferedChannel(ctx, 4)},
+		stepState:   stepState{stepWaits: newPhaseWaits(ctx)},
+		bgState:     bgState{bgWaits: newPhaseWaits(ctx)},
 	}
 	if c := in.Carry; c != nil {
 		r.dirty = !c.Idle || c.Dirty

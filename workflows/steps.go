@@ -122,12 +122,9 @@ type stepState struct {
 	warned             string
 	annotationError    string
 	waitingSA          string
-	stepTimer          workflow.Future
-	cancelStepTimer    workflow.CancelFunc
-	stepTimerFor       int
-	cancelAnalysis     workflow.CancelFunc
-	analysisGen        int
-	analysisDone       workflow.Channel
+	// stepWaits: the step's timer (for step stepTimerFor) and analysis.
+	stepWaits    phaseWaits
+	stepTimerFor int
 }
 
 // updateState holds the users' updates: queued by their handlers (kick wakes the main loop),
@@ -526,23 +523,13 @@ func (r *rollout) resumeStepWaits(ctx workflow.Context) {
 
 func (r *rollout) startStepTimer(ctx workflow.Context) {
 	s := r.steps
-	d := max(s.PauseUntil.Sub(workflow.Now(ctx)), time.Millisecond)
-	tctx, cancel := workflow.WithCancel(ctx)
-	r.stepTimer, r.cancelStepTimer = workflow.NewTimer(tctx, d), cancel
+	r.stepWaits.startTimer(ctx, *s.PauseUntil)
 	r.stepTimerFor = s.Step
 }
 
 // stopStepWaits cancels the step's timer and analysis.
 func (r *rollout) stopStepWaits() {
-	if r.cancelStepTimer != nil {
-		r.cancelStepTimer()
-	}
-	r.stepTimer, r.cancelStepTimer = nil, nil
-	if r.cancelAnalysis != nil {
-		r.cancelAnalysis()
-	}
-	r.cancelAnalysis = nil
-	r.analysisGen++
+	r.stepWaits.stop()
 }
 
 // endSteps forgets the stepped rollout.
@@ -580,16 +567,7 @@ type analysisResult struct {
 func (r *rollout) startAnalysis(ctx workflow.Context) {
 	s := r.steps
 	spec := r.stepList[s.Step].Analysis
-	st := s.Analysis
-	actx, cancel := workflow.WithCancel(ctx)
-	r.cancelAnalysis = cancel
-	gen := r.analysisGen
-	meas := r.newMeasurer(ctx, spec, st)
-	workflow.Go(actx, func(gctx workflow.Context) {
-		meas.run(gctx, func(verdict, msg string) {
-			r.analysisDone.Send(gctx, analysisResult{gen: gen, verdict: verdict, message: msg})
-		})
-	})
+	r.stepWaits.startAnalysis(ctx, r.newMeasurer(ctx, spec, s.Analysis))
 }
 
 // run takes the analysis's measurements, Interval apart, and hands its verdict to send (also
@@ -643,25 +621,18 @@ func (r *rollout) addStepWaits(ctx workflow.Context, sel workflow.Selector) {
 		var v bool
 		c.Receive(ctx, &v)
 	})
-	if r.stepTimer != nil {
-		sel.AddFuture(r.stepTimer, func(f workflow.Future) {
-			r.stepTimer, r.cancelStepTimer = nil, nil
-			if f.Get(ctx, nil) != nil || r.steps == nil || r.steps.Step != r.stepTimerFor || r.steps.WaitingFor != WaitingForTimer {
-				return
-			}
-			r.recordStep(ctx, "RolloutStepReached", fmt.Sprintf("Step %d of %d (%s) done", r.steps.Step+1, len(r.stepList), r.currentStep()))
-			r.enterStep(ctx, r.steps.Step+1)
-			r.dirty = true
-		})
-	}
-	sel.AddReceive(r.analysisDone, func(c workflow.ReceiveChannel, _ bool) {
-		var res analysisResult
-		c.Receive(ctx, &res)
-		s := r.steps
-		if res.gen != r.analysisGen || s == nil || s.WaitingFor != WaitingForAnalysis {
+	r.stepWaits.addTo(ctx, sel, func() {
+		if r.steps == nil || r.steps.Step != r.stepTimerFor || r.steps.WaitingFor != WaitingForTimer {
 			return
 		}
-		r.cancelAnalysis = nil
+		r.recordStep(ctx, "RolloutStepReached", fmt.Sprintf("Step %d of %d (%s) done", r.steps.Step+1, len(r.stepList), r.currentStep()))
+		r.enterStep(ctx, r.steps.Step+1)
+		r.dirty = true
+	}, func(res analysisResult) {
+		s := r.steps
+		if s == nil || s.WaitingFor != WaitingForAnalysis {
+			return
+		}
 		prefix := fmt.Sprintf("Step %d of %d (%s)", s.Step+1, len(r.stepList), r.currentStep())
 		switch res.verdict {
 		case analysisSuccessful:
