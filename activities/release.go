@@ -162,33 +162,57 @@ func (a *Activities) ApplyTemplateChange(ctx context.Context, in ApplyInput) (Ap
 	if len(in.Images) == 0 && len(in.Patch) == 0 && len(in.Annotations) == 0 {
 		return ApplyResult{}, nonRetryable(ErrInvalid, "%s: no images, patch or annotations given", what)
 	}
-	dc := a.client(ctx).AppsV1().Deployments(in.Namespace)
-	for i := 0; ; i++ {
-		d, err := dc.Get(ctx, in.Name, metav1.GetOptions{})
-		if err != nil {
-			return ApplyResult{}, classify(what, err)
-		}
-		if in.ExpectUID != "" && d.UID != in.ExpectUID {
-			return ApplyResult{}, nonRetryable(ErrStale, "%s: UID %s, expected %s (deleted and recreated?)", what, d.UID, in.ExpectUID)
-		}
+	var res ApplyResult
+	read, wrote, changed, err := a.updateTemplate(ctx, in.Namespace, in.Name, in.ExpectUID, in.Annotations, what, func(d *appsv1.Deployment) (corev1.PodTemplateSpec, error) {
 		want, err := desiredTemplate(d.Spec.Template, in)
 		if err != nil {
-			return ApplyResult{}, nonRetryable(ErrInvalid, "%s: %v", what, err)
+			return want, nonRetryable(ErrInvalid, "%s: %v", what, err)
 		}
-		res := ApplyResult{UID: d.UID, TemplateHash: k8s.PodTemplateHash(&want, d.Status.CollisionCount)}
+		res = ApplyResult{UID: d.UID, TemplateHash: k8s.PodTemplateHash(&want, d.Status.CollisionCount)}
+		if equality.Semantic.DeepEqual(want, d.Spec.Template) {
+			// Changed already (a retry after a success): the template before is the
+			// previous ReplicaSet's.
+			res.Revision, res.Template, err = a.previousTemplate(ctx, d, res.TemplateHash)
+			return want, err
+		}
+		res.Revision, _ = k8s.Revision(d.Annotations)
+		res.Template = *d.Spec.Template.DeepCopy()
+		return want, nil
+	})
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	res.Generation = read.Generation
+	if wrote != nil {
+		res.Generation, res.Changed = wrote.Generation, changed
+	}
+	return res, nil
+}
+
+// updateTemplate reads the Deployment live, asks desired for the template it should have, and
+// writes that template and the annotations set (an empty value removes one) with the read's
+// resourceVersion as precondition, as ReleaseFieldManager; a conflict reads again, up to
+// conflictRetries times. It returns the Deployment as last read and as written (nil when
+// nothing differed), and whether the template changed.
+func (a *Activities) updateTemplate(ctx context.Context, namespace, name string, expectUID types.UID, set map[string]string, what string,
+	desired func(*appsv1.Deployment) (corev1.PodTemplateSpec, error)) (read, wrote *appsv1.Deployment, templateChanged bool, err error) {
+	dc := a.client(ctx).AppsV1().Deployments(namespace)
+	for i := 0; ; i++ {
+		d, err := dc.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, false, classify(what, err)
+		}
+		if expectUID != "" && d.UID != expectUID {
+			return nil, nil, false, nonRetryable(ErrStale, "%s: UID %s, expected %s (deleted and recreated?)", what, d.UID, expectUID)
+		}
+		want, err := desired(d)
+		if err != nil {
+			return nil, nil, false, err
+		}
 		templateChanged := !equality.Semantic.DeepEqual(want, d.Spec.Template)
-		annotations, annotationsChanged := withAnnotations(d.Annotations, in.Annotations)
-		if !templateChanged {
-			if res.Revision, res.Template, err = a.previousTemplate(ctx, d, res.TemplateHash); err != nil {
-				return ApplyResult{}, err
-			}
-		} else {
-			res.Revision, _ = k8s.Revision(d.Annotations)
-			res.Template = *d.Spec.Template.DeepCopy()
-		}
+		annotations, annotationsChanged := withAnnotations(d.Annotations, set)
 		if !templateChanged && !annotationsChanged {
-			res.Generation = d.Generation
-			return res, nil
+			return d, nil, false, nil
 		}
 		obj := d.DeepCopy()
 		obj.ManagedFields = nil
@@ -200,10 +224,9 @@ func (a *Activities) ApplyTemplateChange(ctx context.Context, in ApplyInput) (Ap
 			continue
 		}
 		if err != nil {
-			return ApplyResult{}, classify(what, err)
+			return nil, nil, false, classify(what, err)
 		}
-		res.Generation, res.Changed = got.Generation, templateChanged
-		return res, nil
+		return d, got, templateChanged, nil
 	}
 }
 
@@ -472,35 +495,17 @@ func (a *Activities) RestoreTemplate(ctx context.Context, in RestoreInput) (Rest
 	if len(in.Template.Spec.Containers) == 0 {
 		return RestoreResult{}, nonRetryable(ErrInvalid, "%s: the template has no containers", what)
 	}
-	dc := a.client(ctx).AppsV1().Deployments(in.Namespace)
-	for i := 0; ; i++ {
-		d, err := dc.Get(ctx, in.Name, metav1.GetOptions{})
-		if err != nil {
-			return RestoreResult{}, classify(what, err)
-		}
-		if in.ExpectUID != "" && d.UID != in.ExpectUID {
-			return RestoreResult{}, nonRetryable(ErrStale, "%s: UID %s, expected %s (deleted and recreated?)", what, d.UID, in.ExpectUID)
-		}
-		res := RestoreResult{TemplateHash: k8s.PodTemplateHash(&in.Template, d.Status.CollisionCount)}
-		templateChanged := !equality.Semantic.DeepEqual(in.Template, d.Spec.Template)
-		annotations, annotationsChanged := withAnnotations(d.Annotations, in.Annotations)
-		if !templateChanged && !annotationsChanged {
-			res.Generation = d.Generation
-			return res, nil
-		}
-		obj := d.DeepCopy()
-		obj.ManagedFields = nil
-		obj.Spec.Template = *in.Template.DeepCopy()
-		obj.Annotations = annotations
-		got, err := dc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: ReleaseFieldManager})
-		a.countWrite("update", "deployments", err)
-		if apierrors.IsConflict(err) && i < conflictRetries {
-			continue
-		}
-		if err != nil {
-			return RestoreResult{}, classify(what, err)
-		}
-		res.Generation, res.Changed = got.Generation, templateChanged
-		return res, nil
+	var res RestoreResult
+	read, wrote, changed, err := a.updateTemplate(ctx, in.Namespace, in.Name, in.ExpectUID, in.Annotations, what, func(d *appsv1.Deployment) (corev1.PodTemplateSpec, error) {
+		res = RestoreResult{TemplateHash: k8s.PodTemplateHash(&in.Template, d.Status.CollisionCount)}
+		return *in.Template.DeepCopy(), nil
+	})
+	if err != nil {
+		return RestoreResult{}, err
 	}
+	res.Generation = read.Generation
+	if wrote != nil {
+		res.Generation, res.Changed = wrote.Generation, changed
+	}
+	return res, nil
 }
