@@ -27,12 +27,21 @@ import (
 //   - Abort: a stepped rollout held at setWeight 50, abort → the Deployment back on the stable
 //     template with every pod Ready (the last old pod Ready);
 //   - Promote: the same hold, promote {"full":true} → complete.
+//
+// And a blue-green Deployment of N replicas (temporal-rollout.io/blue-green, promoted
+// automatically, scaleDownDelaySeconds 600), timed two ways:
+//   - Switch: a new image → the active Service selects the new pods (all of them available);
+//   - Rollback: the rollback signal, during the scale-down delay → the active Service selects
+//     the old pods again (the warm ReplicaSet: nothing to scale up).
 type AbortResult struct {
 	Replicas       int     `json:"replicas"`
 	Budget         Budget  `json:"budget"`
 	ForwardSeconds float64 `json:"forwardSeconds"`
 	AbortSeconds   float64 `json:"abortSeconds"`
 	PromoteSeconds float64 `json:"promoteSeconds"`
+	// BlueGreenSwitchSeconds, BlueGreenRollbackSeconds: see above.
+	BlueGreenSwitchSeconds   float64 `json:"blueGreenSwitchSeconds"`
+	BlueGreenRollbackSeconds float64 `json:"blueGreenRollbackSeconds"`
 }
 
 // Text is the result as a short table.
@@ -42,6 +51,8 @@ func (r AbortResult) Text() string {
 	fmt.Fprintf(&b, "  forward rollout (update → complete):                   %s\n", fmtDur(r.ForwardSeconds))
 	fmt.Fprintf(&b, "  abort at setWeight 50 (abort → last old pod Ready):    %s (%.2f× the forward rollout)\n", fmtDur(r.AbortSeconds), r.AbortSeconds/r.ForwardSeconds)
 	fmt.Fprintf(&b, "  promote full at setWeight 50 (promote → complete):     %s (%.2f×)\n", fmtDur(r.PromoteSeconds), r.PromoteSeconds/r.ForwardSeconds)
+	fmt.Fprintf(&b, "  blue-green switch (update → active Service on the new pods): %s (%.2f×)\n", fmtDur(r.BlueGreenSwitchSeconds), r.BlueGreenSwitchSeconds/r.ForwardSeconds)
+	fmt.Fprintf(&b, "  blue-green rollback to the warm ReplicaSet (signal → active Service on the old pods): %s (%.2f×)\n", fmtDur(r.BlueGreenRollbackSeconds), r.BlueGreenRollbackSeconds/r.ForwardSeconds)
 	return b.String()
 }
 
@@ -143,6 +154,9 @@ func runAbort(ctx context.Context, cfg Config, replicas int) (AbortResult, error
 		}
 		*step.out = done.Sub(t0).Seconds()
 	}
+	if err := blueGreenBench(ctx, cfg, kc, tc, w, &res); err != nil {
+		return res, fmt.Errorf("blue-green: %w", err)
+	}
 	if b, err := json.MarshalIndent(res, "", "  "); err == nil {
 		_ = os.MkdirAll(cfg.OutDir, 0o755)
 		_ = os.WriteFile(filepath.Join(cfg.OutDir, "abort.json"), b, 0o644)
@@ -205,4 +219,76 @@ func statusOf(d *appsv1.Deployment) any {
 		return nil
 	}
 	return d.Status
+}
+
+// blueGreenBench times a blue-green Deployment's switch and its rollback to the warm
+// ReplicaSet (AbortResult).
+func blueGreenBench(ctx context.Context, cfg Config, kc kubernetes.Interface, tc client.Client, w Workload, res *AbortResult) error {
+	const name, active, preview = "app-bg", "app-bg-active", "app-bg-preview"
+	for _, svc := range []string{active, preview} {
+		if _, err := kc.CoreV1().Services(benchNamespace).Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: svc},
+			Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": name}, Ports: []corev1.ServicePort{{Port: 80}}},
+		}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	d := w.deployment(benchNamespace, name)
+	d.Annotations = map[string]string{k8s.BlueGreenAnnotation: fmt.Sprintf(`{"activeService":%q,"previewService":%q,"scaleDownDelaySeconds":600}`, active, preview)}
+	d, err := kc.AppsV1().Deployments(benchNamespace).Create(ctx, d, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	if _, err := waitDeployment(ctx, kc, name, cfg.Timeout, complete(w.R)); err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	oldHash := k8s.PodTemplateHash(&d.Spec.Template, nil)
+	if _, err := waitSelects(ctx, kc, active, oldHash, cfg.Timeout); err != nil {
+		return err
+	}
+	logf(cfg.Log, "abort bench: blue-green Deployment available; new image")
+	t0 := time.Now()
+	if err := setBenchImage(ctx, kc, name, imageV2, ""); err != nil {
+		return err
+	}
+	cur, err := kc.AppsV1().Deployments(benchNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	switched, err := waitSelects(ctx, kc, active, k8s.PodTemplateHash(&cur.Spec.Template, cur.Status.CollisionCount), cfg.Timeout)
+	if err != nil {
+		return fmt.Errorf("switch: %w", err)
+	}
+	res.BlueGreenSwitchSeconds = switched.Sub(t0).Seconds()
+	logf(cfg.Log, "abort bench: blue-green switched; rollback during the scale-down delay")
+	t0 = time.Now()
+	prev := int64(0)
+	if err := tc.SignalWorkflow(ctx, workflows.WorkflowID(benchNamespace, name), "", workflows.SignalRollback, workflows.RollbackRequest{Revision: &prev}); err != nil {
+		return err
+	}
+	back, err := waitSelects(ctx, kc, active, oldHash, cfg.Timeout)
+	if err != nil {
+		return fmt.Errorf("rollback: %w", err)
+	}
+	res.BlueGreenRollbackSeconds = back.Sub(t0).Seconds()
+	return nil
+}
+
+// waitSelects polls every 20ms until the Service selects pod-template-hash hash, and returns
+// when it first did.
+func waitSelects(ctx context.Context, kc kubernetes.Interface, svc, hash string, timeout time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		s, err := kc.CoreV1().Services(benchNamespace).Get(ctx, svc, metav1.GetOptions{})
+		if err == nil && s.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey] == hash {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("service %s does not select %s after %s (%v)", svc, hash, timeout, err)
+		}
+		sleep(ctx, 20*time.Millisecond)
+		if ctx.Err() != nil {
+			return time.Time{}, ctx.Err()
+		}
+	}
 }
