@@ -90,6 +90,8 @@ type Activities struct {
 	// (HMAC-SHA256; see redact.go), derived from the codec key (codec.Codec.DigestKey); nil
 	// without --codec-key-file: plain SHA-256, as before.
 	SpecDigestKey []byte
+	// Freeze answers FleetFreeze (freeze.go); nil: no fleet freeze is known.
+	Freeze *FreezeSource
 }
 
 // DeploymentRef names a Deployment and pins its UID.

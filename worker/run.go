@@ -192,6 +192,7 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		UIURL:        strings.TrimSuffix(cfg.UIURL, "/"),
 
 		SpecDigestKey: digestKey,
+		Freeze:        &activities.FreezeSource{Client: tc},
 	}
 	if prom != nil {
 		acts.Prometheus = prom

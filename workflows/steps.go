@@ -55,6 +55,8 @@ type stepsState struct {
 	PauseUntil *time.Time `json:"pauseUntil,omitempty"`
 	// Analysis is the current analysis step's measurements.
 	Analysis *analysisState `json:"analysis,omitempty"`
+	// Freeze: the fleet freeze the rollout holds for before its next step (freeze.go).
+	Freeze *FreezeHold `json:"freeze,omitempty"`
 }
 
 // analysisState is one analysis step's progress.
@@ -105,6 +107,8 @@ type StepsStatus struct {
 	Full       bool                    `json:"full,omitempty"`
 	Analysis   *analysisState          `json:"analysis,omitempty"`
 	LastValue  *activities.Measurement `json:"lastMeasurement,omitempty"`
+	// Freeze: the fleet freeze the rollout holds for (WaitingFor Freeze).
+	Freeze *FreezeHold `json:"freeze,omitempty"`
 	// Traffic: the route's weights and header routes (traffic.go).
 	Traffic *TrafficStatus `json:"traffic,omitempty"`
 }
@@ -229,6 +233,9 @@ func (r *rollout) canPromote(req PromoteRequest) error {
 	if s == nil || s.Full {
 		return fmt.Errorf("no stepped rollout is in progress for %s/%s", r.in.Namespace, r.in.Name)
 	}
+	if s.WaitingFor == WaitingForFreeze && s.Freeze != nil {
+		return frozenError(r.in.Namespace, r.in.Name, s.Freeze)
+	}
 	if req.Full {
 		return nil
 	}
@@ -263,6 +270,9 @@ func (r *rollout) applyUpdates(ctx workflow.Context) bool {
 		switch {
 		case u.promote != nil:
 			if u.err = r.canPromote(*u.promote); u.err == nil {
+				u.err = r.promoteFrozen(ctx)
+			}
+			if u.err == nil {
 				r.promote(ctx, *u.promote)
 			}
 		case u.abort != nil:
@@ -453,7 +463,7 @@ func (r *rollout) afterSync(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Pl
 	}
 	if s := r.steps; s != nil && !s.Full && s.WaitingFor == WaitingForWeight && plan.CanaryReached {
 		r.recordStep(ctx, "RolloutStepReached", fmt.Sprintf("Step %d of %d (%s) reached", s.Step+1, len(r.stepList), r.currentStep()))
-		r.enterStep(ctx, s.Step+1)
+		r.nextStep(ctx)
 		r.dirty = true
 	}
 	if plan.Phase == k8s.PhaseDeadlineExceeded && r.abort == nil && r.stableHash != "" && r.lastHash != r.stableHash {
@@ -476,7 +486,7 @@ func conditionMessage(st appsv1.DeploymentStatus) string {
 func (r *rollout) enterStep(ctx workflow.Context, i int) {
 	s := r.steps
 	r.stopStepWaits()
-	s.Step, s.PauseUntil, s.Analysis = i, nil, nil
+	s.Step, s.PauseUntil, s.Analysis, s.Freeze = i, nil, nil, nil
 	n := len(r.stepList)
 	if i >= n {
 		s.WaitingFor, s.Message = "", fmt.Sprintf("All %d steps passed: rolling out to 100%%", n)
@@ -518,6 +528,8 @@ func (r *rollout) resumeStepWaits(ctx workflow.Context) {
 		r.startStepTimer(ctx)
 	case WaitingForAnalysis:
 		r.startAnalysis(ctx)
+	case WaitingForFreeze:
+		r.startFreezeTimer(ctx)
 	}
 }
 
@@ -622,11 +634,19 @@ func (r *rollout) addStepWaits(ctx workflow.Context, sel workflow.Selector) {
 		c.Receive(ctx, &v)
 	})
 	r.stepWaits.addTo(ctx, sel, func() {
-		if r.steps == nil || r.steps.Step != r.stepTimerFor || r.steps.WaitingFor != WaitingForTimer {
+		if r.steps == nil || r.steps.Step != r.stepTimerFor {
+			return
+		}
+		switch r.steps.WaitingFor {
+		case WaitingForFreeze:
+			r.recheckFreeze(ctx)
+			return
+		case WaitingForTimer:
+		default:
 			return
 		}
 		r.recordStep(ctx, "RolloutStepReached", fmt.Sprintf("Step %d of %d (%s) done", r.steps.Step+1, len(r.stepList), r.currentStep()))
-		r.enterStep(ctx, r.steps.Step+1)
+		r.nextStep(ctx)
 		r.dirty = true
 	}, func(res analysisResult) {
 		s := r.steps
@@ -637,7 +657,7 @@ func (r *rollout) addStepWaits(ctx workflow.Context, sel workflow.Selector) {
 		switch res.verdict {
 		case analysisSuccessful:
 			r.recordStep(ctx, "AnalysisSuccessful", prefix+": analysis passed: "+res.message)
-			r.enterStep(ctx, s.Step+1)
+			r.nextStep(ctx)
 		case analysisFailed:
 			r.recordStepWarning(ctx, "AnalysisFailed", prefix+": analysis failed: "+res.message)
 			r.startAbort(ctx, "analysis failed at step "+fmt.Sprint(s.Step+1)+": "+res.message)
@@ -756,7 +776,7 @@ func (r *rollout) stepsStatus() *StepsStatus {
 	st := &StepsStatus{
 		Step: s.Step + 1, Steps: len(r.stepList), Current: r.currentStep(), Weight: r.weight(),
 		WaitingFor: s.WaitingFor, Message: s.Message, PauseUntil: s.PauseUntil, Full: s.Full, Analysis: s.Analysis,
-		Traffic: r.traffic,
+		Traffic: r.traffic, Freeze: s.Freeze,
 	}
 	if s.Full {
 		st.Weight = 100

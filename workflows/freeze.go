@@ -1,0 +1,141 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temporal-rollout/rollout/activities"
+)
+
+// The fleet freeze (docs/releases.md): while `starter freeze` holds, a stepped rollout that is
+// about to enter its next step holds where it is, at its current weight, until `starter thaw`
+// or the freeze's end. The workflow learns the freeze from the FleetFreeze local activity (its
+// answer is in the history), only when a step is passed, and while held again on a durable
+// timer, every freezeRecheck or at the freeze's end if sooner. An error asking is no freeze: a
+// rollout never sticks on an unreachable freeze workflow. Promote is refused during a freeze;
+// abort always works. Plain and blue-green rollouts are not held.
+
+// WaitingForFreeze: a stepped rollout holds before its next step for the fleet freeze.
+const WaitingForFreeze = "Freeze"
+
+// changeFleetFreezeHold guards the FleetFreeze check at a step's end and at promote: a run
+// recorded before it passed its steps without asking.
+const changeFleetFreezeHold = "fleet-freeze-hold"
+
+// freezeRecheck is how often a held rollout asks the freeze again.
+const freezeRecheck = 15 * time.Second
+
+// freezeOptions: one quick question; an answer that does not come is no freeze.
+var freezeOptions = workflow.LocalActivityOptions{
+	StartToCloseTimeout:    5 * time.Second,
+	ScheduleToCloseTimeout: 12 * time.Second,
+	RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2},
+}
+
+// FreezeHold is the fleet freeze a stepped rollout holds for.
+type FreezeHold struct {
+	Until  time.Time `json:"until,omitzero"`
+	Reason string    `json:"reason,omitempty"`
+	By     string    `json:"by,omitempty"`
+}
+
+// freezeChecked reports whether this run asks for the fleet freeze (the versioned branch).
+func freezeChecked(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, changeFleetFreezeHold, workflow.DefaultVersion, 1) >= 1
+}
+
+// fleetFreeze asks for the fleet freeze; nil when the fleet is not frozen, or when asking
+// failed (logged: no hold).
+func (r *rollout) fleetFreeze(ctx workflow.Context) *FreezeHold {
+	var f activities.FleetFreezeResult
+	lctx := workflow.WithLocalActivityOptions(ctx, freezeOptions)
+	if err := workflow.ExecuteLocalActivity(lctx, a.FleetFreeze).Get(lctx, &f); err != nil {
+		r.log.Warn("Asking for the fleet freeze failed; not holding", "error", err)
+		return nil
+	}
+	if !f.Frozen || (!f.Until.IsZero() && !f.Until.After(workflow.Now(ctx))) {
+		return nil
+	}
+	return &FreezeHold{Until: f.Until.UTC(), Reason: f.Reason, By: f.By}
+}
+
+// nextStep passes the current step: it enters the next one, or, while the fleet is frozen,
+// holds before it.
+func (r *rollout) nextStep(ctx workflow.Context) {
+	s := r.steps
+	if !freezeChecked(ctx) {
+		r.enterStep(ctx, s.Step+1)
+		return
+	}
+	f := r.fleetFreeze(ctx)
+	if f == nil {
+		r.enterStep(ctx, s.Step+1)
+		return
+	}
+	r.stopStepWaits()
+	s.PauseUntil, s.Freeze = nil, f
+	s.WaitingFor, s.Message = WaitingForFreeze, r.frozenMessage()
+	r.startFreezeTimer(ctx)
+	r.recordStepWarning(ctx, "RolloutFrozen", s.Message)
+}
+
+// frozenMessage: "Held before step 3 of 4 (setWeight 60): fleet freeze until ... (reason)".
+func (r *rollout) frozenMessage() string {
+	s := r.steps
+	next := "100%"
+	if s.Step+1 < len(r.stepList) {
+		next = fmt.Sprintf("step %d of %d (%s)", s.Step+2, len(r.stepList), r.stepList[s.Step+1])
+	}
+	return fmt.Sprintf("Held before %s: fleet freeze until %s (%s)", next, s.Freeze.Until.Format(time.RFC3339), s.Freeze.Reason)
+}
+
+// startFreezeTimer starts the held rollout's next look at the freeze: in freezeRecheck, or at
+// the freeze's end if sooner.
+func (r *rollout) startFreezeTimer(ctx workflow.Context) {
+	s := r.steps
+	at := workflow.Now(ctx).Add(freezeRecheck)
+	if u := s.Freeze.Until; !u.IsZero() && u.Before(at) {
+		at = u
+	}
+	r.stepWaits.startTimer(ctx, at)
+	r.stepTimerFor = s.Step
+}
+
+// recheckFreeze asks again for a held rollout: still frozen, it holds on; otherwise it enters
+// the next step.
+func (r *rollout) recheckFreeze(ctx workflow.Context) {
+	s := r.steps
+	if f := r.fleetFreeze(ctx); f != nil {
+		changed := *f != *s.Freeze
+		s.Freeze = f
+		s.Message = r.frozenMessage()
+		r.startFreezeTimer(ctx)
+		if changed {
+			r.recordStepWarning(ctx, "RolloutFrozen", s.Message)
+		}
+		return
+	}
+	held := s.Freeze
+	s.Freeze = nil
+	r.recordStep(ctx, "RolloutThawed", fmt.Sprintf("Fleet freeze over (was until %s: %s): going on past step %d of %d", held.Until.Format(time.RFC3339), held.Reason, s.Step+1, len(r.stepList)))
+	r.enterStep(ctx, s.Step+1)
+	r.dirty = true
+}
+
+// promoteFrozen refuses a promote during a fleet freeze (main loop only: it asks).
+func (r *rollout) promoteFrozen(ctx workflow.Context) error {
+	if r.bg != nil || r.steps == nil || !freezeChecked(ctx) {
+		return nil
+	}
+	if f := r.fleetFreeze(ctx); f != nil {
+		return frozenError(r.in.Namespace, r.in.Name, f)
+	}
+	return nil
+}
+
+func frozenError(ns, name string, f *FreezeHold) error {
+	return fmt.Errorf("promote refused: the fleet is frozen until %s (%s); %s/%s goes on after `starter thaw` or the freeze's end, and abort still works", f.Until.Format(time.RFC3339), f.Reason, ns, name)
+}
