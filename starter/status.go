@@ -220,6 +220,8 @@ func renderSteps(row func(key, format string, a ...any), st workflows.Status, s 
 		switch {
 		case s.WaitingFor == workflows.WaitingForTimer && s.PauseUntil != nil:
 			row("Waiting for", "%s, until %s", s.WaitingFor, s.PauseUntil.UTC().Format(time.RFC3339))
+		case s.WaitingFor == workflows.WaitingForFreeze && s.Freeze != nil:
+			row("Waiting for", "%s, until %s: %s (starter thaw)", s.WaitingFor, s.Freeze.Until.UTC().Format(time.RFC3339), s.Freeze.Reason)
 		case s.WaitingFor == workflows.WaitingForPromote:
 			row("Waiting for", "%s (starter promote %s/%s)", s.WaitingFor, st.Namespace, st.Name)
 		default:

@@ -1,0 +1,165 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/temporal-rollout/rollout/activities"
+)
+
+// fakeFreeze plays the fleet freeze workflow for the FleetFreeze activity.
+type fakeFreeze struct {
+	mu    sync.Mutex
+	state activities.FleetFreezeResult
+	err   error
+	asked int
+}
+
+var freezeUntil = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (z *fakeFreeze) register(env *testsuite.TestWorkflowEnvironment) {
+	env.OnActivity(a.FleetFreeze, mock.Anything).Return(func(context.Context) (activities.FleetFreezeResult, error) {
+		z.mu.Lock()
+		defer z.mu.Unlock()
+		z.asked++
+		return z.state, z.err
+	})
+}
+
+func (z *fakeFreeze) set(frozen bool) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.state = activities.FleetFreezeResult{}
+	if frozen {
+		z.state = activities.FleetFreezeResult{Frozen: true, Until: freezeUntil, Reason: "black friday", By: "ops"}
+	}
+}
+
+// A freeze that comes during a timed pause holds the rollout at its weight once the pause
+// ends, past it, with a Warning event and Freeze in the status; promote is refused naming the
+// freeze. Held for hours, the run continues as new (a sync a minute, maxSyncsPerRun) and the
+// next run holds on from the carry; the thaw lets it go on to 100%.
+func TestFleetFreezeHoldsSteps(t *testing.T) {
+	f := stepped(`[{"setWeight":30},{"pause":{"duration":"1h"}},{"setWeight":60},{"pause":{"duration":"1h"}}]`)
+	z := &fakeFreeze{}
+	env := newEnv(t, f)
+	z.register(env)
+	at(env, 30*time.Minute, func() { z.set(true) })
+	at(env, 2*time.Hour, func() {
+		assertReplicasNow(t, f, "held by the freeze", map[string]int32{"nginx:v1": 7, "nginx:v2": 3})
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == WaitingForFreeze && st.Steps.Weight == 30,
+			"held: steps %+v, want step 2 waiting for the freeze at weight 30", st.Steps)
+		check(t, st.Steps != nil && st.Steps.Freeze != nil && st.Steps.Freeze.Reason == "black friday" && st.Steps.Freeze.Until.Equal(freezeUntil),
+			"held: freeze %+v, want the fleet freeze", st.Steps)
+		check(t, st.Steps != nil && st.Steps.Message == "Held before step 3 of 4 (setWeight 60): fleet freeze until 2100-01-01T00:00:00Z (black friday)",
+			"held: message %q", st.Steps.Message)
+	})
+	var promote, full updateOutcome
+	updateAt(env, 2*time.Hour+time.Minute, UpdatePromote, nil, &promote)
+	updateAt(env, 2*time.Hour+2*time.Minute, UpdatePromote, PromoteRequest{Full: true}, &full)
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	next := continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 7, "nginx:v2": 3})
+	for _, u := range []updateOutcome{promote, full} {
+		if u.rejected == nil || !strings.Contains(u.rejected.Error(), "promote refused: the fleet is frozen until 2100-01-01T00:00:00Z (black friday)") {
+			t.Errorf("promote while held: rejected with %v, want refused naming the freeze", u.rejected)
+		}
+	}
+	if s := next.Carry.Steps; s == nil || s.Step != 1 || s.WaitingFor != WaitingForFreeze || s.Freeze == nil {
+		t.Fatalf("carry while held: steps %+v, want held at step 2 (0-based 1) for the freeze", s)
+	}
+	if !f.hasEvent("RolloutFrozen") || f.hasEvent("RolloutThawed") {
+		t.Errorf("events: RolloutFrozen %t, RolloutThawed %t; want only RolloutFrozen", f.hasEvent("RolloutFrozen"), f.hasEvent("RolloutThawed"))
+	}
+	// Asked once per step passed and every freezeRecheck while held (from 1h30m).
+	if z.asked < 100 {
+		t.Errorf("asked the freeze %d times, want one every %s while held (from 1h30m to the run's end)", z.asked, freezeRecheck)
+	}
+
+	// The next run holds on, until the thaw.
+	env = newEnv(t, f)
+	z.register(env)
+	at(env, 30*time.Minute, func() {
+		assertReplicasNow(t, f, "held in the next run", map[string]int32{"nginx:v1": 7, "nginx:v2": 3})
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForFreeze, "held in the next run: steps %+v", st.Steps)
+		z.set(false)
+	})
+	env.ExecuteWorkflow(WorkflowType, next)
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
+	if !f.hasEvent("RolloutThawed") || !f.hasEvent("RolloutStepsPassed") {
+		t.Errorf("events: RolloutThawed %t, RolloutStepsPassed %t; want both", f.hasEvent("RolloutThawed"), f.hasEvent("RolloutStepsPassed"))
+	}
+}
+
+// A promote while the fleet is frozen but the rollout is not yet held (an untimed pause) is
+// refused once the main loop asks; abort still works.
+func TestFleetFreezePromoteRefusedAbortWorks(t *testing.T) {
+	f := stepped(`[{"setWeight":30},{"pause":{}},{"setWeight":60}]`)
+	z := &fakeFreeze{}
+	env := newEnv(t, f)
+	z.register(env)
+	at(env, 30*time.Minute, func() { z.set(true) })
+	var promote, abort updateOutcome
+	updateAt(env, time.Hour, UpdatePromote, nil, &promote)
+	at(env, 90*time.Minute, func() {
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == WaitingForPromote, "after the refused promote: steps %+v, want still at the pause", st.Steps)
+		assertReplicasNow(t, f, "after the refused promote", map[string]int32{"nginx:v1": 7, "nginx:v2": 3})
+	})
+	updateAt(env, 2*time.Hour, UpdateAbort, map[string]string{"reason": "bad canary"}, &abort)
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	continuedAsNew(t, env)
+	if !promote.accepted || promote.err == nil || !strings.Contains(promote.err.Error(), "promote refused: the fleet is frozen until 2100-01-01T00:00:00Z (black friday)") {
+		t.Errorf("promote during the freeze: %+v, want accepted, then refused naming the freeze", promote)
+	}
+	if !abort.completed || abort.err != nil {
+		t.Errorf("abort during the freeze: %+v, want completed", abort)
+	}
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
+	if f.hasEvent("RolloutPromoted") || !f.hasEvent("RolloutAborted") {
+		t.Errorf("events: RolloutPromoted %t, RolloutAborted %t; want only the abort", f.hasEvent("RolloutPromoted"), f.hasEvent("RolloutAborted"))
+	}
+}
+
+// When the freeze cannot be asked, the rollout is not held: it never sticks on an unreachable
+// freeze workflow.
+func TestFleetFreezeErrorDoesNotHold(t *testing.T) {
+	f := stepped(`[{"setWeight":30},{"pause":{"duration":"1h"}},{"setWeight":60}]`)
+	z := &fakeFreeze{err: errors.New("query freeze/fleet: connection refused")}
+	env := newEnv(t, f)
+	z.register(env)
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
+	if f.hasEvent("RolloutFrozen") || z.asked == 0 {
+		t.Errorf("RolloutFrozen %t, asked %d; want asked and not held", f.hasEvent("RolloutFrozen"), z.asked)
+	}
+}
+
+// A freeze whose until has passed (the freeze workflow not yet expired it) holds nothing.
+func TestFleetFreezeExpiredDoesNotHold(t *testing.T) {
+	f := stepped(`[{"setWeight":30},{"pause":{"duration":"1h"}},{"setWeight":60}]`)
+	z := &fakeFreeze{state: activities.FleetFreezeResult{Frozen: true, Until: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), Reason: "old"}}
+	env := newEnv(t, f)
+	z.register(env)
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
+	if f.hasEvent("RolloutFrozen") {
+		t.Errorf("held by a freeze that ended in 2000")
+	}
+}
