@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
@@ -45,6 +48,14 @@ func TestStepsHeldByFleetFreeze(t *testing.T) {
 	}
 	waitEvent(t, ns, "web", "RolloutFrozen: Held before step 2 of 4 (pause 5s): fleet freeze until")
 	waitEvent(t, ns, "web", "("+reason+")")
+	d := getDeployment(t, ns, "web")
+	if c := k8s.GetCondition(d.Status, appsv1.DeploymentProgressing); c == nil || c.Reason != k8s.CanaryPausedReason || !strings.Contains(c.Message, "Held before step 2 of 4") {
+		t.Errorf("Progressing condition while held: %+v, want CanaryPaused with the hold's message", c)
+	}
+	id := workflowID(ns, "web")
+	eventually(t, 30*time.Second, func() string {
+		return listed(t, fmt.Sprintf(`%s = "%s" AND WorkflowId = "%s"`, workflows.SearchAttrWaitingFor, workflows.WaitingForFreeze, id), id)
+	})
 	// Twice the pause and more: nothing moves.
 	for i := 0; i < 12; i++ {
 		time.Sleep(time.Second)
@@ -73,7 +84,7 @@ func TestStepsHeldByFleetFreeze(t *testing.T) {
 	thawed = true
 	waitEvent(t, ns, "web", "RolloutThawed: Fleet freeze over")
 	// On through the pause to 60%, its pause, then to the end.
-	d := waitComplete(t, ns, "web")
+	d = waitComplete(t, ns, "web")
 	obs.stop()
 	if got := sizes(t, ns); got != "nginx:1.26=10/10 nginx:1.25=0/0" {
 		t.Errorf("after the thaw: %s, want all on the new template", got)

@@ -57,7 +57,7 @@ const (
 	SearchAttrRevision   = "K8sRevision"
 	SearchAttrOutcome    = "RolloutOutcome"
 	// SearchAttrWaitingFor (Keyword) is what a stepped or blue-green rollout waits for:
-	// Promote, Timer, Analysis, Weight, ReplicaSet, or empty. `temporal workflow list --query 'RolloutWaitingFor="Promote"'`
+	// Promote, Timer, Analysis, Weight, ReplicaSet, Freeze (the fleet freeze), or empty. `temporal workflow list --query 'RolloutWaitingFor="Promote"'`
 	// lists every Deployment waiting for promotion.
 	SearchAttrWaitingFor = "RolloutWaitingFor"
 	// SearchAttrRelease (Keyword) is set by the release workflow (package release) on its own

@@ -65,6 +65,16 @@ func TestFleetFreezeHoldsSteps(t *testing.T) {
 	var promote, full updateOutcome
 	updateAt(env, 2*time.Hour+time.Minute, UpdatePromote, nil, &promote)
 	updateAt(env, 2*time.Hour+2*time.Minute, UpdatePromote, PromoteRequest{Full: true}, &full)
+	// The freeze is extended: the held rollout says so once, with the new end.
+	at(env, 2*time.Hour+5*time.Minute, func() {
+		z.mu.Lock()
+		z.state.Until = freezeUntil.Add(time.Hour)
+		z.mu.Unlock()
+	})
+	at(env, 2*time.Hour+10*time.Minute, func() {
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && strings.HasSuffix(st.Steps.Message, "fleet freeze until 2100-01-01T01:00:00Z (black friday)"), "after the extension: steps %+v", st.Steps)
+	})
 	env.ExecuteWorkflow(WorkflowType, input())
 
 	next := continuedAsNew(t, env)
@@ -77,8 +87,8 @@ func TestFleetFreezeHoldsSteps(t *testing.T) {
 	if s := next.Carry.Steps; s == nil || s.Step != 1 || s.WaitingFor != WaitingForFreeze || s.Freeze == nil {
 		t.Fatalf("carry while held: steps %+v, want held at step 2 (0-based 1) for the freeze", s)
 	}
-	if !f.hasEvent("RolloutFrozen") || f.hasEvent("RolloutThawed") {
-		t.Errorf("events: RolloutFrozen %t, RolloutThawed %t; want only RolloutFrozen", f.hasEvent("RolloutFrozen"), f.hasEvent("RolloutThawed"))
+	if n := f.countEvents("RolloutFrozen"); n != 2 || f.hasEvent("RolloutThawed") {
+		t.Errorf("events: %d RolloutFrozen, RolloutThawed %t; want 2 (the hold, the extension) and no RolloutThawed", n, f.hasEvent("RolloutThawed"))
 	}
 	// Asked once per step passed and every freezeRecheck while held (from 1h30m).
 	if z.asked < 100 {
@@ -162,4 +172,16 @@ func TestFleetFreezeExpiredDoesNotHold(t *testing.T) {
 	if f.hasEvent("RolloutFrozen") {
 		t.Errorf("held by a freeze that ended in 2000")
 	}
+}
+
+func (f *fakeCluster) countEvents(reason string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, e := range f.events {
+		if e.Reason == reason {
+			n++
+		}
+	}
+	return n
 }
