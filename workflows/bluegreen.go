@@ -73,6 +73,9 @@ type blueGreenState struct {
 	// Spec is the annotation as the last sync read it, so a run continued from this one acts
 	// on a timer or an analysis that ends before its first sync.
 	Spec *k8s.BlueGreenSpec `json:"spec,omitempty"`
+	// Freeze: the fleet freeze the automatic promotion holds for (WaitingFor Freeze, Until the
+	// next look at it; freeze.go).
+	Freeze *FreezeHold `json:"freeze,omitempty"`
 }
 
 // BlueGreenServices is what the blue-green Services select at the last sync.
@@ -94,6 +97,8 @@ type BlueGreenStatus struct {
 	Promoted   bool           `json:"promoted,omitempty"`
 	Until      *time.Time     `json:"until,omitempty"`
 	Analysis   *analysisState `json:"analysis,omitempty"`
+	// Freeze: the fleet freeze the automatic promotion holds for (WaitingFor Freeze).
+	Freeze *FreezeHold `json:"freeze,omitempty"`
 	BlueGreenServices
 }
 
@@ -185,7 +190,7 @@ func replicasOf(d *appsv1.Deployment) int32 {
 func (r *rollout) enterBlueGreen(ctx workflow.Context, phase string) {
 	bg, spec := r.bg, r.bgSpec
 	r.stopBlueGreenWaits()
-	bg.Phase, bg.Until, bg.Analysis, bg.AnalysisSpec = phase, nil, nil, nil
+	bg.Phase, bg.Until, bg.Analysis, bg.AnalysisSpec, bg.Freeze = phase, nil, nil, nil, nil
 	active, preview := spec.ActiveService, spec.PreviewService
 	switch phase {
 	case BlueGreenPreview:
@@ -274,7 +279,7 @@ func (r *rollout) previewReady(ctx workflow.Context) {
 	case spec.PrePromotionAnalysis != nil:
 		r.enterBlueGreen(ctx, BlueGreenPrePromotionAnalysis)
 	case spec.AutoPromotes() && spec.AutoPromotionSeconds == 0:
-		r.promoteBlueGreen(ctx, PromoteRequest{}, "Promoted automatically (autoPromotionEnabled)")
+		r.autoPromoteBlueGreen(ctx, "Promoted automatically (autoPromotionEnabled)")
 	default:
 		r.enterBlueGreen(ctx, BlueGreenPaused)
 	}
@@ -284,6 +289,9 @@ func (r *rollout) previewReady(ctx workflow.Context) {
 // promotes a preview still scaling, and skips both analyses.
 func (r *rollout) canPromoteBlueGreen(req PromoteRequest) error {
 	bg := r.bg
+	if bg.WaitingFor == WaitingForFreeze && bg.Freeze != nil {
+		return frozenError(r.in.Namespace, r.in.Name, bg.Freeze)
+	}
 	switch bg.Phase {
 	case BlueGreenPaused, BlueGreenPrePromotionAnalysis, BlueGreenPostPromotionAnalysis:
 		return nil
@@ -433,12 +441,19 @@ func (r *rollout) resumeBlueGreenWaits(ctx workflow.Context) {
 func (r *rollout) addBlueGreenWaits(ctx workflow.Context, sel workflow.Selector) {
 	r.bgWaits.addTo(ctx, sel, func() {
 		bg := r.bg
-		if bg == nil || bg.Phase != r.bgTimerFor || bg.WaitingFor != WaitingForTimer || r.bgSpec == nil {
+		if bg == nil || bg.Phase != r.bgTimerFor || r.bgSpec == nil {
+			return
+		}
+		if bg.WaitingFor == WaitingForFreeze && bg.Phase == BlueGreenPaused {
+			r.recheckBlueGreenFreeze(ctx)
+			return
+		}
+		if bg.WaitingFor != WaitingForTimer {
 			return
 		}
 		switch bg.Phase {
 		case BlueGreenPaused:
-			r.promoteBlueGreen(ctx, PromoteRequest{}, fmt.Sprintf("Promoted automatically after autoPromotionSeconds %d", r.bgSpec.AutoPromotionSeconds))
+			r.autoPromoteBlueGreen(ctx, fmt.Sprintf("Promoted automatically after autoPromotionSeconds %d", r.bgSpec.AutoPromotionSeconds))
 		case BlueGreenScaleDownDelay:
 			r.enterBlueGreen(ctx, BlueGreenScalingDown)
 		}
@@ -473,7 +488,7 @@ func (r *rollout) addBlueGreenWaits(ctx workflow.Context, sel workflow.Selector)
 func (r *rollout) afterPrePromotion(ctx workflow.Context) {
 	spec := r.bgSpec
 	if spec.AutoPromotes() && spec.AutoPromotionSeconds == 0 {
-		r.promoteBlueGreen(ctx, PromoteRequest{}, "Promoted automatically (autoPromotionEnabled)")
+		r.autoPromoteBlueGreen(ctx, "Promoted automatically (autoPromotionEnabled)")
 		return
 	}
 	r.enterBlueGreen(ctx, BlueGreenPaused)
@@ -503,7 +518,7 @@ func (r *rollout) blueGreenStatus() *BlueGreenStatus {
 	}
 	if bg := r.bg; bg != nil {
 		st.Phase, st.Hash, st.StableHash, st.WaitingFor, st.Message = bg.Phase, bg.Hash, bg.StableHash, bg.WaitingFor, bg.Message
-		st.Promoted, st.Until, st.Analysis = bg.Promoted, bg.Until, bg.Analysis
+		st.Promoted, st.Until, st.Analysis, st.Freeze = bg.Promoted, bg.Until, bg.Analysis, bg.Freeze
 	}
 	return st
 }

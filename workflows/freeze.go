@@ -15,8 +15,9 @@ import (
 // or the freeze's end. The workflow learns the freeze from the FleetFreeze local activity (its
 // answer is in the history), only when a step is passed, and while held again on a durable
 // timer, every freezeRecheck or at the freeze's end if sooner. An error asking is no freeze: a
-// rollout never sticks on an unreachable freeze workflow. Promote is refused during a freeze;
-// abort always works. Plain and blue-green rollouts are not held.
+// rollout never sticks on an unreachable freeze workflow. A blue-green rollout's automatic
+// promotion holds the same way, in its Paused phase. Promote is refused during a freeze; abort
+// always works. Plain rollouts are not held.
 
 // WaitingForFreeze: a stepped rollout holds before its next step for the fleet freeze.
 const WaitingForFreeze = "Freeze"
@@ -125,9 +126,66 @@ func (r *rollout) recheckFreeze(ctx workflow.Context) {
 	r.dirty = true
 }
 
+// autoPromoteBlueGreen promotes a blue-green rollout automatically, unless the fleet is
+// frozen: then it holds in the Paused phase (the preview ready, the active Service where it
+// is), asking again on a timer.
+func (r *rollout) autoPromoteBlueGreen(ctx workflow.Context, why string) {
+	if !freezeChecked(ctx) {
+		r.promoteBlueGreen(ctx, PromoteRequest{}, why)
+		return
+	}
+	f := r.fleetFreeze(ctx)
+	if f == nil {
+		r.promoteBlueGreen(ctx, PromoteRequest{}, why)
+		return
+	}
+	bg := r.bg
+	r.stopBlueGreenWaits()
+	bg.Phase, bg.Analysis, bg.AnalysisSpec, bg.Freeze = BlueGreenPaused, nil, nil, f
+	bg.WaitingFor, bg.Message = WaitingForFreeze, blueGreenFrozenMessage(f)
+	r.startBlueGreenFreezeTimer(ctx)
+	r.recordStepWarning(ctx, "RolloutFrozen", bg.Message)
+	r.dirty = true
+}
+
+func blueGreenFrozenMessage(f *FreezeHold) string {
+	return fmt.Sprintf("Blue-green: automatic promotion held: fleet freeze until %s (%s)", f.Until.Format(time.RFC3339), f.Reason)
+}
+
+// startBlueGreenFreezeTimer: the held promotion's next look at the freeze, as
+// startFreezeTimer (Until is that look, so a continued run resumes it).
+func (r *rollout) startBlueGreenFreezeTimer(ctx workflow.Context) {
+	bg := r.bg
+	at := workflow.Now(ctx).Add(freezeRecheck)
+	if u := bg.Freeze.Until; !u.IsZero() && u.Before(at) {
+		at = u
+	}
+	bg.Until = &at
+	r.startBlueGreenTimer(ctx)
+}
+
+// recheckBlueGreenFreeze asks again for a held automatic promotion.
+func (r *rollout) recheckBlueGreenFreeze(ctx workflow.Context) {
+	bg := r.bg
+	if f := r.fleetFreeze(ctx); f != nil {
+		changed := *f != *bg.Freeze
+		bg.Freeze, bg.Message = f, blueGreenFrozenMessage(f)
+		r.startBlueGreenFreezeTimer(ctx)
+		if changed {
+			r.recordStepWarning(ctx, "RolloutFrozen", bg.Message)
+		}
+		return
+	}
+	held := bg.Freeze
+	bg.Freeze, bg.Until = nil, nil
+	r.recordStep(ctx, "RolloutThawed", fmt.Sprintf("Fleet freeze over (was until %s: %s): promoting", held.Until.Format(time.RFC3339), held.Reason))
+	r.promoteBlueGreen(ctx, PromoteRequest{}, "Promoted automatically after the fleet freeze")
+	r.dirty = true
+}
+
 // promoteFrozen refuses a promote during a fleet freeze (main loop only: it asks).
 func (r *rollout) promoteFrozen(ctx workflow.Context) error {
-	if r.bg != nil || r.steps == nil || !freezeChecked(ctx) {
+	if (r.bg == nil && r.steps == nil) || !freezeChecked(ctx) {
 		return nil
 	}
 	if f := r.fleetFreeze(ctx); f != nil {

@@ -185,3 +185,48 @@ func (f *fakeCluster) countEvents(reason string) int {
 	}
 	return n
 }
+
+// A blue-green rollout's automatic promotion (autoPromotionSeconds) holds during the freeze,
+// the preview ready and the active Service on the old pods, with promote refused; after the
+// thaw it promotes.
+func TestFleetFreezeHoldsBlueGreenAutoPromotion(t *testing.T) {
+	f, svcs, h1, h2 := blueGreen(t, `{"activeService":"web","previewService":"web-preview","autoPromotionSeconds":600,"scaleDownDelaySeconds":60}`)
+	z := &fakeFreeze{}
+	z.set(true)
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(svcs.SyncBlueGreen)
+	z.register(env)
+	at(env, time.Hour, func() {
+		assertReplicasNow(t, f, "held", map[string]int32{"nginx:v1": 10, "nginx:v2": 10})
+		bg := queryStatus(t, env).BlueGreen
+		check(t, bg != nil && bg.Phase == BlueGreenPaused && bg.WaitingFor == WaitingForFreeze && bg.Freeze != nil && !bg.Promoted,
+			"held: blueGreen %+v, want Paused waiting for the freeze", bg)
+		check(t, bg != nil && bg.ActiveSelects == h1 && bg.PreviewSelects == h2, "held: services %+v, want active on %s", bg, h1)
+		check(t, bg != nil && bg.Message == "Blue-green: automatic promotion held: fleet freeze until 2100-01-01T00:00:00Z (black friday)", "held: message %q", bg.Message)
+	})
+	var promote updateOutcome
+	updateAt(env, time.Hour+time.Minute, UpdatePromote, nil, &promote)
+	at(env, 2*time.Hour, func() { z.set(false) })
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
+	if svcs.selects["web"] != h2 {
+		t.Errorf("active Service on %s, want %s", svcs.selects["web"], h2)
+	}
+	if promote.rejected == nil || !strings.Contains(promote.rejected.Error(), "promote refused: the fleet is frozen") {
+		t.Errorf("promote while held: rejected with %v, want refused naming the freeze", promote.rejected)
+	}
+	for _, reason := range []string{"RolloutFrozen", "RolloutThawed", "RolloutPromoted", "ActiveSwitched"} {
+		if !f.hasEvent(reason) {
+			t.Errorf("no %s event", reason)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range f.events {
+		if e.Reason == "RolloutPromoted" && !strings.HasPrefix(e.Message, "Promoted automatically after the fleet freeze") {
+			t.Errorf("promoted: %q, want after the fleet freeze", e.Message)
+		}
+	}
+}
