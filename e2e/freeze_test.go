@@ -101,3 +101,58 @@ func TestStepsHeldByFleetFreeze(t *testing.T) {
 		t.Errorf("%d RolloutFrozen events, want 1: %s", n, fmt.Sprint(events(t, ns, "web")))
 	}
 }
+
+// TestBlueGreenHeldByFleetFreeze: a blue-green rollout's automatic promotion holds during the
+// fleet freeze, the preview ready and the active Service on the old pods; after `starter thaw`
+// it promotes and completes.
+func TestBlueGreenHeldByFleetFreeze(t *testing.T) {
+	ns := newNamespace(t)
+	h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","scaleDownDelaySeconds":3}`)
+	reason := "e2e freeze " + ns
+	if out, err := starterCmd(t, "freeze", "--until", "30m", "--reason", reason); err != nil {
+		t.Fatalf("starter freeze: %v\n%s", err, out)
+	}
+	thawed := false
+	t.Cleanup(func() {
+		if !thawed {
+			_, _ = starterCmd(t, "thaw")
+		}
+	})
+	setImage(t, ns, "web", "nginx:1.26")
+	h2 := ""
+	eventually(t, 60*time.Second, func() string {
+		if st := queryStatus(t, ns, "web"); st.BlueGreen != nil && st.BlueGreen.Hash != "" {
+			h2 = st.BlueGreen.Hash
+			return ""
+		}
+		return "no blue-green rollout yet"
+	})
+	held := fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2))
+	st := waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForFreeze, held)
+	if bg := st.BlueGreen; bg.Freeze == nil || bg.Freeze.Reason != reason || bg.Promoted {
+		t.Errorf("held: blueGreen %+v, want the freeze and not promoted", bg)
+	}
+	waitEvent(t, ns, "web", "RolloutFrozen: Blue-green: automatic promotion held: fleet freeze until")
+	for i := 0; i < 8; i++ {
+		time.Sleep(time.Second)
+		if got := bgState(t, ns); got != held {
+			t.Fatalf("%ds into the freeze: %s, want %s", i+1, got, held)
+		}
+	}
+	if out, err := starterCmd(t, "promote", ns+"/web"); err == nil || !strings.Contains(out, "promote refused: the fleet is frozen until") {
+		t.Errorf("starter promote while held: %v\n%s\nwant refused, naming the freeze", err, out)
+	}
+	if out, err := starterCmd(t, "thaw"); err != nil {
+		t.Fatalf("starter thaw: %v\n%s", err, out)
+	}
+	thawed = true
+	waitEvent(t, ns, "web", "RolloutPromoted: Promoted automatically after the fleet freeze")
+	waitComplete(t, ns, "web")
+	eventually(t, 60*time.Second, func() string {
+		if got, want := bgState(t, ns), fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=0/0; active %s; preview %s", sel(h2), sel(h2)); got != want {
+			return fmt.Sprintf("after the thaw: %s, want %s", got, want)
+		}
+		return ""
+	})
+	waitEvent(t, ns, "web", "RolloutThawed: Fleet freeze over")
+}
