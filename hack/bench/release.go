@@ -62,12 +62,18 @@ type ReleaseResult struct {
 	ByHandSeconds float64 `json:"byHandSeconds"`
 	// ReleaseSeconds: release started → its workflow completed and all complete.
 	ReleaseSeconds float64 `json:"releaseSeconds"`
+	// ByHandProgress and ReleaseProgress: Deployments complete on the new image, every ~500ms
+	// since the phase began.
+	ByHandProgress  []Point `json:"byHandProgress"`
+	ReleaseProgress []Point `json:"releaseProgress"`
 	// WorkflowSeconds: release started → its workflow completed.
 	WorkflowSeconds float64     `json:"workflowSeconds"`
 	Waves           []WaveTime  `json:"waves"`
 	History         HistorySize `json:"history"`
 	// Procs by process name (worker, worker-b, temporal): peak RSS per phase, sampled.
-	Procs map[string]*RSSStats `json:"procs"`
+	Procs   map[string]*RSSStats `json:"procs"`
+	Started time.Time            `json:"started"`
+	Machine Machine              `json:"machine"`
 }
 
 // Overhead is ReleaseSeconds / ByHandSeconds.
@@ -185,7 +191,8 @@ func (r ReleaseResult) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Release vs by hand: %d Deployments × %d replica, half in each of clusters %s, client budget %s (ours)\n",
 		r.Deployments, r.Replicas, strings.Join(r.Clusters, " and "), r.Budget)
-	fmt.Fprintf(&b, "  by hand (new image on all at once → all complete):        %s\n", fmtDur(r.ByHandSeconds))
+	fmt.Fprintf(&b, "  by hand (new image on all at once → all complete):        %s (half complete at %s, 90%% at %s)\n",
+		fmtDur(r.ByHandSeconds), fmtDur(reached(r.ByHandProgress, r.Deployments/2)), fmtDur(reached(r.ByHandProgress, r.Deployments*9/10)))
 	fmt.Fprintf(&b, "  release, %d waves (start → workflow done, all complete): %s (%.2f× by hand; workflow %s)\n",
 		len(r.Waves), fmtDur(r.ReleaseSeconds), r.Overhead(), fmtDur(r.WorkflowSeconds))
 	for _, w := range r.Waves {
@@ -215,7 +222,8 @@ func releaseProcs() []string {
 // runRelease measures ReleaseResult on a fresh stack and writes bench-out/release.json.
 func runRelease(ctx context.Context, cfg Config, n int) (ReleaseResult, error) {
 	b := cfg.Budgets[len(cfg.Budgets)-1]
-	res := ReleaseResult{Deployments: n, Replicas: releaseReplicas, Clusters: []string{clusterName(""), secondCluster}, Budget: b, Procs: map[string]*RSSStats{}}
+	res := ReleaseResult{Deployments: n, Replicas: releaseReplicas, Clusters: []string{clusterName(""), secondCluster}, Budget: b, Procs: map[string]*RSSStats{},
+		Started: time.Now().UTC(), Machine: describeMachine()}
 	spec, err := releaseSpec(benchNamespace, n)
 	if err != nil {
 		return res, err
@@ -297,7 +305,7 @@ func runRelease(ctx context.Context, cfg Config, n int) (ReleaseResult, error) {
 		}
 	}
 	logf(cfg.Log, "release bench: %d Deployments created in 2 clusters; waiting until all are available", n)
-	if _, err := waitAll(ctx, clusters, n, imageV1, cfg.Timeout, s); err != nil {
+	if _, err := waitAll(ctx, clusters, n, imageV1, cfg.Timeout, s, time.Now(), nil); err != nil {
 		return res, fmt.Errorf("create: %w", err)
 	}
 
@@ -306,15 +314,22 @@ func runRelease(ctx context.Context, cfg Config, n int) (ReleaseResult, error) {
 	logf(cfg.Log, "release bench: all available; by hand: %s on all %d at once", imageV2, n)
 	t0 := time.Now()
 	patch := []byte(`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"` + imageV2 + `"}]`)
-	for _, kc := range clusters {
-		if err := parallel(ctx, names, func(ctx context.Context, name string) error {
-			_, err := kc.AppsV1().Deployments(benchNamespace).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
-			return err
-		}); err != nil {
-			return res, fmt.Errorf("by hand: %w", err)
-		}
+	// Both clusters at once, each with its own client (as two kubectl would).
+	errs := make([]error, len(clusters))
+	var wg sync.WaitGroup
+	for i, kc := range clusters {
+		wg.Go(func() {
+			errs[i] = parallel(ctx, names, func(ctx context.Context, name string) error {
+				_, err := kc.AppsV1().Deployments(benchNamespace).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
+				return err
+			})
+		})
 	}
-	done, err := waitAll(ctx, clusters, n, imageV2, cfg.Timeout, s)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return res, fmt.Errorf("by hand: %w", err)
+	}
+	done, err := waitAll(ctx, clusters, n, imageV2, cfg.Timeout, s, t0, &res.ByHandProgress)
 	if err != nil {
 		return res, fmt.Errorf("by hand: %w", err)
 	}
@@ -334,6 +349,12 @@ func runRelease(ctx context.Context, cfg Config, n int) (ReleaseResult, error) {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	waves := make(chan []WaveTime, 1)
 	go func() { waves <- watchWaves(watchCtx, tc, spec, per, t0) }()
+	progress := make(chan []Point, 1)
+	go func() {
+		var pts []Point
+		_, _ = waitAll(watchCtx, clusters, n, imageV3, cfg.Timeout, s, t0, &pts)
+		progress <- pts
+	}()
 	var out release.Result
 	wfCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	err = tc.GetWorkflow(wfCtx, release.WorkflowID(releaseName), "").Get(wfCtx, &out)
@@ -341,6 +362,10 @@ func runRelease(ctx context.Context, cfg Config, n int) (ReleaseResult, error) {
 	wfDone := time.Now()
 	stopWatch()
 	res.Waves = <-waves
+	if err != nil {
+		// The progress poller stopped with watchCtx.
+		<-progress
+	}
 	finishWaves(res.Waves, wfDone.Sub(t0).Seconds())
 	if err != nil {
 		return res, fmt.Errorf("release: %w", err)
@@ -349,10 +374,11 @@ func runRelease(ctx context.Context, cfg Config, n int) (ReleaseResult, error) {
 		return res, fmt.Errorf("release ended %s: %+v", out.Phase, out)
 	}
 	res.WorkflowSeconds = wfDone.Sub(t0).Seconds()
-	done, err = waitAll(ctx, clusters, n, imageV3, cfg.Timeout, s)
+	done, err = waitAll(ctx, clusters, n, imageV3, cfg.Timeout, s, t0, &res.ReleaseProgress)
 	if err != nil {
 		return res, fmt.Errorf("after the release: %w", err)
 	}
+	res.ReleaseProgress = append(<-progress, res.ReleaseProgress...)
 	res.ReleaseSeconds = max(done.Sub(t0), wfDone.Sub(t0)).Seconds()
 	if res.History, err = releaseHistory(ctx, tc, release.WorkflowID(releaseName), firstRun); err != nil {
 		return res, err
@@ -379,8 +405,9 @@ func runRelease(ctx context.Context, cfg Config, n int) (ReleaseResult, error) {
 
 // waitAll polls both clusters every 500ms until all n Deployments carry image and are
 // complete (`kubectl rollout status`), and returns when that first held. It fails early when
-// one of our workers exited.
-func waitAll(ctx context.Context, clusters []kubernetes.Interface, n int, image string, timeout time.Duration, s *stack.Stack) (time.Time, error) {
+// one of our workers exited. With progress set, it appends each poll's count, at seconds since
+// t0.
+func waitAll(ctx context.Context, clusters []kubernetes.Interface, n int, image string, timeout time.Duration, s *stack.Stack, t0 time.Time, progress *[]Point) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		got, last := 0, ""
@@ -397,8 +424,12 @@ func waitAll(ctx context.Context, clusters []kubernetes.Interface, n int, image 
 				}
 			}
 		}
+		now := time.Now()
+		if progress != nil {
+			*progress = append(*progress, Point{T: now.Sub(t0).Seconds(), Updated: got})
+		}
 		if got == n {
-			return time.Now(), nil
+			return now, nil
 		}
 		if time.Now().After(deadline) {
 			return time.Time{}, fmt.Errorf("%d of %d Deployments complete on %s after %s %s", got, n, image, timeout, last)
@@ -460,6 +491,16 @@ func observeWaves(out []WaveTime, waves []release.WaveStatus, t float64) {
 			}
 		}
 	}
+}
+
+// reached is the first time the progress count reached want, -1 if it never did.
+func reached(progress []Point, want int) float64 {
+	for _, p := range progress {
+		if p.Updated >= want {
+			return p.T
+		}
+	}
+	return -1
 }
 
 // finishWaves closes the waves of a release that completed at t: the last wave(s) ended

@@ -144,14 +144,15 @@ func TestHistorySize(t *testing.T) {
 func TestReleaseText(t *testing.T) {
 	r := ReleaseResult{Deployments: 1000, Replicas: 1, Clusters: []string{"a", "b"}, Budget: Budget{200, 300},
 		ByHandSeconds: 40, ReleaseSeconds: 100, WorkflowSeconds: 99.5,
-		Waves:   []WaveTime{{Name: "w1", Deployments: 250, StartSeconds: 0.5, DoneSeconds: 25}},
-		History: HistorySize{Runs: 2, Events: 9000, LargestRun: 5010},
-		Procs:   map[string]*RSSStats{"worker": {PeakKB: map[string]int64{phaseSetup: 60 * 1024, phaseByHand: 80 * 1024, phaseRelease: 120 * 1024}, HWMKB: 121 * 1024}},
+		ByHandProgress: []Point{{T: 0.5, Updated: 0}, {T: 10, Updated: 499}, {T: 12, Updated: 500}, {T: 30, Updated: 950}, {T: 40, Updated: 1000}},
+		Waves:          []WaveTime{{Name: "w1", Deployments: 250, StartSeconds: 0.5, DoneSeconds: 25}},
+		History:        HistorySize{Runs: 2, Events: 9000, LargestRun: 5010},
+		Procs:          map[string]*RSSStats{"worker": {PeakKB: map[string]int64{phaseSetup: 60 * 1024, phaseByHand: 80 * 1024, phaseRelease: 120 * 1024}, HWMKB: 121 * 1024}},
 	}
 	got := r.Text()
 	for _, want := range []string{
 		"1000 Deployments × 1 replica, half in each of clusters a and b, client budget QPS 200 / burst 300",
-		"40.0s", "100.0s (2.50× by hand; workflow 99.5s)",
+		"40.0s (half complete at 12.0s, 90% at 30.0s)", "100.0s (2.50× by hand; workflow 99.5s)",
 		"wave w1 (250 Deployments): 24.5s, from 0.5s to 25.0s",
 		"9000 events over 2 run(s) (1 Continue-As-New), largest run 5010 events",
 		"worker                               60       80       120      121",
@@ -162,5 +163,18 @@ func TestReleaseText(t *testing.T) {
 	}
 	if (ReleaseResult{}).Overhead() != 0 {
 		t.Error("overhead without a by-hand time must be 0")
+	}
+}
+
+func TestReached(t *testing.T) {
+	pts := []Point{{T: 0.5, Updated: 0}, {T: 1, Updated: 3}, {T: 1.5, Updated: 8}}
+	tests := []struct {
+		give int
+		want float64
+	}{{0, 0.5}, {3, 1}, {4, 1.5}, {8, 1.5}, {9, -1}}
+	for _, tt := range tests {
+		if got := reached(pts, tt.give); got != tt.want {
+			t.Errorf("reached(%d) = %v, want %v", tt.give, got, tt.want)
+		}
 	}
 }
