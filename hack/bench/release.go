@@ -220,7 +220,7 @@ func releaseProcs() []string {
 }
 
 // runRelease measures ReleaseResult on a fresh stack and writes bench-out/release.json.
-func runRelease(ctx context.Context, cfg Config, n int) (ReleaseResult, error) {
+func runRelease(ctx context.Context, cfg Config, n int) (_ ReleaseResult, err error) {
 	b := cfg.Budgets[len(cfg.Budgets)-1]
 	res := ReleaseResult{Deployments: n, Replicas: releaseReplicas, Clusters: []string{clusterName(""), secondCluster}, Budget: b, Procs: map[string]*RSSStats{},
 		Started: time.Now().UTC(), Machine: describeMachine()}
@@ -249,6 +249,16 @@ func runRelease(ctx context.Context, cfg Config, n int) (ReleaseResult, error) {
 		return res, fmt.Errorf("start stack: %w", err)
 	}
 	defer s.Stop()
+	defer func() {
+		if err == nil {
+			return
+		}
+		for _, name := range []string{"worker", "worker-" + secondCluster} {
+			if p := s.Proc(name); p != nil {
+				logf(cfg.Log, "---- %s log tail ----\n%s", name, p.Tail(4000))
+			}
+		}
+	}()
 	kb, err := s.StartKubeCluster(ctx, secondCluster)
 	if err != nil {
 		return res, err
