@@ -133,6 +133,9 @@ type Config struct {
 	Render string `json:"-"`
 	// Abort, when > 0, runs only the abort measurement (abort.go) with that many replicas.
 	Abort int `json:"-"`
+	// Release, when > 0, runs only the release measurement (release.go) with that many
+	// Deployments.
+	Release int `json:"-"`
 	// WorkerArgs are appended to each of our workers' command lines (--worker-args), so two
 	// designs can be compared, for example --local-wait=300ms.
 	WorkerArgs []string `json:"workerArgs,omitempty"`
@@ -177,6 +180,19 @@ func main() {
 			stop()
 			os.Exit(1)
 		}
+		return
+	}
+	if cfg.Release > 0 {
+		if cfg.Tools == "" {
+			cfg.Tools = stack.DefaultTools()
+		}
+		res, err := runRelease(ctx, cfg, cfg.Release)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			stop()
+			os.Exit(1)
+		}
+		fmt.Print(res.Text())
 		return
 	}
 	if cfg.Abort > 0 {
@@ -235,6 +251,8 @@ func parseFlags(args []string) (Config, error) {
 	fs.BoolVar(&c.Keep, "keep", false, "keep each stack's folder (logs) instead of deleting it")
 	fs.BoolVar(&c.Quick, "quick", false, "smoke test: one workload, 1 Deployment x 2 replicas, one budget ("+quickBudgets+")")
 	fs.IntVar(&c.Abort, "abort", 0, "run only the abort measurement: one Deployment of N replicas, abort and promote from setWeight 50 against a forward rollout, at the last --budgets budget")
+	rel := releaseFlag{n: &c.Release}
+	fs.Var(rel, "release", fmt.Sprintf("run only the release measurement: N Deployments (--release alone: %d; a multiple of 8) in two clusters, a new image on all at once by hand against a release in 4 waves, at the last --budgets budget; writes <out>/release.json", defaultReleaseDeployments))
 	workerArgs := fs.String("worker-args", "", "our side: extra arguments appended to each worker's command line, comma- or space-separated, for example --worker-args=--local-wait=300ms")
 	fs.BoolVar(&c.Control.On, "control", false, "run only the control measurement: time from a CLI command's return (temporal workflow signal/query/update, kubectl rollout pause/resume/undo) to its effect while Deployments roll, at every --budgets budget on every --sides side")
 	fs.IntVar(&c.Control.Deployments, "control-deployments", 100, "with --control: Deployments rolling while the commands run")
@@ -247,8 +265,24 @@ func parseFlags(args []string) (Config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	if c.Release == defaultReleaseDeployments && fs.NArg() > 0 {
+		// "--release N": --release also goes without a value, so N stopped the parse.
+		if _, err := strconv.Atoi(fs.Arg(0)); err == nil {
+			if err := rel.Set(fs.Arg(0)); err != nil {
+				return c, err
+			}
+			if err := fs.Parse(fs.Args()[1:]); err != nil {
+				return c, err
+			}
+		}
+	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.Release > 0 {
+		if _, err := releaseLayout(c.Release); err != nil {
+			return c, err
+		}
 	}
 	mode, err := stack.ParseTemporalMode(*temporalMode)
 	if err != nil {
@@ -432,3 +466,30 @@ func (c Config) hasSide(s Side) bool {
 func logf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "[bench %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
+
+// releaseFlag is --release: "--release" alone is defaultReleaseDeployments, "--release=N" and
+// "--release N" are N.
+type releaseFlag struct{ n *int }
+
+func (f releaseFlag) String() string {
+	if f.n == nil {
+		return "0"
+	}
+	return strconv.Itoa(*f.n)
+}
+
+func (f releaseFlag) Set(s string) error {
+	if s == "true" {
+		*f.n = defaultReleaseDeployments
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("--release %q: want a number of Deployments > 0", s)
+	}
+	*f.n = n
+	return nil
+}
+
+// IsBoolFlag lets --release go without a value.
+func (releaseFlag) IsBoolFlag() bool { return true }
