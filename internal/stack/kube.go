@@ -51,6 +51,11 @@ func (s *Stack) StartKubeCluster(ctx context.Context, name string) (_ *KubeClust
 		return nil, fmt.Errorf("cluster %s is already running", name)
 	}
 	k := &KubeCluster{Name: name, Dir: filepath.Join(s.Opts.Dir, "cluster-"+name), nodes: ExtraClusterNodes, s: s}
+	// A cluster started again under the same name (another test's "b") starts empty: the
+	// last one's etcd data would still hold its nodes and objects.
+	if err := os.RemoveAll(k.Dir); err != nil {
+		return nil, fmt.Errorf("clear cluster %s dir: %w", name, err)
+	}
 	if err := os.MkdirAll(k.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create cluster %s dir: %w", name, err)
 	}
