@@ -23,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -488,28 +487,7 @@ func gatewayObjects(t *testing.T, dc dynamic.Interface, ns string, port int) {
 	if _, err := dc.Resource(gwRes).Namespace(ns).Create(ctx, gw, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create gateway: %v", err)
 	}
-	for _, n := range []string{"web-stable", "web-canary"} {
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: corev1.ServiceSpec{
-			Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(podPort)}},
-		}}
-		if _, err := env.kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create service %s: %v", n, err)
-		}
-	}
-	route := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
-		"metadata": map[string]any{"name": "web"},
-		"spec": map[string]any{
-			"parentRefs": []any{map[string]any{"name": "gateway"}},
-			"rules": []any{map[string]any{
-				"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": "/"}}},
-				"backendRefs": []any{map[string]any{"name": "web-stable", "port": int64(80)}},
-			}},
-		},
-	}}
-	if _, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Create(ctx, route, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create httproute: %v", err)
-	}
+	createTrafficObjects(t, ctx, dc, ns, podPort)
 }
 
 // gatewayClient sends requests to Traefik's entrypoint (never through a proxy).

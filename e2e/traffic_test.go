@@ -186,28 +186,7 @@ func TestTrafficRouting(t *testing.T) {
 	recordHistories(t, ns, "web")
 	dc := dynamicClient(t)
 	ctx := context.Background()
-	for _, n := range []string{"web-stable", "web-canary"} {
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: corev1.ServiceSpec{
-			Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}},
-		}}
-		if _, err := env.kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create service %s: %v", n, err)
-		}
-	}
-	route := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
-		"metadata": map[string]any{"name": "web"},
-		"spec": map[string]any{
-			"parentRefs": []any{map[string]any{"name": "gateway"}},
-			"rules": []any{map[string]any{
-				"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": "/"}}},
-				"backendRefs": []any{map[string]any{"name": "web-stable", "port": int64(80)}},
-			}},
-		},
-	}}
-	if _, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Create(ctx, route, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create httproute: %v", err)
-	}
+	createTrafficObjects(t, ctx, dc, ns, 80)
 	steps := `[{"setWeight":30},{"pause":{}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"setWeight":50},{"pause":{}}]`
 	traffic := `{"httpRoute":{"name":"web"},"stableService":"web-stable","canaryService":"web-canary"}`
 	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(steps), withAnnotation(k8s.TrafficAnnotation, traffic)))
@@ -321,5 +300,34 @@ func TestTrafficInvalidAnnotation(t *testing.T) {
 	})
 	if n := len(replicaSets(t, ns)); n != 1 {
 		t.Errorf("%d ReplicaSets, want 1: nothing moves (%s)", n, sizes(t, ns))
+	}
+}
+
+// createTrafficObjects creates what the traffic annotation names: the Services web-stable and
+// web-canary (both selecting app: web, port 80 to targetPort) and the HTTPRoute web on the
+// Gateway "gateway", whose one rule sends every request to web-stable.
+func createTrafficObjects(t *testing.T, ctx context.Context, dc dynamic.Interface, ns string, targetPort int32) {
+	t.Helper()
+	for _, n := range []string{"web-stable", "web-canary"} {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(targetPort)}},
+		}}
+		if _, err := env.kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create service %s: %v", n, err)
+		}
+	}
+	route := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+		"metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{
+			"parentRefs": []any{map[string]any{"name": "gateway"}},
+			"rules": []any{map[string]any{
+				"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": "/"}}},
+				"backendRefs": []any{map[string]any{"name": "web-stable", "port": int64(80)}},
+			}},
+		},
+	}}
+	if _, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Create(ctx, route, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create httproute: %v", err)
 	}
 }

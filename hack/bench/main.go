@@ -183,29 +183,11 @@ func main() {
 		return
 	}
 	if cfg.Release > 0 {
-		if cfg.Tools == "" {
-			cfg.Tools = stack.DefaultTools()
-		}
-		res, err := runRelease(ctx, cfg, cfg.Release)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			stop()
-			os.Exit(1)
-		}
-		fmt.Print(res.Text())
+		runSingle(ctx, cfg, stop, cfg.Release, runRelease)
 		return
 	}
 	if cfg.Abort > 0 {
-		if cfg.Tools == "" {
-			cfg.Tools = stack.DefaultTools()
-		}
-		res, err := runAbort(ctx, cfg, cfg.Abort)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			stop()
-			os.Exit(1)
-		}
-		fmt.Print(res.Text())
+		runSingle(ctx, cfg, stop, cfg.Abort, runAbort)
 		return
 	}
 	rep, err := Run(ctx, cfg)
@@ -493,3 +475,18 @@ func (f releaseFlag) Set(s string) error {
 
 // IsBoolFlag lets --release go without a value.
 func (releaseFlag) IsBoolFlag() bool { return true }
+
+// runSingle runs one of the single measurements (--release N, --abort N) and prints its
+// result, or exits 1 with the error.
+func runSingle[R interface{ Text() string }](ctx context.Context, cfg Config, stop func(), n int, run func(context.Context, Config, int) (R, error)) {
+	if cfg.Tools == "" {
+		cfg.Tools = stack.DefaultTools()
+	}
+	res, err := run(ctx, cfg, n)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		stop()
+		os.Exit(1)
+	}
+	fmt.Print(res.Text())
+}
