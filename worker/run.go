@@ -154,18 +154,13 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	if cfg.LocalWait > 0 {
 		localWaitSlots = localWaitsPerSync * cfg.MaxSyncs
 	}
+	tuner, err := newTuner(cfg.MaxSyncs, localWaitSlots)
+	if err != nil {
+		return err
+	}
 	w := worker.New(tc, cfg.TaskQueue, worker.Options{
 		Interceptors: []interceptor.WorkerInterceptor{&activities.ErrorCounter{Metrics: metrics}},
-		// Syncs write through one client rate limiter. Running only a bounded number at once
-		// keeps the rest waiting in the task queue, where waiting costs no history events,
-		// instead of inside workflow tasks, which would heartbeat and time out.
-		// Local waits for a rollout's next move (AwaitChange as a local activity) hold their
-		// workflow task open, so they get slots of their own on top of the syncs'.
-		MaxConcurrentWorkflowTaskExecutionSize:  cfg.MaxSyncs + localWaitSlots,
-		MaxConcurrentLocalActivityExecutionSize: 2*cfg.MaxSyncs + localWaitSlots,
-		// Each rollout under way holds one AwaitChange (a goroutine asleep on the informer
-		// cache), so the slots are many; they cost no API calls.
-		MaxConcurrentActivityExecutionSize: 10000,
+		Tuner:        tuner,
 		// The SDK's default of 2 pollers per kind caps how fast tasks leave the queue at two
 		// in flight per round trip: with 10,000 Deployments created at once on the dev server
 		// (polls answered in ~150ms under load) that was 13.6 workflow tasks/s against a
