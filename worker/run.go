@@ -43,8 +43,9 @@ const (
 // workflowTaskPollers and activityTaskPollers: concurrent long polls per worker (see
 // worker.Options below).
 const (
-	workflowTaskPollers = 16
-	activityTaskPollers = 4
+	workflowTaskPollers    = 16
+	minWorkflowTaskPollers = 2
+	activityTaskPollers    = 4
 )
 
 func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) error {
@@ -165,7 +166,17 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		// in flight per round trip: with 10,000 Deployments created at once on the dev server
 		// (polls answered in ~150ms under load) that was 13.6 workflow tasks/s against a
 		// backlog of 8,000 while slots sat free. Pollers are cheap long polls.
-		MaxConcurrentWorkflowTaskPollers: workflowTaskPollers,
+		//
+		// Workflow-task pollers autoscale, which keeps sticky and normal polls apart. With a
+		// fixed maximum the SDK sends every poll to the sticky queue while its last sticky
+		// poll reported a backlog: after 1000 Deployments were created at once, sticky tasks
+		// that had timed out (5 s) moved to the normal queue, and every poller then
+		// long-polled an empty sticky queue; the normal queue's tasks (those, and the first
+		// task of every run continued as new) waited up to 80 s, until the next change
+		// brought sticky tasks again. Autoscaling, 21 s at most, all inside the storm.
+		WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{
+			InitialNumberOfPollers: workflowTaskPollers, MinimumNumberOfPollers: minWorkflowTaskPollers, MaximumNumberOfPollers: workflowTaskPollers,
+		}),
 		MaxConcurrentActivityTaskPollers: activityTaskPollers,
 		// StickyScheduleToStartTimeout stays at the SDK's 5s: a longer one delays recovery
 		// after a worker dies with tasks queued on its sticky queue (tested by TestWorkerCrash).
