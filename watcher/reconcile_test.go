@@ -1040,3 +1040,70 @@ func TestTemplateChangeRefresh(t *testing.T) {
 		})
 	}
 }
+
+// TestStartsApart: with EagerStart, a Deployment created while the watcher runs goes to the
+// starts queue (its own workers), a change to one goes to the signals' queue, and a start
+// that fails is retried there.
+func TestStartsApart(t *testing.T) {
+	tc := &mocks.Client{}
+	kc := fake.NewClientset()
+	bumpResourceVersions(kc)
+	c, err := kube.NewCache(kc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(c, tc, Options{TaskQueue: "tq", EagerStart: true}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); w.queue.ShutDown(); w.starts.ShutDown(); c.Shutdown() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fresh := webOf("web", 2, "nginx:1")
+	if _, err := kc.AppsV1().Deployments(fresh.Namespace).Create(ctx, fresh, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool { return w.starts.Len() == 1 })
+	if n := w.queue.Len(); n != 0 {
+		t.Fatalf("the new Deployment was queued for a signal too (%d)", n)
+	}
+	in := workflows.Input{Namespace: fresh.Namespace, Name: "web"}
+	tc.On("ExecuteWorkflow", mock.Anything, mock.MatchedBy(func(o client.StartWorkflowOptions) bool {
+		return o.EnableEagerStart && o.ID == in.WorkflowID()
+	}), workflows.WorkflowType, mock.Anything).Return(nil, serviceerror.NewUnavailable("down")).Once()
+	if !w.processStart(ctx) {
+		t.Fatal("processStart quit")
+	}
+	tc.AssertExpectations(t)
+	// The failed start is retried on the signals' queue, after its backoff.
+	eventually(t, func() bool { return w.queue.Len() == 1 })
+	if got := drain(w); !reflect.DeepEqual(got, []string{fresh.Namespace + "/web"}) {
+		t.Fatalf("queue = %v", got)
+	}
+	// A change to it (a new image) is a signal, not a start.
+	d, err := kc.AppsV1().Deployments(fresh.Namespace).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Template.Spec.Containers[0].Image = "nginx:2"
+	d.Generation = 2
+	if _, err := kc.AppsV1().Deployments(fresh.Namespace).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool { return w.queue.Len() == 1 })
+	if n := w.starts.Len(); n != 0 {
+		t.Fatalf("a change went to the starts queue (%d)", n)
+	}
+}
+
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(waitFor); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s", waitFor)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
