@@ -195,7 +195,7 @@ func New(c *kube.Cache, tc client.Client, opts Options, logger *slog.Logger) (*W
 		AddFunc: func(obj any, initial bool) {
 			// The first resync weighs the initial list (most have a workflow already).
 			if d, ok := obj.(*appsv1.Deployment); ok && !initial && w.involved(d) {
-				if w.opts.EagerStart && d.Status.ObservedGeneration == 0 {
+				if w.startsEagerly(d) {
 					w.starts.Add(d.Namespace + "/" + d.Name)
 					return
 				}
@@ -416,30 +416,39 @@ func (w *Watcher) processNext(ctx context.Context) bool {
 		w.queue.Forget(key)
 		return true
 	}
-	w.pace(ctx)
-	if err := w.signal(ctx, key); err != nil {
-		w.log.Warn("Signal failed, retrying", "key", key, "error", err)
-		w.queue.AddRateLimited(key)
-		return true
+	if w.send(ctx, key) {
+		w.queue.Forget(key)
 	}
-	w.queue.Forget(key)
 	return true
 }
 
-// processStart starts a new Deployment's workflow (signal); one that fails goes on queue, to be
-// retried with backoff.
+// processStart starts a new Deployment's workflow (see startsEagerly), from the starts queue.
 func (w *Watcher) processStart(ctx context.Context) bool {
 	key, quit := w.starts.Get()
 	if quit {
 		return false
 	}
 	defer w.starts.Done(key)
+	w.send(ctx, key)
+	return true
+}
+
+// send paces and sends key's signal (or start); one that fails goes on queue, to be retried
+// with backoff. It reports whether it went.
+func (w *Watcher) send(ctx context.Context, key string) bool {
 	w.pace(ctx)
 	if err := w.signal(ctx, key); err != nil {
-		w.log.Warn("Start failed, retrying", "key", key, "error", err)
+		w.log.Warn("Signal failed, retrying", "key", key, "error", err)
 		w.queue.AddRateLimited(key)
+		return false
 	}
 	return true
+}
+
+// startsEagerly reports whether d's workflow starts eagerly (EagerStart, and no controller has
+// synced it yet): the worker in this process takes its first workflow task with the start.
+func (w *Watcher) startsEagerly(d *appsv1.Deployment) bool {
+	return w.opts.EagerStart && d.Status.ObservedGeneration == 0
 }
 
 // pace waits until the Pacer lets a signal go (at most maxPace).
@@ -580,7 +589,7 @@ func (w *Watcher) signal(ctx context.Context, key string) error {
 	in := workflows.Input{Namespace: ns, Name: name, Cluster: w.opts.Cluster}
 	opts := StartOptions(w.opts.TaskQueue, w.opts.SearchAttributes, in)
 	trigger := w.trigger(d)
-	if w.opts.EagerStart && d.Status.ObservedGeneration == 0 {
+	if w.startsEagerly(d) {
 		eager := in
 		eager.Trigger = &trigger
 		o := opts
