@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/workflowservice/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,32 +97,14 @@ func TestConflictingWriterRetries(t *testing.T) {
 // and the AwaitChange activities scheduled as a stale decision's retry.
 func staleRetries(t *testing.T, id string) (markers, retries int) {
 	t.Helper()
-	ctx := context.Background()
-	resp, err := env.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", id)})
-	if err != nil {
-		t.Fatalf("list runs of %s: %v", id, err)
-	}
 	dc := converter.GetDefaultDataConverter()
-	for _, e := range resp.Executions {
-		it := env.tc.GetWorkflowHistory(ctx, id, e.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				t.Fatalf("history of %s: %v", id, err)
-			}
-			if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "Version" {
-				var change string
-				if p := m.GetDetails()["change-id"]; p != nil && dc.FromPayloads(p, &change) == nil && change == "stale-retry-admitted" {
-					markers++
-				}
-			}
-			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "AwaitChange" {
-				var in activities.AwaitInput
-				if dc.FromPayloads(a.GetInput(), &in) == nil && in.Retry {
-					retries++
-				}
+	eachRunEvent(t, id, func(ev *historypb.HistoryEvent) {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "AwaitChange" {
+			var in activities.AwaitInput
+			if dc.FromPayloads(a.GetInput(), &in) == nil && in.Retry {
+				retries++
 			}
 		}
-	}
-	return markers, retries
+	})
+	return versionMarkers(t, id, "stale-retry-admitted"), retries
 }

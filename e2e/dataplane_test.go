@@ -294,9 +294,10 @@ func (s *trafficSampler) check() {
 	sa, ca := avail[sh], avail[ch]
 	cw := max(v.canaryWeight, 0)
 	now := time.Now()
-	// The handover (k8s.TrafficHandover): past the last step, with the canary ReplicaSet at
-	// the Deployment's full size, the canary takes everything as the stable's last pods go.
-	if sh != ch && cw == 100 && ca > 0 && s.rsReplicas(ch) == s.full {
+	// The handover (k8s.TrafficHandover): past the last step, the canary takes everything as
+	// the stable's last pods go (its ReplicaSet at 0, or the canary's at the Deployment's
+	// full size).
+	if sh != ch && cw == 100 && ca > 0 && (s.rsReplicas(ch) == s.full || s.rsReplicas(sh) == 0) {
 		s.handovers++
 		return
 	}
@@ -314,7 +315,7 @@ func (s *trafficSampler) check() {
 	}
 }
 
-// sampleTraffic runs the sampler until the test ends.
+// sampleTraffic runs the sampler until the test ends (pn, if not nil, follows the pods too).
 func sampleTraffic(t *testing.T, dc dynamic.Interface, ns string, pn *podNetwork, full int32) *trafficSampler {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -333,7 +334,7 @@ func sampleTraffic(t *testing.T, dc dynamic.Interface, ns string, pn *podNetwork
 		if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 			o = d.Obj
 		}
-		if p, ok := o.(*corev1.Pod); ok {
+		if p, ok := o.(*corev1.Pod); ok && pn != nil {
 			pn.onPod(p, deleted)
 		}
 		s.check()

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/temporal-rollout/rollout/k8s"
@@ -413,17 +415,14 @@ func recordHistoriesOf(t *testing.T, id string) {
 	})
 }
 
-// countMeasurements counts the MeasureAnalysis activities scheduled in every run of the
-// workflow (each measurement is its own activity in the history, its result the value and
-// verdict).
-func countMeasurements(t *testing.T, id string) int {
+// eachRunEvent calls fn with every event of every run of the workflow with that ID.
+func eachRunEvent(t *testing.T, id string, fn func(ev *historypb.HistoryEvent)) {
 	t.Helper()
 	ctx := context.Background()
 	resp, err := env.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", id)})
 	if err != nil {
 		t.Fatalf("list runs of %s: %v", id, err)
 	}
-	n := 0
 	for _, e := range resp.Executions {
 		it := env.tc.GetWorkflowHistory(ctx, id, e.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
@@ -431,11 +430,38 @@ func countMeasurements(t *testing.T, id string) int {
 			if err != nil {
 				t.Fatalf("history of %s: %v", id, err)
 			}
-			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "MeasureAnalysis" {
+			fn(ev)
+		}
+	}
+}
+
+// versionMarkers counts the version markers of a change ID in every run of the workflow.
+func versionMarkers(t *testing.T, id, change string) int {
+	t.Helper()
+	dc := converter.GetDefaultDataConverter()
+	n := 0
+	eachRunEvent(t, id, func(ev *historypb.HistoryEvent) {
+		if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "Version" {
+			var got string
+			if p := m.GetDetails()["change-id"]; p != nil && dc.FromPayloads(p, &got) == nil && got == change {
 				n++
 			}
 		}
-	}
+	})
+	return n
+}
+
+// countMeasurements counts the MeasureAnalysis activities scheduled in every run of the
+// workflow (each measurement is its own activity in the history, its result the value and
+// verdict).
+func countMeasurements(t *testing.T, id string) int {
+	t.Helper()
+	n := 0
+	eachRunEvent(t, id, func(ev *historypb.HistoryEvent) {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "MeasureAnalysis" {
+			n++
+		}
+	})
 	return n
 }
 

@@ -280,6 +280,130 @@ func TestTrafficRouting(t *testing.T) {
 	}
 }
 
+// TestTrafficStablePodsUp: a full promote scales the stable ReplicaSet down before its pods go,
+// and the canary's weight stays at its share of all the pods up, the stable's going ones
+// included. kube-controller-manager is stopped for the promote and the test plays its
+// ReplicaSet controller for one step, in the order that showed the defect on the data plane:
+// one more canary pod becomes available (the worker's cue to sync) before the stable's pods
+// scaled away are deleted. With the stable ReplicaSet at 5, 7 stable pods up and 4 canary
+// ones, the canary gets floor(100×4/11) = 36, not floor(100×4/9) = 44. The invariant is checked
+// at every change to the route, the Services and the pods, and once the controller is back the
+// rollout completes on the canary.
+func TestTrafficStablePodsUp(t *testing.T) {
+	if env.builtin {
+		t.Skip("E2E_CONTROLLER=built-in runs no worker")
+	}
+	installGatewayCRDs(t)
+	ns := newNamespace(t)
+	recordHistories(t, ns, "web")
+	dc := dynamicClient(t)
+	ctx := context.Background()
+	createTrafficObjects(t, ctx, dc, ns, 80)
+	traffic := `{"httpRoute":{"name":"web"},"stableService":"web-stable","canaryService":"web-canary"}`
+	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(`[{"setWeight":30},{"pause":{}}]`), withAnnotation(k8s.TrafficAnnotation, traffic)))
+	waitComplete(t, ns, "web")
+	h1 := hashOf(t, ns, "nginx:1.25")
+	setImage(t, ns, "web", "nginx:1.26")
+	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=3/3 nginx:1.25=7/7")
+	h2 := hashOf(t, ns, "nginx:1.26")
+	waitRoute(t, dc, ns, routeView{stableWeight: 70, canaryWeight: 30, stableHash: h1, canaryHash: h2}, "")
+
+	sampler := sampleTraffic(t, dc, ns, nil, 10)
+	env.stack.StopProcess("kube-controller-manager")
+	kcmUp := false
+	restartKCM := func() {
+		if !kcmUp {
+			kcmUp = true
+			if err := env.stack.RestartControllerManager(float32(env.qps), env.burst); err != nil {
+				t.Fatalf("restart kube-controller-manager: %v", err)
+			}
+		}
+	}
+	t.Cleanup(restartKCM)
+	if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
+		t.Fatalf("promote full: %v\n%s", err, out)
+	}
+	// The worker scales the canary up and the stable down (by maxUnavailable); no pod comes
+	// or goes.
+	eventually(t, 30*time.Second, func() string {
+		if got := sizes(t, ns); got != "nginx:1.26=8/3 nginx:1.25=5/7" {
+			return "after the promote: " + got + ", want nginx:1.26=8/3 nginx:1.25=5/7"
+		}
+		return ""
+	})
+	// One more canary pod, Ready, and the canary ReplicaSet's status counting it.
+	var canary appsv1.ReplicaSet
+	for _, rs := range replicaSets(t, ns) {
+		if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h2 {
+			canary = rs
+		}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: canary.Name + "-", Labels: canary.Spec.Template.Labels,
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&canary, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
+		Spec: canary.Spec.Template.Spec}
+	if _, err := env.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create a canary pod: %v", err)
+	}
+	eventually(t, 30*time.Second, func() string {
+		n := 0
+		pods, err := env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: appsv1.DefaultDeploymentUniqueLabelKey + "=" + h2})
+		if err != nil {
+			return err.Error()
+		}
+		for i := range pods.Items {
+			if podReady(&pods.Items[i]) {
+				n++
+			}
+		}
+		if n != 4 {
+			return fmt.Sprintf("%d canary pods Ready, want 4", n)
+		}
+		return ""
+	})
+	c, err := env.kube.AppsV1().ReplicaSets(ns).Get(ctx, canary.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Status.Replicas, c.Status.FullyLabeledReplicas, c.Status.ReadyReplicas, c.Status.AvailableReplicas = 4, 4, 4, 4
+	c.Status.ObservedGeneration = c.Generation
+	if _, err := env.kube.AppsV1().ReplicaSets(ns).UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("canary ReplicaSet status: %v", err)
+	}
+	// The worker syncs on it: the stable ReplicaSet is at 5 or fewer, 7 of its pods up.
+	eventually(t, 30*time.Second, func() string {
+		if n := versionMarkers(t, workflowID(ns, "web"), "traffic-stable-pods-up"); n != 1 {
+			return fmt.Sprintf("%d traffic-stable-pods-up markers, want 1 (a sync that weighed the stable's pods up)", n)
+		}
+		tr := queryStatus(t, ns, "web").Traffic
+		if tr == nil || tr.Stable.Hash != h1 || tr.Stable.Available != 7 || tr.Canary.Available != 4 || tr.CanaryWeight != 36 || tr.Check != "holds" {
+			return fmt.Sprintf("traffic %+v; want the canary at 36 on 4 pods beside 7 stable ones, the invariant holding", tr)
+		}
+		return ""
+	})
+	waitRoute(t, dc, ns, routeView{stableWeight: 64, canaryWeight: 36, stableHash: h1, canaryHash: h2}, "")
+
+	restartKCM()
+	waitComplete(t, ns, "web")
+	waitRoute(t, dc, ns, routeView{stableWeight: 100, canaryWeight: 0, stableHash: h2, canaryHash: h2}, "")
+	eventually(t, 60*time.Second, func() string {
+		if got := sizes(t, ns); got != "nginx:1.26=10/10 nginx:1.25=0/0" {
+			return "after the promote: " + got
+		}
+		return ""
+	})
+	samples, handovers, breaches, windows := sampler.result()
+	if len(breaches) > 0 {
+		t.Errorf("invariant: %d breaches in %d samples, for %v; first: %s", len(breaches), samples, windows, breaches[0])
+	} else {
+		t.Logf("invariant: %d samples, 0 breaches (%d in the handover)", samples, handovers)
+	}
+	for _, ev := range events(t, ns, "web") {
+		if strings.Contains(ev, "TrafficInvariant") {
+			t.Errorf("event %s: the invariant broke", ev)
+		}
+	}
+}
+
 // TestTrafficInvalidAnnotation: an invalid traffic annotation holds the rollout with a Warning
 // naming every problem, and nothing moves.
 func TestTrafficInvalidAnnotation(t *testing.T) {

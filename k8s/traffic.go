@@ -328,10 +328,27 @@ func CheckTraffic(stable, canary Backend) error {
 // AvailablePods is each ReplicaSet's available pods by pod-template-hash: what its status
 // reports, but no more than its size (pods of a ReplicaSet just scaled down are going).
 func AvailablePods(rss []*appsv1.ReplicaSet) map[string]int32 {
+	return availableByHash(rss, true)
+}
+
+// PodsUp is each ReplicaSet's available pods by pod-template-hash as its status reports them,
+// the pods of a ReplicaSet just scaled down included: they serve until the ReplicaSet
+// controller deletes them, and its status drops them then. The canary's share is weighed
+// against them on the stable side (a stable ReplicaSet at 2 with 3 pods up beside 7 canary
+// pods: 7 of 10, not 7 of 9).
+func PodsUp(rss []*appsv1.ReplicaSet) map[string]int32 {
+	return availableByHash(rss, false)
+}
+
+func availableByHash(rss []*appsv1.ReplicaSet, capped bool) map[string]int32 {
 	out := map[string]int32{}
 	for _, rs := range rss {
 		if h := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; h != "" {
-			out[h] += min(rs.Status.AvailableReplicas, rsReplicas(rs))
+			n := rs.Status.AvailableReplicas
+			if capped {
+				n = min(n, rsReplicas(rs))
+			}
+			out[h] += n
 		}
 	}
 	return out

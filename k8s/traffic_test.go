@@ -316,6 +316,11 @@ func TestAvailableAfter(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("AvailableAfter = %v, want %v", got, want)
 	}
+	// The lagging ReplicaSet, scaled to 0 with 2 pods up, still serves on them until they go.
+	up := PodsUp([]*appsv1.ReplicaSet{stable, canary, lagging})
+	if want := (map[string]int32{stable.Labels[hashKey]: 7, canary.Labels[hashKey]: 3, lagging.Labels[hashKey]: 2}); !reflect.DeepEqual(up, want) {
+		t.Errorf("PodsUp = %v, want %v", up, want)
+	}
 }
 
 // setCanaryScale sizes the canary apart from the weight; the stable ReplicaSet keeps its share

@@ -73,6 +73,16 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	// (k8s.TrafficHandover). Runs recorded before this change kept the stable's last share.
 	handover := k8s.TrafficHandover(target, stable, canary, avail, after) &&
 		workflow.GetVersion(ctx, "traffic-handover", workflow.DefaultVersion, 1) == 1
+	// The stable's pods still up after its ReplicaSet scaled down (k8s.PodsUp) serve until
+	// they go: the canary's share is of them too. Runs recorded before this change weighed
+	// the stable at its size.
+	if up := k8s.PodsUp(snap.ReplicaSets)[stable]; canary != stable && up > avail[stable] &&
+		workflow.GetVersion(ctx, "traffic-stable-pods-up", workflow.DefaultVersion, 1) == 1 {
+		avail[stable] = up
+		weight = min(weight, k8s.TrafficWeight(target, after[canary], up))
+		handover = handover || (k8s.TrafficHandover(target, stable, canary, avail, after) &&
+			workflow.GetVersion(ctx, "traffic-handover", workflow.DefaultVersion, 1) == 1)
+	}
 	if handover {
 		weight = 100
 	}

@@ -163,3 +163,67 @@ func TestTrafficStepNeedsAnnotation(t *testing.T) {
 		t.Errorf("no InvalidRolloutAnnotation event")
 	}
 }
+
+// A full promote scales the stable ReplicaSet down while the canary grows, and the stable's
+// going pods keep serving until its status drops them (the ReplicaSet controller deletes them
+// after the write). The canary's weight is weighed against those pods too: a stable
+// ReplicaSet at 2 with 3 pods up beside 7 canary pods keeps the canary at 70, not 77 (a
+// breach TestTrafficDataPlane caught on the real stack).
+func TestTrafficStableGoingPods(t *testing.T) {
+	f := stepped(`[{"setWeight":30},{"pause":{}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	v1 := podTemplate("nginx:v1")
+	h1 := k8s.PodTemplateHash(&v1, nil)
+	// up: the stable pods still serving after a scale-down, until one wait has passed.
+	up, lagged, lags := int32(-1), false, 0
+	f.afterWrite = func(activity string) {
+		if activity != "ScaleDownReplicaSet" {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, rs := range f.rss {
+			if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h1 && up > rs.Status.AvailableReplicas {
+				rs.Status.AvailableReplicas, rs.Status.ReadyReplicas = up, up
+				lagged = true
+				lags++
+			}
+		}
+	}
+	f.beforeAwait = func() {
+		for _, rs := range f.rss {
+			if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h1 && lagged {
+				lagged = false
+				continue
+			}
+			settle(rs)
+			if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h1 {
+				up = rs.Status.AvailableReplicas
+			}
+		}
+	}
+	route := &fakeRoute{f: f}
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	var promoted updateOutcome
+	updateAt(env, time.Hour, UpdatePromote, PromoteRequest{Full: true}, &promoted)
+	env.ExecuteWorkflow(WorkflowType, input())
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
+	if !promoted.completed || promoted.err != nil {
+		t.Fatalf("promote: %+v, want completed", promoted)
+	}
+	if lags == 0 {
+		t.Fatalf("no scale-down of the stable ReplicaSet left pods up")
+	}
+	for i, m := range route.moves {
+		w := m.want.Route.CanaryWeight
+		// 100: the handover (the stable's last pods go in the sync; TrafficHandover).
+		if m.want.CanaryHash == m.want.StableHash || w == 100 {
+			continue
+		}
+		if int64(w)*int64(m.canaryAvail+m.stableAv) > 100*int64(m.canaryAvail) {
+			t.Errorf("move %d: canary weight %d on %d of %d pods up (%d stable)", i, w, m.canaryAvail, m.canaryAvail+m.stableAv, m.stableAv)
+		}
+	}
+}
