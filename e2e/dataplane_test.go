@@ -255,6 +255,8 @@ type trafficSampler struct {
 	rss       cache.Indexer
 	full      int32
 	handovers int
+	// pending: samples of a handover whose stable ReplicaSet has not gone to 0 yet.
+	pending []string
 }
 
 func (s *trafficSampler) rsReplicas(hash string) int32 {
@@ -296,9 +298,18 @@ func (s *trafficSampler) check() {
 	now := time.Now()
 	// The handover (k8s.TrafficHandover): past the last step, the canary takes everything as
 	// the stable's last pods go (its ReplicaSet at 0, or the canary's at the Deployment's
-	// full size).
-	if sh != ch && cw == 100 && ca > 0 && (s.rsReplicas(ch) == s.full || s.rsReplicas(sh) == 0) {
+	// full size). The route moves first, then the sync scales: a sample of the route at 100
+	// before that is the handover if the stable ReplicaSet goes to 0 next, a breach if not.
+	stableGone := s.rsReplicas(sh) == 0
+	if stableGone {
+		s.pending = nil
+	}
+	if sh != ch && cw == 100 && ca > 0 {
 		s.handovers++
+		if s.rsReplicas(ch) != s.full && !stableGone {
+			s.pending = append(s.pending, fmt.Sprintf("%s: weights %d/%d on %d stable (%s) and %d canary (%s) available pods, and the stable ReplicaSet never went to 0",
+				now.Format("15:04:05.000"), v.stableWeight, cw, sa, sh, ca, ch))
+		}
 		return
 	}
 	if sh != ch && sa+ca > 0 && (cw*(sa+ca) > 100*ca || (v.stableWeight > 0 && sa == 0)) {
@@ -367,7 +378,7 @@ func sampleTraffic(t *testing.T, dc dynamic.Interface, ns string, pn *podNetwork
 func (s *trafficSampler) result() (samples, handovers int, breaches []string, windows []time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.samples, s.handovers, append([]string(nil), s.breaches...), append([]time.Duration(nil), s.windows...)
+	return s.samples, s.handovers, append(append([]string(nil), s.breaches...), s.pending...), append([]time.Duration(nil), s.windows...)
 }
 
 // installDataPlaneCRDs adds to installGatewayCRDs' the standard-channel CRDs Traefik's
