@@ -126,11 +126,20 @@ func (a *Activities) client(ctx context.Context) kubernetes.Interface {
 // and a status query sent meanwhile 3.5 s. Refused, the sync ends its task at once and waits
 // in AwaitChange (AwaitInput.Retry) until Admission admits it; the budget stays as busy.
 // A user's command (CommandClient) and writes outside a workflow task are never refused.
-func (a *Activities) busy(ctx context.Context, command bool) error {
+//
+// The bound is the task's, not each write's: spent is how long the sync has run in its task
+// before this write (the workflow's clock), and a write is refused while spent plus its wait
+// would pass busyBacklog. A sync of four writes on a saturated budget held its task (and a
+// status query sent meanwhile) 3.1 s when each write could wait 750 ms; now its first writes
+// go, and the rest go in the next task, once the budget admits them.
+func (a *Activities) busy(ctx context.Context, command bool, spent time.Duration) error {
 	if command || a.Admission == nil || !activity.IsActivity(ctx) || !activity.GetInfo(ctx).IsLocalActivity {
 		return nil
 	}
-	if backlog := a.Admission.budget.Backlog(); backlog > busyBacklog {
+	if backlog := a.Admission.budget.Backlog(); backlog > 0 && backlog+max(spent, 0) > busyBacklog {
+		if spent > 0 {
+			return nonRetryable(ErrBusy, "client budget saturated: the write would wait %s for its token, and the sync has run %s; the sync goes on once the budget admits it", backlog.Round(time.Millisecond), spent.Round(time.Millisecond))
+		}
 		return nonRetryable(ErrBusy, "client budget saturated: the write would wait %s for its token; the sync goes on once the budget admits it", backlog.Round(time.Millisecond))
 	}
 	return nil

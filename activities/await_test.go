@@ -804,12 +804,14 @@ func TestAwaitChangeRetryWaitsForTheBudget(t *testing.T) {
 }
 
 // A sync's write (a local activity) is refused, before it is sent, while the client budget is
-// saturated (ErrBusy); a user's command and a write outside a workflow task (a regular
-// activity) are not, nor is any write on a budget with room.
+// saturated (ErrBusy), or while its wait would take the sync's time in its task past the bound
+// (spent); a user's command and a write outside a workflow task (a regular activity) are not,
+// nor is any write on a budget with a token free.
 func TestBusyWritesRefused(t *testing.T) {
 	tests := []struct {
 		name      string
 		backlog   time.Duration
+		spent     time.Duration
 		command   bool
 		local     bool
 		wantBusy  bool
@@ -817,6 +819,9 @@ func TestBusyWritesRefused(t *testing.T) {
 	}{
 		{name: "sync's write, saturated budget", backlog: 2 * time.Second, local: true, wantBusy: true},
 		{name: "sync's write, budget with room", backlog: 300 * time.Millisecond, local: true, wantWrite: true},
+		{name: "sync's later write, its wait would take the task past the bound", backlog: 300 * time.Millisecond, spent: 600 * time.Millisecond, local: true, wantBusy: true},
+		{name: "sync's later write, a token free", spent: 2 * time.Second, local: true, wantWrite: true},
+		{name: "sync's later write, within the bound", backlog: 100 * time.Millisecond, spent: 600 * time.Millisecond, local: true, wantWrite: true},
 		{name: "a user's command, saturated budget", backlog: 2 * time.Second, command: true, local: true, wantWrite: true},
 		{name: "a regular activity, saturated budget", backlog: 2 * time.Second, wantWrite: true},
 	}
@@ -831,7 +836,7 @@ func TestBusyWritesRefused(t *testing.T) {
 			suite.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivity(f.a)
-			in := DeploymentWriteInput{Deployment: want, Command: tt.command}
+			in := DeploymentWriteInput{Deployment: want, Command: tt.command, Spent: tt.spent}
 			var err error
 			if tt.local {
 				_, err = env.ExecuteLocalActivity(f.a.UpdateDeploymentStatus, in)

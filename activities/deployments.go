@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,9 @@ type DeploymentWriteInput struct {
 	// (ErrStale) instead of retried on a fresh read: for a refresh that must never land over a
 	// newer status (the watcher's k8s.TemplateChangeStatus, which keeps observedGeneration).
 	Strict bool `json:"strict,omitempty"`
+	// Spent: how long the sync has run in its workflow task before this write (see
+	// Activities.busy).
+	Spent time.Duration `json:"spent,omitempty"`
 }
 
 // DeploymentWriteResult reports the generation after the write.
@@ -48,7 +52,7 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 	if in.Command {
 		ctx = asCommand(ctx)
 	}
-	if err := a.busy(ctx, in.Command); err != nil {
+	if err := a.busy(ctx, in.Command, in.Spent); err != nil {
 		return DeploymentWriteResult{}, err
 	}
 	want := in.Deployment

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	appsv1 "k8s.io/api/apps/v1"
@@ -104,6 +105,9 @@ type CreateInput struct {
 	ProgressDeadline bool `json:"progressDeadline,omitempty"`
 	// ThenStatus, when set, is the sync's status write, made once the ReplicaSet exists.
 	ThenStatus *appsv1.Deployment `json:"thenStatus,omitempty"`
+	// Spent: how long the sync has run in its workflow task before this write (see
+	// Activities.busy).
+	Spent time.Duration `json:"spent,omitempty"`
 }
 
 // CreateResult tells what happened: created, found already there (ours, same template), or a
@@ -124,7 +128,7 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 	if in.Command {
 		ctx = asCommand(ctx)
 	}
-	if err := a.busy(ctx, in.Command); err != nil {
+	if err := a.busy(ctx, in.Command, in.Spent); err != nil {
 		return CreateResult{}, err
 	}
 	rs := in.ReplicaSet
@@ -240,6 +244,9 @@ type WriteReplicaSetInput struct {
 	Events       []k8s.Event        `json:"events,omitempty"`
 	// ThenStatus, when set, is the sync's status write, made after the ReplicaSet write.
 	ThenStatus *appsv1.Deployment `json:"thenStatus,omitempty"`
+	// Spent: how long the sync has run in its workflow task before this write (see
+	// Activities.busy).
+	Spent time.Duration `json:"spent,omitempty"`
 }
 
 // WriteReplicaSetResult reports the replicas written and the generation they produced.
@@ -277,7 +284,7 @@ func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInpu
 	if in.Command {
 		ctx = asCommand(ctx)
 	}
-	if err := a.busy(ctx, in.Command); err != nil {
+	if err := a.busy(ctx, in.Command, in.Spent); err != nil {
 		return WriteReplicaSetResult{}, err
 	}
 	want := in.ReplicaSet

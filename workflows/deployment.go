@@ -123,6 +123,9 @@ type syncState struct {
 	progressed bool
 	startedAt  time.Time
 	syncs      int
+	// syncStart: when the sync under way began (workflow time, which local activities
+	// advance): its writes' Spent (see activities.Activities.busy).
+	syncStart time.Time
 }
 
 // managedState is managed mode's (managed.go).
@@ -495,6 +498,7 @@ func (r *rollout) setImage(ctx workflow.Context) error {
 // sync is one pass of the controller: observe, decide, act.
 func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	r.syncs++
+	r.syncStart = workflow.Now(ctx)
 	var obs activities.ObserveResult
 	if r.observed != nil && !r.liveNext && r.observed.Holds(r.atLeast) {
 		obs = activities.ObserveResult{Found: true, Snapshot: *r.observed, FromCache: true}
@@ -584,6 +588,7 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 	// A sync that rolls back carries out a user's command: its writes (the new ReplicaSet that
 	// upstream creates before a rollback, the status) go under the commands' budget too.
 	cmd := r.rollbackTo != nil
+	spent := workflow.Now(ctx).Sub(r.syncStart)
 	switch step.Kind {
 	case k8s.StepEvent:
 		return false, workflow.ExecuteLocalActivity(ctx, a.RecordEvent, activities.RecordEventInput{Deployment: ref, Events: step.Events}).Get(ctx, nil)
@@ -594,7 +599,7 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 		err := workflow.ExecuteLocalActivity(ctx, a.CreateReplicaSet, activities.CreateInput{
 			Command:    cmd,
 			Deployment: ref, ReplicaSet: step.ReplicaSet, Events: step.Events, ProgressDeadline: k8s.HasProgressDeadline(d),
-			ThenStatus: step.Deployment,
+			ThenStatus: step.Deployment, Spent: spent,
 		}).Get(ctx, &res)
 		if err != nil {
 			return false, err
@@ -617,12 +622,12 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, fn, activities.WriteReplicaSetInput{
 			Command:    cmd,
 			Deployment: ref, ReplicaSet: step.ReplicaSet, FromReplicas: step.FromReplicas, Events: step.Events,
-			ThenStatus: step.Deployment,
+			ThenStatus: step.Deployment, Spent: spent,
 		}))
 	case k8s.StepCleanup:
 		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.CleanupReplicaSets, activities.CleanupInput{Deployment: ref, Delete: step.Delete}))
 	case k8s.StepUpdateStatus:
-		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.UpdateDeploymentStatus, activities.DeploymentWriteInput{Command: cmd, Deployment: step.Deployment, Events: step.Events}))
+		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.UpdateDeploymentStatus, activities.DeploymentWriteInput{Command: cmd, Deployment: step.Deployment, Events: step.Events, Spent: spent}))
 	case k8s.StepRollback:
 		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, a.RollbackDeployment, activities.DeploymentWriteInput{Deployment: step.Deployment, Events: step.Events}))
 	case k8s.StepPark, k8s.StepRelease:
