@@ -16,7 +16,6 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/temporal-rollout/rollout/workflows"
@@ -281,25 +280,44 @@ func forEachWorkflow(ctx context.Context, tc client.Client, ns string, names []s
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			id := workflows.WorkflowID(ns, name)
-			var runs []*workflowpb.WorkflowExecutionInfo
-			var token []byte
-			for {
-				resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-					Query: fmt.Sprintf("WorkflowId = %q", id), NextPageToken: token})
-				if err != nil {
-					errs[i] = fmt.Errorf("list runs of %s: %w", id, err)
-					return
-				}
-				runs = append(runs, resp.Executions...)
-				if token = resp.NextPageToken; len(token) == 0 {
-					break
-				}
+			runs, err := runsOf(ctx, tc, id)
+			if err != nil {
+				errs[i] = err
+				return
 			}
 			errs[i] = fn(i, id, runs)
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// runsOf lists every run of the workflow with that ID, newest first, from the histories alone:
+// the latest run from DescribeWorkflowExecution, each earlier one named by its successor's
+// start event (continuedExecutionRunId). Listing the runs through visibility timed out on the
+// PostgreSQL Temporal's SQL visibility after scale-1000, and visibility lags the histories.
+func runsOf(ctx context.Context, tc client.Client, id string) ([]*workflowpb.WorkflowExecutionInfo, error) {
+	var runs []*workflowpb.WorkflowExecutionInfo
+	runID := ""
+	for {
+		d, err := tc.DescribeWorkflowExecution(ctx, id, runID)
+		if err != nil {
+			return nil, fmt.Errorf("describe %s run %q: %w", id, runID, err)
+		}
+		info := d.GetWorkflowExecutionInfo()
+		runs = append(runs, info)
+		it := tc.GetWorkflowHistory(ctx, id, info.GetExecution().GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		if !it.HasNext() {
+			return runs, nil
+		}
+		ev, err := it.Next()
+		if err != nil {
+			return nil, fmt.Errorf("history of %s run %s: %w", id, info.GetExecution().GetRunId(), err)
+		}
+		if runID = ev.GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId(); runID == "" {
+			return runs, nil
+		}
+	}
 }
 
 // median and maxOf summarise per-rollout counts.
