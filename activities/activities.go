@@ -137,10 +137,8 @@ func (a *Activities) busy(ctx context.Context, command bool, spent time.Duration
 		return nil
 	}
 	if backlog := a.Admission.budget.Backlog(); backlog > 0 && backlog+max(spent, 0) > busyBacklog {
-		if spent > 0 {
-			return nonRetryable(ErrBusy, "client budget saturated: the write would wait %s for its token, and the sync has run %s; the sync goes on once the budget admits it", backlog.Round(time.Millisecond), spent.Round(time.Millisecond))
-		}
-		return nonRetryable(ErrBusy, "client budget saturated: the write would wait %s for its token; the sync goes on once the budget admits it", backlog.Round(time.Millisecond))
+		return nonRetryable(ErrBusy, "client budget saturated: the write would wait %s for its token, the sync has run %s in its task; the sync goes on once the budget admits it",
+			backlog.Round(time.Millisecond), max(spent, 0).Round(time.Millisecond))
 	}
 	return nil
 }
