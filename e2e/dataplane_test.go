@@ -869,14 +869,7 @@ func TestTrafficDataPlane(t *testing.T) {
 	if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
 		t.Fatalf("promote full: %v\n%s", err, out)
 	}
-	waitComplete(t, ns, "web")
-	waitRoute(t, dc, ns, routeView{stableWeight: 100, canaryWeight: 0, stableHash: h3, canaryHash: h3}, "")
-	eventually(t, 60*time.Second, func() string {
-		if got := sizes(t, ns); got != "nginx:1.27=10/10 nginx:1.25=0/0 nginx:1.26=0/0" {
-			return "after promote: " + got
-		}
-		return ""
-	})
+	waitPromoted(t, dc, ns, h3, "nginx:1.27=10/10 nginx:1.25=0/0 nginx:1.26=0/0")
 	hits, failed, why = load.end()
 	if failed > 0 {
 		t.Errorf("rollout 2: %d of %d requests failed; first: %s", failed, len(hits)+failed, why)

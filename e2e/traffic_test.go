@@ -181,15 +181,8 @@ func waitRoute(t *testing.T, dc dynamic.Interface, ns string, want routeView, he
 // setHeaderRoute step adds its rule, and an abort sets the weights back to 100/0 before the
 // canary ReplicaSet scales down (a watch on both compares the times).
 func TestTrafficRouting(t *testing.T) {
-	installGatewayCRDs(t)
-	ns := newNamespace(t)
-	recordHistories(t, ns, "web")
-	dc := dynamicClient(t)
+	ns, dc := createTrafficDeployment(t, `[{"setWeight":30},{"pause":{}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"setWeight":50},{"pause":{}}]`)
 	ctx := context.Background()
-	createTrafficObjects(t, ctx, dc, ns, 80)
-	steps := `[{"setWeight":30},{"pause":{}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"setWeight":50},{"pause":{}}]`
-	traffic := `{"httpRoute":{"name":"web"},"stableService":"web-stable","canaryService":"web-canary"}`
-	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(steps), withAnnotation(k8s.TrafficAnnotation, traffic)))
 	waitComplete(t, ns, "web")
 	h1 := hashOf(t, ns, "nginx:1.25")
 	// At rest both Services select the stable pods, and the stable one takes everything.
@@ -293,14 +286,8 @@ func TestTrafficStablePodsUp(t *testing.T) {
 	if env.builtin {
 		t.Skip("E2E_CONTROLLER=built-in runs no worker")
 	}
-	installGatewayCRDs(t)
-	ns := newNamespace(t)
-	recordHistories(t, ns, "web")
-	dc := dynamicClient(t)
+	ns, dc := createTrafficDeployment(t, `[{"setWeight":30},{"pause":{}}]`)
 	ctx := context.Background()
-	createTrafficObjects(t, ctx, dc, ns, 80)
-	traffic := `{"httpRoute":{"name":"web"},"stableService":"web-stable","canaryService":"web-canary"}`
-	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(`[{"setWeight":30},{"pause":{}}]`), withAnnotation(k8s.TrafficAnnotation, traffic)))
 	waitComplete(t, ns, "web")
 	h1 := hashOf(t, ns, "nginx:1.25")
 	setImage(t, ns, "web", "nginx:1.26")
@@ -383,14 +370,7 @@ func TestTrafficStablePodsUp(t *testing.T) {
 	waitRoute(t, dc, ns, routeView{stableWeight: 64, canaryWeight: 36, stableHash: h1, canaryHash: h2}, "")
 
 	restartKCM()
-	waitComplete(t, ns, "web")
-	waitRoute(t, dc, ns, routeView{stableWeight: 100, canaryWeight: 0, stableHash: h2, canaryHash: h2}, "")
-	eventually(t, 60*time.Second, func() string {
-		if got := sizes(t, ns); got != "nginx:1.26=10/10 nginx:1.25=0/0" {
-			return "after the promote: " + got
-		}
-		return ""
-	})
+	waitPromoted(t, dc, ns, h2, "nginx:1.26=10/10 nginx:1.25=0/0")
 	samples, handovers, breaches, windows := sampler.result()
 	if len(breaches) > 0 {
 		t.Errorf("invariant: %d breaches in %d samples, for %v; first: %s", len(breaches), samples, windows, breaches[0])
@@ -425,6 +405,35 @@ func TestTrafficInvalidAnnotation(t *testing.T) {
 	if n := len(replicaSets(t, ns)); n != 1 {
 		t.Errorf("%d ReplicaSets, want 1: nothing moves (%s)", n, sizes(t, ns))
 	}
+}
+
+// createTrafficDeployment installs the Gateway API CRDs and creates, in a new namespace whose
+// histories are recorded, the traffic objects and the Deployment web (10 replicas of
+// nginx:1.25, maxSurge and maxUnavailable 25%) with those steps and the traffic annotation.
+func createTrafficDeployment(t *testing.T, steps string) (string, dynamic.Interface) {
+	t.Helper()
+	installGatewayCRDs(t)
+	ns := newNamespace(t)
+	recordHistories(t, ns, "web")
+	dc := dynamicClient(t)
+	createTrafficObjects(t, context.Background(), dc, ns, 80)
+	traffic := `{"httpRoute":{"name":"web"},"stableService":"web-stable","canaryService":"web-canary"}`
+	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(steps), withAnnotation(k8s.TrafficAnnotation, traffic)))
+	return ns, dc
+}
+
+// waitPromoted waits for a promoted rollout to end: complete, every request on the new
+// ReplicaSet (hash), and the ReplicaSets at sizes.
+func waitPromoted(t *testing.T, dc dynamic.Interface, ns, hash, want string) {
+	t.Helper()
+	waitComplete(t, ns, "web")
+	waitRoute(t, dc, ns, routeView{stableWeight: 100, canaryWeight: 0, stableHash: hash, canaryHash: hash}, "")
+	eventually(t, 60*time.Second, func() string {
+		if got := sizes(t, ns); got != want {
+			return "after the promote: " + got + ", want " + want
+		}
+		return ""
+	})
 }
 
 // createTrafficObjects creates what the traffic annotation names: the Services web-stable and
