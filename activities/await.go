@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -31,6 +32,11 @@ type AwaitInput struct {
 	// soon as Admission admits a move (at most maxHold), so that a run of retries neither
 	// holds one workflow task open nor jumps the queue of a saturated client budget.
 	Retry bool `json:"retry,omitempty"`
+	// Inline: the workflow lets the wait make a plain rollout's scale moves itself (see
+	// inlineMoves), while the Deployment is still at Generation, the one its last sync
+	// decided on. Set only for a full-mode rollout with no steps and no pending rollback.
+	Inline     bool  `json:"inline,omitempty"`
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // Await reasons: why AwaitChange returned.
@@ -68,6 +74,18 @@ type AwaitResult struct {
 	// AwaitDecide): the sync decides on it and records no Observe of its own.
 	Snapshot *k8s.Snapshot `json:"snapshot,omitempty"`
 	Error    string        `json:"error,omitempty"`
+	// Moves are the scale moves the wait made itself (AwaitInput.Inline), in order.
+	Moves []Move `json:"moves,omitempty"`
+}
+
+// Move is one scale move AwaitChange made itself: a ReplicaSet's replicas From → To, with
+// the Deployment's status written after it, and the move's event recorded.
+type Move struct {
+	Kind       k8s.StepKind `json:"kind"`
+	ReplicaSet string       `json:"replicaSet"`
+	From       int32        `json:"from"`
+	To         int32        `json:"to"`
+	At         time.Time    `json:"at"`
 }
 
 const (
@@ -133,6 +151,8 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 	var heldSince time.Time
 
 	var res AwaitResult
+	// holdFrom: when the move being weighed began to be held (maxHold bounds each move).
+	holdFrom := started
 	atLeast, catchUpBy := in.AtLeast, time.Now().Add(catchUpBound)
 	for {
 		if a.Cache.DeploymentDeleted(in.UID) {
@@ -206,7 +226,7 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 			default:
 				// A move: hand it to the workflow once the client budget can take it (see
 				// Admission).
-				if wait := a.Admission.Wait(time.Now()); wait > 0 && time.Since(started) < maxHold {
+				if wait := a.Admission.Wait(time.Now()); wait > 0 && time.Since(holdFrom) < maxHold {
 					if local {
 						// A local wait holds its workflow task open: wait in the activity.
 						res.Reason = AwaitBusy
@@ -219,9 +239,22 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 					break
 				}
 				if !heldSince.IsZero() {
-					res.Held = time.Since(heldSince).Round(time.Millisecond)
+					res.Held += time.Since(heldSince).Round(time.Millisecond)
+					heldSince = time.Time{}
 				}
-				return res.decide(plan, a.redactSnapshot(snap)), nil
+				steps, ok := inlineMoves(plan, d, in, local)
+				if !ok {
+					return res.decide(plan, a.redactSnapshot(snap)), nil
+				}
+				wrote, err := a.moveInline(ctx, d, steps, &res)
+				if err != nil && !IsKind(err, ErrStale) {
+					// The sync it hands over to writes again and reports the error.
+					res.Error = err.Error()
+					return res.decide(plan, a.redactSnapshot(snap)), nil
+				}
+				// Moved, or the decision was stale (someone wrote since): weigh again once
+				// the cache holds what was written.
+				atLeast, catchUpBy, holdFrom = wrote, time.Now().Add(catchUpBound), time.Now()
 			}
 			recheck = nil
 			if plan.RecheckAt != nil {
@@ -242,6 +275,72 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 		case <-wake:
 		}
 	}
+}
+
+// inlineMoves returns the writes of a plan that the wait makes itself, with the status write
+// folded into the last ReplicaSet write as a sync does (k8s.FoldStatus): a plain rollout's
+// (AwaitInput.Inline) scale-ups and scale-downs of its existing ReplicaSets and the status
+// after them, while the Deployment is the one the workflow's last sync decided on (same
+// generation, not paused, RollingUpdate, none of our rollout annotations). Anything else (a
+// ReplicaSet to create, adopt, release or delete, a rollback, a changed spec, a condition
+// with an event) goes to the workflow. The moves skip one round trip through the Temporal
+// server each, as upstream's controller moves within its informer's latency; each is listed
+// in the result (Moves) and recorded as an event, as the workflow's own would be.
+//
+// A local wait (--local-wait) makes none: its workflow task syncs at once anyway.
+func inlineMoves(plan k8s.Plan, d *appsv1.Deployment, in AwaitInput, local bool) ([]k8s.Step, bool) {
+	if !in.Inline || local || in.Generation == 0 || d.Generation != in.Generation || !plainRollout(in.Request) ||
+		in.Request.RollbackTo != nil || d.Spec.Paused || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType ||
+		plan.Phase != k8s.PhaseProgressing || k8s.RolloutAnnotations(d.Annotations) != k8s.RolloutAnnotations(nil) {
+		return nil, false
+	}
+	steps := k8s.FoldStatus(plan.Steps)
+	for i, st := range steps {
+		switch {
+		case (st.Kind == k8s.StepScaleUp || st.Kind == k8s.StepScaleDown) && st.ReplicaSet != nil:
+			for _, e := range st.Events {
+				if e.Type != corev1.EventTypeNormal {
+					return nil, false
+				}
+			}
+		case st.Kind == k8s.StepUpdateStatus && i == len(steps)-1 && len(st.Events) == 0 && st.Deployment != nil:
+		default:
+			return nil, false
+		}
+	}
+	return steps, len(steps) > 0
+}
+
+// moveInline makes inlineMoves' writes in order, each ReplicaSet write with the preconditions
+// of the workflow's own (writeReplicaSet: a ReplicaSet changed since the decision makes it
+// stale), and lists them in res.Moves. It returns the versions written.
+func (a *Activities) moveInline(ctx context.Context, d *appsv1.Deployment, steps []k8s.Step, res *AwaitResult) ([]k8s.ObjectVersion, error) {
+	var wrote []k8s.ObjectVersion
+	for _, st := range steps {
+		if st.Kind == k8s.StepUpdateStatus {
+			wr, err := a.UpdateDeploymentStatus(ctx, DeploymentWriteInput{Deployment: st.Deployment})
+			wrote = append(wrote, wr.Wrote...)
+			if err != nil {
+				return wrote, err
+			}
+			res.StatusWrites++
+			continue
+		}
+		wr, err := a.writeReplicaSet(ctx, WriteReplicaSetInput{
+			Deployment: refOf(d), ReplicaSet: st.ReplicaSet, FromReplicas: st.FromReplicas, Events: st.Events, ThenStatus: st.Deployment,
+		})
+		wrote = append(wrote, wr.Wrote...)
+		if len(wr.Wrote) > 0 {
+			res.Moves = append(res.Moves, Move{Kind: st.Kind, ReplicaSet: st.ReplicaSet.Name, From: st.FromReplicas, To: wr.Replicas, At: time.Now().UTC()})
+			if st.Deployment != nil && len(wr.Wrote) > 1 {
+				res.StatusWrites++
+			}
+		}
+		if err != nil {
+			return wrote, err
+		}
+	}
+	return wrote, nil
 }
 
 // admitRetry is AwaitChange for a retry (AwaitInput.Retry): AwaitDecide once Admission admits

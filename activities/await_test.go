@@ -2,9 +2,11 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -852,6 +854,120 @@ func TestBusyWritesRefused(t *testing.T) {
 			}
 			if !tt.wantWrite && writes != 0 {
 				t.Fatalf("%d status writes, want none", writes)
+			}
+		})
+	}
+}
+
+// A plain rollout's scale moves are the wait's own (AwaitInput.Inline) while the Deployment
+// stays at the generation the workflow decided on: the new pod available, the wait scales the
+// old ReplicaSet down and, with the surge pod that frees, the new one up, records upstream's
+// events, writes the status after each, and lists the moves. Anything else goes to the
+// workflow as before.
+func TestAwaitChangeMovesInline(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// change alters the input or the Deployment (before the cache starts).
+		change    func(in *AwaitInput, d *appsv1.Deployment)
+		want      string
+		wantMoves []string // kind replicaSet from→to, {old} and {new} for the names
+		wantOld   int32
+		wantNew   int32
+	}{
+		{
+			name: "inline: the wait scales the old ReplicaSet down, then the new one up",
+			want: AwaitResync, wantMoves: []string{"ScaleDownReplicaSet {old} 3→2", "ScaleUpReplicaSet {new} 1→2"},
+			wantOld: 2, wantNew: 2,
+		},
+		{
+			name: "not asked: the workflow decides", change: func(in *AwaitInput, _ *appsv1.Deployment) { in.Inline = false },
+			want: AwaitDecide, wantOld: 3, wantNew: 1,
+		},
+		{
+			name:   "the Deployment changed since the workflow's sync: the workflow decides",
+			change: func(in *AwaitInput, _ *appsv1.Deployment) { in.Generation-- },
+			want:   AwaitDecide, wantOld: 3, wantNew: 1,
+		},
+		{
+			name: "a stepped rollout's annotation not yet weighed: the workflow decides",
+			change: func(_ *AwaitInput, d *appsv1.Deployment) {
+				d.Annotations = map[string]string{k8s.StepsAnnotation: `[{"setWeight":50}]`}
+			},
+			want: AwaitDecide, wantOld: 3, wantNew: 1,
+		},
+		{
+			name:   "a rollback pending: the workflow decides",
+			change: func(in *AwaitInput, _ *appsv1.Deployment) { in.Request.RollbackTo = ptr(int64(0)) },
+			want:   AwaitDecide, wantOld: 3, wantNew: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, rss, newRS := midRollout(t)
+			var old *appsv1.ReplicaSet
+			for _, rs := range rss {
+				if rs.Name != newRS.Name {
+					old = rs
+				}
+			}
+			in := AwaitInput{Namespace: testNS, Name: "web", UID: dUID, MaxWait: 1500 * time.Millisecond, Inline: true, Generation: d.Generation}
+			if tt.change != nil {
+				d = d.DeepCopy()
+				tt.change(&in, d)
+			}
+			f := awaitFixture(t, d, rss)
+			after(t, 200*time.Millisecond, func() error {
+				return f.setReplicaSetStatus(ctx, newRS.Name, func(st *appsv1.ReplicaSetStatus) { st.ReadyReplicas, st.AvailableReplicas = 1, 1 })
+			})
+
+			got, err := runAwait(t, f.a, in)
+
+			if err != nil {
+				t.Fatalf("AwaitChange error = %v", err)
+			}
+			names := strings.NewReplacer(old.Name, "{old}", newRS.Name, "{new}")
+			var moves []string
+			for _, m := range got.Moves {
+				moves = append(moves, names.Replace(fmt.Sprintf("%s %s %d→%d", m.Kind, m.ReplicaSet, m.From, m.To)))
+				if m.At.IsZero() {
+					t.Errorf("move %+v has no time", m)
+				}
+			}
+			if got.Reason != tt.want || !slices.Equal(moves, tt.wantMoves) || got.Error != "" {
+				t.Fatalf("result %s, moves %q, error %q; want %s, moves %q", got.Reason, moves, got.Error, tt.want, tt.wantMoves)
+			}
+			if o, n := *f.rs(t, old.Name).Spec.Replicas, *f.rs(t, newRS.Name).Spec.Replicas; o != tt.wantOld || n != tt.wantNew {
+				t.Errorf("old/new replicas = %d/%d, want %d/%d", o, n, tt.wantOld, tt.wantNew)
+			}
+			var scaling []string
+			for _, e := range f.events() {
+				if strings.Contains(e, "ScalingReplicaSet") {
+					scaling = append(scaling, names.Replace(e))
+				}
+			}
+			var wantEvents []string
+			for _, m := range tt.wantMoves {
+				var kind, rs string
+				var from, to int32
+				fmt.Sscanf(strings.Replace(m, "→", " ", 1), "%s %s %d %d", &kind, &rs, &from, &to)
+				verb := map[string]string{"ScaleDownReplicaSet": "down", "ScaleUpReplicaSet": "up"}[kind]
+				wantEvents = append(wantEvents, fmt.Sprintf("Normal ScalingReplicaSet Scaled %s replica set %s from %d to %d", verb, rs, from, to))
+			}
+			if !slices.Equal(scaling, wantEvents) {
+				t.Errorf("events %q, want %q", scaling, wantEvents)
+			}
+			if len(tt.wantMoves) > 0 {
+				// The status, written with the scale-down: the counts the ReplicaSets' own
+				// statuses give (no ReplicaSet controller here: the old one still has 3 pods,
+				// the new one 1, now available). The scale-up changes none of them.
+				st := f.deployment(t).Status
+				if st.Replicas != 4 || st.UpdatedReplicas != 1 || st.AvailableReplicas != 4 {
+					t.Errorf("status replicas/updated/available = %d/%d/%d, want 4/1/4", st.Replicas, st.UpdatedReplicas, st.AvailableReplicas)
+				}
+				if got.StatusWrites != 1 {
+					t.Errorf("StatusWrites = %d, want 1", got.StatusWrites)
+				}
 			}
 		})
 	}

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,6 +80,25 @@ func TestRollingUpdate(t *testing.T) {
 			waitEvent(t, ns, "web", fmt.Sprintf("ScalingReplicaSet: Scaled up replica set %s from 0 to %d", firstRS, tt.replicas))
 			waitEvent(t, ns, "web", fmt.Sprintf("ScalingReplicaSet: Scaled down replica set %s from", firstRS))
 			waitEvent(t, ns, "web", fmt.Sprintf("ScalingReplicaSet: Scaled up replica set %s from 0 to", newRS))
+
+			// The wait made the scale moves between the first sync and the last itself
+			// (AwaitInput.Inline), within the bounds observe checks; each is in the
+			// history, in AwaitChange's result, and has upstream's event.
+			moves := waitMoves(t, workflowID(ns, "web"))
+			if len(moves) == 0 {
+				t.Errorf("no scale move made by the wait, want the rollout's moves between its syncs")
+			}
+			evs := events(t, ns, "web")
+			for _, m := range moves {
+				verb := map[k8s.StepKind]string{k8s.StepScaleUp: "up", k8s.StepScaleDown: "down"}[m.Kind]
+				want := fmt.Sprintf("ScalingReplicaSet: Scaled %s replica set %s from %d to %d", verb, m.ReplicaSet, m.From, m.To)
+				if !slices.Contains(evs, want) {
+					t.Errorf("move %+v: no event %q among %q", m, want, evs)
+				}
+				if m.ReplicaSet != firstRS && m.ReplicaSet != newRS {
+					t.Errorf("move %+v on neither ReplicaSet (%s, %s)", m, firstRS, newRS)
+				}
+			}
 
 			hist := kubectl(t, "-n", ns, "rollout", "history", "deployment/web")
 			for _, want := range []string{"1         <none>", "2         image nginx:1.26"} {

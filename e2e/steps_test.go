@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/workflows"
 )
@@ -449,6 +450,31 @@ func versionMarkers(t *testing.T, id, change string) int {
 		}
 	})
 	return n
+}
+
+// waitMoves lists the scale moves AwaitChange made itself (AwaitResult.Moves) in every run of
+// the workflow, as its completed activities' results record them.
+func waitMoves(t *testing.T, id string) []activities.Move {
+	t.Helper()
+	dc := converter.GetDefaultDataConverter()
+	awaits := map[int64]bool{}
+	var moves []activities.Move
+	eachRunEvent(t, id, func(ev *historypb.HistoryEvent) {
+		if ev.GetWorkflowExecutionStartedEventAttributes() != nil {
+			clear(awaits) // event IDs start over in each run
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "AwaitChange" {
+			awaits[ev.GetEventId()] = true
+		}
+		if c := ev.GetActivityTaskCompletedEventAttributes(); c != nil && awaits[c.GetScheduledEventId()] {
+			var res activities.AwaitResult
+			if err := dc.FromPayloads(c.GetResult(), &res); err != nil {
+				t.Fatalf("AwaitChange result in %s: %v", id, err)
+			}
+			moves = append(moves, res.Moves...)
+		}
+	})
+	return moves
 }
 
 // countMeasurements counts the MeasureAnalysis activities scheduled in every run of the

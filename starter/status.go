@@ -172,6 +172,9 @@ func renderStatus(st workflows.Status) string {
 		}
 	}
 	row("Syncs", "%d", st.Syncs)
+	if st.WaitMoves > 0 {
+		row("Moves by the wait", "%d", st.WaitMoves)
+	}
 
 	if len(st.ReplicaSets) > 0 {
 		fmt.Fprintln(tw)

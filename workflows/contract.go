@@ -237,7 +237,10 @@ type Status struct {
 	Conditions      []appsv1.DeploymentCondition `json:"conditions,omitempty"`
 	PendingRollback *int64                       `json:"pendingRollback,omitempty"`
 	Syncs           int                          `json:"syncs"`
-	LastError       string                       `json:"lastError,omitempty"`
+	// WaitMoves counts the scale moves of a plain rollout that its wait (AwaitChange) made
+	// itself in this run, between the syncs (each listed in that activity's result).
+	WaitMoves int    `json:"waitMoves,omitempty"`
+	LastError string `json:"lastError,omitempty"`
 	// IgnoredSignal explains the last signal that was dropped as malformed.
 	IgnoredSignal string `json:"ignoredSignal,omitempty"`
 	Message       string `json:"message,omitempty"`

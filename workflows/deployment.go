@@ -105,6 +105,10 @@ type syncState struct {
 	rollbackTo   *int64
 	uid          types.UID
 	fromRevision int64
+	// generation: the Deployment's generation the last sync decided on.
+	generation int64
+	// inlineMoves: scale moves AwaitChange made itself in this run (AwaitResult.Moves).
+	inlineMoves int
 	// atLeast: versions the next Observe must see (from the watcher and our own writes);
 	// liveNext: read live, after a stale decision.
 	atLeast  []k8s.ObjectVersion
@@ -305,6 +309,7 @@ func (r *rollout) queryStatus() Status {
 	st.Cluster = r.in.Cluster
 	st.PendingRollback = r.rollbackTo
 	st.Syncs = r.syncs
+	st.WaitMoves = r.inlineMoves
 	st.Steps = r.stepsStatus()
 	st.AnnotationError = r.annotationError
 	st.Traffic = r.traffic
@@ -521,6 +526,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		r.log.Info("Deployment was recreated", "uid", d.UID)
 	}
 	r.uid = d.UID
+	r.generation = d.Generation
 	req := k8s.Request{RollbackTo: r.rollbackTo, Managed: r.managed}
 	if req.Managed {
 		req.ManagedProgress, req.ManagedGuard = r.progress, r.managedGuard
@@ -547,7 +553,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		return plan, true, err
 	}
 	wrote, restarted := false, false
-	for _, step := range foldStatus(plan.Steps) {
+	for _, step := range k8s.FoldStatus(plan.Steps) {
 		if step.Kind != k8s.StepEvent && step.Kind != k8s.StepUpdateStatus {
 			wrote = true
 		}
@@ -654,24 +660,6 @@ func (r *rollout) wrote(ctx workflow.Context, f workflow.Future) error {
 	}
 	r.atLeast = append(r.atLeast, res.Wrote...)
 	return nil
-}
-
-// foldStatus carries a sync's closing status write inside the ReplicaSet write before it, so
-// a sync that scales costs one local activity, not two. The status is written after the
-// ReplicaSet, as before.
-func foldStatus(steps []k8s.Step) []k8s.Step {
-	n := len(steps)
-	if n < 2 || steps[n-1].Kind != k8s.StepUpdateStatus {
-		return steps
-	}
-	switch steps[n-2].Kind {
-	case k8s.StepCreate, k8s.StepScaleUp, k8s.StepScaleDown, k8s.StepUpdateRS:
-	default:
-		return steps
-	}
-	out := append([]k8s.Step(nil), steps[:n-1]...)
-	out[n-2].Deployment = steps[n-1].Deployment
-	return out
 }
 
 // failed records an error and schedules the next attempt: once the client budget admits it

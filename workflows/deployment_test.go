@@ -87,6 +87,10 @@ type fakeCluster struct {
 	staleCreates, busyCreates int
 	// retryAwaits: the AwaitChange activities that were a stale decision's retry (Retry).
 	retryAwaits int
+	// awaits: every AwaitChange activity's input; awaitMoves: the moves the first one asked
+	// to make them (AwaitInput.Inline) reports it made.
+	awaits     []activities.AwaitInput
+	awaitMoves []activities.Move
 }
 
 func newFakeCluster(d *appsv1.Deployment, rss ...*appsv1.ReplicaSet) *fakeCluster {
@@ -213,6 +217,7 @@ func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (
 		return activities.AwaitResult{Reason: activities.AwaitResync}, nil
 	}
 	defer f.done("AwaitChange", false, new(error))
+	f.awaits = append(f.awaits, in)
 	if in.Retry {
 		f.retryAwaits++
 		return activities.AwaitResult{Reason: activities.AwaitDecide}, nil
@@ -221,6 +226,9 @@ func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (
 		f.beforeAwait()
 	}
 	res := activities.AwaitResult{Reason: activities.AwaitDecide}
+	if in.Inline {
+		res.Moves, f.awaitMoves = f.awaitMoves, nil
+	}
 	if f.awaitSnapshot && f.d != nil {
 		snap := f.snapshot()
 		res.Snapshot = &snap
@@ -1449,5 +1457,50 @@ func TestNoLocalWait(t *testing.T) {
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
 	if local, remote := f.callCount("LocalAwaitChange"), f.callCount("AwaitChange"); local != 0 || remote == 0 {
 		t.Fatalf("waits: %d local, %d AwaitChange activities; want 0 local and at least one activity", local, remote)
+	}
+}
+
+// A plain rollout's wait is asked to make its scale moves itself (Inline), at the generation
+// its sync decided on, and the moves it reports count in the status query; a stepped
+// rollout's wait is not asked, and the workflow makes every move.
+func TestWaitMovesInline(t *testing.T) {
+	for _, stepped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stepped=%t", stepped), func(t *testing.T) {
+			f := midRollout()
+			f.d.Generation = 5
+			if stepped {
+				f.d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":50},{"pause":{}}]`
+			}
+			f.awaitMoves = []activities.Move{{Kind: k8s.StepScaleDown, ReplicaSet: "web-old", From: 3, To: 2}}
+			env := newEnv(t, f)
+			var st Status
+			var queryErr error
+			at(env, 90*time.Second, func() {
+				v, err := env.QueryWorkflow(QueryStatus)
+				if queryErr = err; err == nil {
+					queryErr = v.Get(&st)
+				}
+			})
+			endByDeletion(env, f, time.Hour)
+			env.ExecuteWorkflow(WorkflowType, input())
+
+			if queryErr != nil {
+				t.Fatalf("status query: %v", queryErr)
+			}
+			if len(f.awaits) == 0 {
+				t.Fatalf("no AwaitChange activity ran")
+			}
+			first := f.awaits[0]
+			if first.Inline == stepped || (!stepped && first.Generation != 5) {
+				t.Errorf("first wait's inline/generation = %t/%d, want %t/%d", first.Inline, first.Generation, !stepped, 5)
+			}
+			want := 1
+			if stepped {
+				want = 0
+			}
+			if st.WaitMoves != want {
+				t.Errorf("status waitMoves = %d, want %d", st.WaitMoves, want)
+			}
+		})
 	}
 }

@@ -71,6 +71,11 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 			}
 			r.dirty = true
 			r.observed = res.Snapshot
+			if len(res.Moves) > 0 {
+				// The wait made the rollout's scale moves itself (AwaitInput.Inline).
+				r.progressed = true
+				r.inlineMoves += len(res.Moves)
+			}
 			if res.Reason == activities.AwaitGone {
 				r.liveNext = true
 			}
@@ -92,6 +97,10 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 	}
 	ann := r.rolloutAnnotations
 	in.RolloutAnnotations = &ann
+	// A plain rollout's scale moves are the wait's to make (activities.inlineMoves) while the
+	// Deployment stays at the generation this sync decided on.
+	in.Inline = !r.managed && r.canaryReq == nil && r.rollbackTo == nil && r.traffic == nil && r.bg == nil && r.abort == nil
+	in.Generation = r.generation
 	if r.localWait > 0 && !r.awaitRemote && !r.recordRollback && !r.recordUpdate {
 		in.MaxWait = r.localWait
 		lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, localAwaitOptions(r.localWait)))

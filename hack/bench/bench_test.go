@@ -108,6 +108,11 @@ func TestQuick(t *testing.T) {
 				p.PickedMedian < p.StartedMedian || p.DecidedMedian < p.PickedMedian {
 				t.Errorf("%s: start path %+v; want started ≤ picked ≤ done, all after the creates began", name, p)
 			}
+			// The update along the workflow's runs: the watcher's signal, then picked, then done.
+			if p := res.UpdatePath; p == nil || p.Deployments != 1 || p.StartedMedian <= 0 ||
+				p.PickedMedian < p.StartedMedian || p.DecidedMedian < p.PickedMedian {
+				t.Errorf("%s: update path %+v; want signalled ≤ picked ≤ done, all after the update began", name, p)
+			}
 		case SideBuiltin:
 			if res.Temporal != nil {
 				t.Errorf("%s: Temporal stats on the built-in side", name)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -350,14 +351,17 @@ func sumOf(xs []int) int {
 	return n
 }
 
-// StartPath splits our side's reaction to a created Deployment along its workflow's first
-// run, in seconds from the phase's start (medians and maxima over the Deployments):
+// StartPath splits our side's reaction to a phase's change (a Deployment created, or its
+// image updated) along its workflow's history, in seconds from the phase's start (medians and
+// maxima over the Deployments):
 //
-//   - Started: the WorkflowExecutionStarted event (the watcher saw the Deployment and its
-//     signal-with-start reached the Temporal server);
-//   - Picked: the first WorkflowTaskStarted (matching handed the task to a worker's poll);
-//   - Decided: the first WorkflowTaskCompleted (the first sync, which creates the ReplicaSet
-//     in a local activity, is done).
+//   - Started: the event that brought the change to the workflow: WorkflowExecutionStarted for
+//     a create (the watcher saw the Deployment and its signal-with-start reached the Temporal
+//     server), the first WorkflowExecutionSignaled after the phase's start for an update;
+//   - Picked: the first WorkflowTaskStarted after it (matching handed the task to a worker's
+//     poll);
+//   - Decided: the WorkflowTaskCompleted after that (the sync, which creates the ReplicaSet in
+//     a local activity, is done).
 type StartPath struct {
 	Deployments   int     `json:"deployments"`
 	StartedMedian float64 `json:"startedMedian"`
@@ -368,37 +372,40 @@ type StartPath struct {
 	DecidedMax    float64 `json:"decidedMax"`
 }
 
-func startPath(ctx context.Context, tc client.Client, ns string, names []string, t0 time.Time) (*StartPath, error) {
+// startPath is the StartPath of the Deployments names from t0, with first the event type that
+// brings the change (WorkflowExecutionStarted or WorkflowExecutionSignaled).
+func startPath(ctx context.Context, tc client.Client, ns string, names []string, t0 time.Time, first enumspb.EventType) (*StartPath, error) {
 	started, picked, decided := make([]float64, len(names)), make([]float64, len(names)), make([]float64, len(names))
 	err := forEachWorkflow(ctx, tc, ns, names, func(i int, id string, runs []*workflowpb.WorkflowExecutionInfo) error {
-		var first *workflowpb.WorkflowExecutionInfo
-		for _, ex := range runs {
-			if first == nil || ex.StartTime.AsTime().Before(first.StartTime.AsTime()) {
-				first = ex
-			}
-		}
-		if first == nil {
-			return fmt.Errorf("no run of %s", id)
-		}
-		it := tc.GetWorkflowHistory(ctx, id, first.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for it.HasNext() && decided[i] == 0 {
-			ev, err := it.Next()
-			if err != nil {
-				return fmt.Errorf("history of %s: %w", id, err)
-			}
-			at := ev.EventTime.AsTime().Sub(t0).Seconds()
-			switch ev.EventType {
-			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-				started[i] = at
-			case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-				if picked[i] == 0 {
-					picked[i] = at
+		runs = slices.Clone(runs)
+		slices.SortFunc(runs, func(a, b *workflowpb.WorkflowExecutionInfo) int {
+			return a.StartTime.AsTime().Compare(b.StartTime.AsTime())
+		})
+		for _, run := range runs {
+			it := tc.GetWorkflowHistory(ctx, id, run.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			for it.HasNext() && decided[i] == 0 {
+				ev, err := it.Next()
+				if err != nil {
+					return fmt.Errorf("history of %s: %w", id, err)
 				}
-			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-				decided[i] = at
+				if ev.EventTime.AsTime().Before(t0) {
+					continue
+				}
+				at := ev.EventTime.AsTime().Sub(t0).Seconds()
+				switch {
+				case started[i] == 0 && ev.EventType == first:
+					started[i] = at
+				case started[i] > 0 && picked[i] == 0 && ev.EventType == enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+					picked[i] = at
+				case picked[i] > 0 && ev.EventType == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+					decided[i] = at
+				}
+			}
+			if decided[i] > 0 {
+				return nil
 			}
 		}
-		return nil
+		return fmt.Errorf("%s: no %s, then a workflow task, after the phase's start", id, first)
 	})
 	if err != nil {
 		return nil, err
@@ -409,5 +416,6 @@ func startPath(ctx context.Context, tc client.Client, ns string, names []string,
 	return &StartPath{Deployments: len(names),
 		StartedMedian: quantile(started, 0.5), StartedMax: quantile(started, 1),
 		PickedMedian: quantile(picked, 0.5), PickedMax: quantile(picked, 1),
-		DecidedMedian: quantile(decided, 0.5), DecidedMax: quantile(decided, 1)}, nil
+		DecidedMedian: quantile(decided, 0.5), DecidedMax: quantile(decided, 1),
+	}, nil
 }

@@ -266,19 +266,25 @@ func (r *Report) tables() []table {
 		}
 	}
 
-	starts := table{title: "Our reaction to a create, along the workflow's first run",
-		header: []string{"workload", "budget", "Deployments", "started, median / max", "first task picked, median / max", "first task done, median / max", "react (above), median / max"},
+	starts := table{title: "Our reaction, along the workflow's history",
+		header: []string{"workload", "budget", "phase", "Deployments", "started, median / max", "first task picked, median / max", "first task done, median / max", "react (above), median / max"},
 		notes: []string{
-			"From the create phase's start, by the Temporal server's event times: started is the WorkflowExecutionStarted event (the watcher saw the Deployment and its signal-with-start reached the server); picked is the first WorkflowTaskStarted (a worker's poll took the task); done is the first WorkflowTaskCompleted (the first sync, which creates the ReplicaSet in a local activity, returned its decisions). The ReplicaSet is written between picked and done.",
+			"From the phase's start, by the Temporal server's event times: started is the event that brought the change, WorkflowExecutionStarted for a create (the watcher saw the Deployment and its signal-with-start reached the server) and the first WorkflowExecutionSignaled for an update (the watcher's signal); picked is the next WorkflowTaskStarted (a worker's poll took the task); done is the WorkflowTaskCompleted after it (the sync, which creates the ReplicaSet in a local activity, returned its decisions). The ReplicaSet is written between picked and done.",
 		}}
 	for _, res := range r.Results {
-		p, tl := res.StartPath, res.CreateTimeline
-		if p == nil || tl == nil {
-			continue
+		for _, ph := range []struct {
+			name string
+			p    *StartPath
+			tl   *Timeline
+		}{{"create", res.StartPath, res.CreateTimeline}, {"update", res.UpdatePath, res.UpdateTimeline}} {
+			p, tl := ph.p, ph.tl
+			if p == nil || tl == nil {
+				continue
+			}
+			starts.rows = append(starts.rows, []string{res.Workload, res.Budget.Short(), ph.name, strconv.Itoa(p.Deployments),
+				fmtSecs(p.StartedMedian) + " / " + fmtSecs(p.StartedMax), fmtSecs(p.PickedMedian) + " / " + fmtSecs(p.PickedMax),
+				fmtSecs(p.DecidedMedian) + " / " + fmtSecs(p.DecidedMax), fmtSecs(tl.ReactMedian) + " / " + fmtSecs(tl.ReactMax)})
 		}
-		starts.rows = append(starts.rows, []string{res.Workload, res.Budget.Short(), strconv.Itoa(p.Deployments),
-			fmtSecs(p.StartedMedian) + " / " + fmtSecs(p.StartedMax), fmtSecs(p.PickedMedian) + " / " + fmtSecs(p.PickedMax),
-			fmtSecs(p.DecidedMedian) + " / " + fmtSecs(p.DecidedMax), fmtSecs(tl.ReactMedian) + " / " + fmtSecs(tl.ReactMax)})
 	}
 
 	runs := table{title: "Every run: times, writes, bounds",

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -147,6 +148,8 @@ type Result struct {
 	Temporal *TemporalStats        `json:"temporal,omitempty"`
 	// StartPath: our side's reaction to the creates, along each workflow's first run.
 	StartPath *StartPath `json:"startPath,omitempty"`
+	// UpdatePath: our side's reaction to the image update, along each rolled workflow's runs.
+	UpdatePath *StartPath `json:"updatePath,omitempty"`
 	// Progress is Σ status.updatedReplicas (counted once a Deployment has observed the new
 	// generation) over the rolled Deployments, every ~500ms since the update.
 	Progress []Point `json:"progress"`
@@ -431,7 +434,10 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 		res.Temporal = ts
-		if res.StartPath, err = startPath(ctx, tc, benchNamespace, names, t0); err != nil {
+		if res.StartPath, err = startPath(ctx, tc, benchNamespace, names, t0, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED); err != nil {
+			return err
+		}
+		if res.UpdatePath, err = startPath(ctx, tc, benchNamespace, rolled, t1, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED); err != nil {
 			return err
 		}
 	}
