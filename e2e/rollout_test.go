@@ -82,21 +82,24 @@ func TestRollingUpdate(t *testing.T) {
 			waitEvent(t, ns, "web", fmt.Sprintf("ScalingReplicaSet: Scaled up replica set %s from 0 to", newRS))
 
 			// The wait made the scale moves between the first sync and the last itself
-			// (AwaitInput.Inline), within the bounds observe checks; each is in the
-			// history, in AwaitChange's result, and has upstream's event.
+			// (AwaitInput.Inline), within the bounds observe checks: each is in the history,
+			// in AwaitChange's result, scales the old ReplicaSet down or the new one up, and
+			// has upstream's event (unless the event recorder combined it with similar ones,
+			// as it does from the eleventh on, for the built-in controller too).
 			moves := waitMoves(t, workflowID(ns, "web"))
 			if len(moves) == 0 {
 				t.Errorf("no scale move made by the wait, want the rollout's moves between its syncs")
 			}
 			evs := events(t, ns, "web")
+			combined := slices.ContainsFunc(evs, func(e string) bool { return strings.Contains(e, "(combined from similar events)") })
 			for _, m := range moves {
 				verb := map[k8s.StepKind]string{k8s.StepScaleUp: "up", k8s.StepScaleDown: "down"}[m.Kind]
 				want := fmt.Sprintf("ScalingReplicaSet: Scaled %s replica set %s from %d to %d", verb, m.ReplicaSet, m.From, m.To)
-				if !slices.Contains(evs, want) {
+				if !combined && !slices.Contains(evs, want) {
 					t.Errorf("move %+v: no event %q among %q", m, want, evs)
 				}
-				if m.ReplicaSet != firstRS && m.ReplicaSet != newRS {
-					t.Errorf("move %+v on neither ReplicaSet (%s, %s)", m, firstRS, newRS)
+				if !(m.Kind == k8s.StepScaleDown && m.ReplicaSet == firstRS && m.To < m.From) && !(m.Kind == k8s.StepScaleUp && m.ReplicaSet == newRS && m.To > m.From) {
+					t.Errorf("move %+v: want the old ReplicaSet %s down or the new one %s up", m, firstRS, newRS)
 				}
 			}
 
