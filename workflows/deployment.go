@@ -573,10 +573,8 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		r.rollbackTo = nil
 		r.recordRollback = true
 	}
-	if wrote && !r.progressed {
-		r.progressed = true
-		r.startedAt = workflow.Now(ctx)
-		workflow.GetMetricsHandler(ctx).Counter("rollout_rollouts_started").Inc(1)
+	if wrote {
+		r.markProgressed(ctx)
 	}
 	r.report(obs.Snapshot, plan)
 	r.status.LastError = ""
@@ -586,6 +584,16 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	// After a rollback (PhaseRollingBack) the restored template is rolled out by the next
 	// sync, which AwaitChange asks for at once, in a workflow task of its own (recordRollback).
 	return plan, true, nil
+}
+
+// markProgressed notes the run's first write of a rollout: a sync's, or a move its wait made.
+func (r *rollout) markProgressed(ctx workflow.Context) {
+	if r.progressed {
+		return
+	}
+	r.progressed = true
+	r.startedAt = workflow.Now(ctx)
+	workflow.GetMetricsHandler(ctx).Counter("rollout_rollouts_started").Inc(1)
 }
 
 // execute carries out one step. It reports whether the sync must start over (a hash

@@ -73,7 +73,7 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 			r.observed = res.Snapshot
 			if len(res.Moves) > 0 {
 				// The wait made the rollout's scale moves itself (AwaitInput.Inline).
-				r.progressed = true
+				r.markProgressed(ctx)
 				r.inlineMoves += len(res.Moves)
 			}
 			if res.Reason == activities.AwaitGone {
