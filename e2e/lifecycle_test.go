@@ -90,6 +90,7 @@ func TestAdoptFromBuiltinController(t *testing.T) {
 func TestAdoptOrphanReleaseAndCascade(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
+	recordHistories(t, ns, "web")
 	create(t, newDeployment(ns, "web", 3, "nginx:1.25", rolling("1", "0")))
 	waitComplete(t, ns, "web")
 	rs := replicaSets(t, ns)[0]

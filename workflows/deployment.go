@@ -370,7 +370,16 @@ func (r *rollout) drainSignals(ctx workflow.Context) {
 func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 	sel.AddReceive(r.trigger, func(c workflow.ReceiveChannel, _ bool) {
 		raw, _ := receive(ctx, c)
-		r.atLeast = append(r.atLeast, ParseTrigger(raw)...)
+		versions := ParseTrigger(raw)
+		r.atLeast = append(r.atLeast, versions...)
+		if len(versions) == 0 && workflow.GetVersion(ctx, "plain-trigger-reads-live", workflow.DefaultVersion, 1) == 1 {
+			// A trigger naming no version (the watcher's for a deleted Deployment, `starter
+			// sync`): the next sync reads live, not a snapshot a wait took before it. One
+			// that came in the task of the wait's return was lost otherwise: the sync
+			// decided on the wait's snapshot, found the rollout converged, and the run
+			// continued as new, idle, for a Deployment already gone.
+			r.liveNext = true
+		}
 		if r.await != nil {
 			// AwaitChange sees every change the watcher can signal (it weighs the
 			// Deployment, its ReplicaSets and pods on the worker's cache) and returns when
