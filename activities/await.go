@@ -294,8 +294,10 @@ func inlineMoves(plan k8s.Plan, d *appsv1.Deployment, in AwaitInput, local bool)
 		plan.Phase != k8s.PhaseProgressing || k8s.RolloutAnnotations(d.Annotations) != k8s.RolloutAnnotations(nil) {
 		return nil, false
 	}
+	// The closing status folds into the last scale (a plan that only writes status was
+	// written above as a refresh).
 	steps := k8s.FoldStatus(plan.Steps)
-	for i, st := range steps {
+	for _, st := range steps {
 		switch {
 		case (st.Kind == k8s.StepScaleUp || st.Kind == k8s.StepScaleDown) && st.ReplicaSet != nil:
 			for _, e := range st.Events {
@@ -303,7 +305,6 @@ func inlineMoves(plan k8s.Plan, d *appsv1.Deployment, in AwaitInput, local bool)
 					return nil, false
 				}
 			}
-		case st.Kind == k8s.StepUpdateStatus && i == len(steps)-1 && len(st.Events) == 0 && st.Deployment != nil:
 		default:
 			return nil, false
 		}
@@ -317,15 +318,6 @@ func inlineMoves(plan k8s.Plan, d *appsv1.Deployment, in AwaitInput, local bool)
 func (a *Activities) moveInline(ctx context.Context, d *appsv1.Deployment, steps []k8s.Step, res *AwaitResult) ([]k8s.ObjectVersion, error) {
 	var wrote []k8s.ObjectVersion
 	for _, st := range steps {
-		if st.Kind == k8s.StepUpdateStatus {
-			wr, err := a.UpdateDeploymentStatus(ctx, DeploymentWriteInput{Deployment: st.Deployment})
-			wrote = append(wrote, wr.Wrote...)
-			if err != nil {
-				return wrote, err
-			}
-			res.StatusWrites++
-			continue
-		}
 		wr, err := a.writeReplicaSet(ctx, WriteReplicaSetInput{
 			Deployment: refOf(d), ReplicaSet: st.ReplicaSet, FromReplicas: st.FromReplicas, Events: st.Events, ThenStatus: st.Deployment,
 		})
