@@ -44,15 +44,15 @@ const (
 // workflowTaskPollers and activityTaskPollers: concurrent long polls per worker (see
 // worker.Options below).
 //
-// minWorkflowTaskPollers: the SDK's autoscaler lowers its poll target by one on every empty
-// poll, so after an idle period the target can sit at the minimum, and a burst of signals is
-// taken a few at a time. In scale-1000 at QPS 200 (100 image updates at once) with a minimum
-// of 2, after the first 17 tasks the rest were picked one at a time, about 25 ms apart; with
-// the target held at 16, 11 to 13 ran at once throughout, and the last of the 100 first tasks
-// completed 1.6 s and 2.0 s after the update, against 2.4 s and 2.3 s (alternating runs).
+// minWorkflowTaskPollers stays at 2. Held at 16, a burst after an idle period was picked
+// faster (scale-1000 at QPS 200: the last of 100 first tasks done at 1.6 s and 2.0 s after the
+// update, against 2.4 s and 2.3 s), but the minimum holds for the normal queue's pollers too
+// (up to 14 were seen polling at once), and each holds one of the --max-concurrent-syncs slots
+// while it long-polls an empty queue: at QPS 20, with 100 rollouts' tasks each waiting ~1 s for budget tokens, users'
+// signals then waited 2.4 to 9.6 s for a slot (the control benchmark, 00:34).
 const (
 	workflowTaskPollers    = 16
-	minWorkflowTaskPollers = workflowTaskPollers
+	minWorkflowTaskPollers = 2
 	activityTaskPollers    = 4
 )
 
