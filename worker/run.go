@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
@@ -48,22 +47,13 @@ const (
 // faster (scale-1000 at QPS 200: the last of 100 first tasks done at 1.6 s and 2.0 s after the
 // update, against 2.4 s and 2.3 s), but the minimum holds for the normal queue's pollers too
 // (up to 14 were seen polling at once), and each holds one of the --max-concurrent-syncs slots
-// while it long-polls an empty queue: at QPS 20, with 100 rollouts' tasks each waiting ~1 s for budget tokens, users'
-// signals then waited 2.4 to 9.6 s for a slot (the control benchmark, 00:34).
+// while it long-polls an empty queue: at QPS 20, with 100 rollouts' tasks each waiting ~1 s
+// for budget tokens, users' signals then waited 2.4 to 9.6 s for a slot (control benchmark).
 const (
 	workflowTaskPollers    = 16
 	minWorkflowTaskPollers = 2
 	activityTaskPollers    = 4
 )
-
-// stickyScheduleToStart: how long a workflow task waits on this worker's sticky queue before
-// the server moves it to the normal queue, where any worker takes it with the whole history.
-// The SDK's 5 s timed out 693 of 1000 tasks when 1000 Deployments were created at once (QPS
-// 200): each timeout cost the server a timer, a second dispatch and the history sent whole, and
-// the worker a replay. With 20 s none timed out, and the Temporal server used 35.6 CPU-seconds
-// over the run instead of 43.7. 20 s is also how long AwaitChange's heartbeat timeout takes to
-// notice a dead worker, so a worker killed mid-rollout is not waited on longer than before.
-const stickyScheduleToStart = 20 * time.Second
 
 func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) error {
 	logger := cfg.Logger()
@@ -195,8 +185,12 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 			InitialNumberOfPollers: workflowTaskPollers, MinimumNumberOfPollers: minWorkflowTaskPollers, MaximumNumberOfPollers: workflowTaskPollers,
 		}),
 		MaxConcurrentActivityTaskPollers: activityTaskPollers,
-		// A longer one delays a dead worker's queued tasks (tested by TestWorkerCrash).
-		StickyScheduleToStartTimeout: stickyScheduleToStart,
+		// StickyScheduleToStartTimeout stays at the SDK's 5s: a longer one delays recovery
+		// after a worker dies with tasks queued on its sticky queue (tested by TestWorkerCrash),
+		// and a status query to one of its workflows waits as long on the dead worker's
+		// sticky queue. 20 s spared the server 693 timed-out tasks when 1000 Deployments were
+		// created at once, but `temporal workflow query` failed right after a worker's
+		// SIGKILL and restart (TestBlueGreen).
 	})
 	w.RegisterWorkflowWithOptions(workflows.DeploymentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowType})
 	acts := &activities.Activities{
