@@ -31,6 +31,9 @@ const (
 	// (activities.ErrBusy) ends the workflow task and the sync waits in AwaitChange (Retry),
 	// rather than backing off as a failed sync.
 	changeBusyWriteDeferred = "busy-write-deferred"
+	// changePlainTriggerReadsLive (0.2): a trigger naming no version makes the next sync read
+	// live (see addSignals).
+	changePlainTriggerReadsLive = "plain-trigger-reads-live"
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
 )
@@ -372,7 +375,7 @@ func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 		raw, _ := receive(ctx, c)
 		versions := ParseTrigger(raw)
 		r.atLeast = append(r.atLeast, versions...)
-		if len(versions) == 0 && workflow.GetVersion(ctx, "plain-trigger-reads-live", workflow.DefaultVersion, 1) == 1 {
+		if len(versions) == 0 && workflow.GetVersion(ctx, changePlainTriggerReadsLive, workflow.DefaultVersion, 1) == 1 {
 			// A trigger naming no version (the watcher's for a deleted Deployment, `starter
 			// sync`): the next sync reads live, not a snapshot a wait took before it. One
 			// that came in the task of the wait's return was lost otherwise: the sync
