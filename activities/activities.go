@@ -132,13 +132,27 @@ func (a *Activities) client(ctx context.Context) kubernetes.Interface {
 // would pass busyBacklog. A sync of four writes on a saturated budget held its task (and a
 // status query sent meanwhile) 3.1 s when each write could wait 750 ms; now its first writes
 // go, and the rest go in the next task, once the budget admits them.
-func (a *Activities) busy(ctx context.Context, command bool, spent time.Duration) error {
+//
+// The check before the write reads the budget's queue as it is; syncs running at once all
+// read it before any of them queues, so the write itself carries the bound too (the context
+// returned, kube.IfBudgetWithin): its token is taken only if it comes within what is left of
+// busyBacklog, or the write is not sent (writeRefused). At QPS 20, with 20 syncs running at
+// once, a task whose checks had all passed held a status query 1.77 s.
+func (a *Activities) busy(ctx context.Context, command bool, spent time.Duration) (context.Context, error) {
 	if command || a.Admission == nil || !activity.IsActivity(ctx) || !activity.GetInfo(ctx).IsLocalActivity {
-		return nil
+		return ctx, nil
 	}
 	if backlog := a.Admission.budget.Backlog(); backlog > 0 && backlog+max(spent, 0) > busyBacklog {
-		return nonRetryable(ErrBusy, "client budget saturated: the write would wait %s for its token, the sync has run %s in its task; the sync goes on once the budget admits it",
+		return ctx, nonRetryable(ErrBusy, "client budget saturated: the write would wait %s for its token, the sync has run %s in its task; the sync goes on once the budget admits it",
 			backlog.Round(time.Millisecond), max(spent, 0).Round(time.Millisecond))
+	}
+	return kube.IfBudgetWithin(ctx, busyBacklog-max(spent, 0)), nil
+}
+
+// writeRefused turns a write that the bound busy set refused (not sent) into ErrBusy.
+func writeRefused(what string, err error) error {
+	if errors.Is(err, kube.ErrBudgetBusy) {
+		return nonRetryable(ErrBusy, "%s: client budget saturated, the write would have waited past the sync's bound; the sync goes on once the budget admits it", what)
 	}
 	return nil
 }

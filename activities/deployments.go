@@ -52,7 +52,8 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 	if in.Command {
 		ctx = asCommand(ctx)
 	}
-	if err := a.busy(ctx, in.Command, in.Spent); err != nil {
+	wctx, err := a.busy(ctx, in.Command, in.Spent)
+	if err != nil {
 		return DeploymentWriteResult{}, err
 	}
 	want := in.Deployment
@@ -91,7 +92,11 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 			}
 			obj.Annotations[k8s.RevisionAnnotation] = rev
 		}
-		updated, err := dc.UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+		updated, err := dc.UpdateStatus(wctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+		if refused := writeRefused("update status of deployment "+want.Namespace+"/"+want.Name, err); refused != nil && wctx != ctx {
+			return DeploymentWriteResult{}, refused
+		}
+		wctx = ctx // a conflict's retry is the same write, its token already spent
 		if errors.Is(err, kube.ErrBudgetBusy) {
 			// Not sent (kube.IfBudgetWithin): not a write.
 			return DeploymentWriteResult{}, fmt.Errorf("update status of deployment %s/%s: %w", want.Namespace, want.Name, err)

@@ -128,7 +128,8 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 	if in.Command {
 		ctx = asCommand(ctx)
 	}
-	if err := a.busy(ctx, in.Command, in.Spent); err != nil {
+	wctx, err := a.busy(ctx, in.Command, in.Spent)
+	if err != nil {
 		return CreateResult{}, err
 	}
 	rs := in.ReplicaSet
@@ -143,7 +144,10 @@ func (a *Activities) CreateReplicaSet(ctx context.Context, in CreateInput) (Crea
 			return res, err
 		}
 	}
-	created, err := a.client(ctx).AppsV1().ReplicaSets(rs.Namespace).Create(ctx, rs, metav1.CreateOptions{FieldManager: fieldManager})
+	created, err := a.client(ctx).AppsV1().ReplicaSets(rs.Namespace).Create(wctx, rs, metav1.CreateOptions{FieldManager: fieldManager})
+	if refused := writeRefused("create replicaset "+rs.Namespace+"/"+rs.Name, err); refused != nil {
+		return res, refused
+	}
 	a.countWrite("create", "replicasets", err)
 	switch {
 	case err == nil:
@@ -284,7 +288,8 @@ func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInpu
 	if in.Command {
 		ctx = asCommand(ctx)
 	}
-	if err := a.busy(ctx, in.Command, in.Spent); err != nil {
+	wctx, err := a.busy(ctx, in.Command, in.Spent)
+	if err != nil {
 		return WriteReplicaSetResult{}, err
 	}
 	want := in.ReplicaSet
@@ -320,7 +325,11 @@ func (a *Activities) writeReplicaSet(ctx context.Context, in WriteReplicaSetInpu
 		for k, v := range want.Annotations {
 			obj.Annotations[k] = v
 		}
-		updated, err := rsc.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+		updated, err := rsc.Update(wctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+		if refused := writeRefused("update replicaset "+want.Namespace+"/"+want.Name, err); refused != nil {
+			return res, refused
+		}
+		wctx = ctx // a conflict's retry is the same write, its token already spent
 		a.countWrite("update", "replicasets", err)
 		if err == nil {
 			res.Wrote = append(res.Wrote, k8s.ReplicaSetVersion(updated))

@@ -43,15 +43,18 @@ const (
 // workflowTaskPollers and activityTaskPollers: concurrent long polls per worker (see
 // worker.Options below).
 //
-// minWorkflowTaskPollers stays at 2. Held at 16, a burst after an idle period was picked
-// faster (scale-1000 at QPS 200: the last of 100 first tasks done at 1.6 s and 2.0 s after the
-// update, against 2.4 s and 2.3 s), but the minimum holds for the normal queue's pollers too
-// (up to 14 were seen polling at once), and each holds one of the --max-concurrent-syncs slots
-// while it long-polls an empty queue: at QPS 20, with 100 rollouts' tasks each waiting ~1 s
-// for budget tokens, users' signals then waited 2.4 to 9.6 s for a slot (control benchmark).
+// minWorkflowTaskPollers keeps the sticky queue's pollers at their maximum: the SDK's
+// autoscaler lowers its target on every empty poll, so after an idle period a burst of signals
+// (100 image updates at once) was picked a few tasks at a time (the last of 100 first tasks
+// done 2.4 s and 2.3 s after the update with a minimum of 2, against 1.6 s and 2.0 s with 16).
+// The minimum holds for the normal queue's pollers too, and each poll holds one of the
+// --max-concurrent-syncs slots while it waits: with a minimum of 16 and nothing more, idle
+// normal polls held most of them, and at QPS 20 users' signals waited 2.4 to 9.6 s for a slot
+// (control benchmark). The slot supplier therefore lets only normalPollsInFlight polls of the
+// normal queue run at once (worker/slots.go).
 const (
 	workflowTaskPollers    = 16
-	minWorkflowTaskPollers = 2
+	minWorkflowTaskPollers = 16
 	activityTaskPollers    = 4
 )
 

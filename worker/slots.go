@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/worker"
 	"golang.org/x/sync/semaphore"
 )
@@ -18,13 +20,27 @@ import (
 // Deployments at QPS 200, the first workflow task of most of them went through the task queue
 // instead and was picked 10 s (median) after its start. Eager starts are paced already, by the
 // watcher (Admission) on the client budget, so their own pool adds no unpaced syncs.
+//
+// Polls of the normal queue also take a token of their own (normal, normalPollsInFlight of
+// them), held until the poll brings a task or comes back empty: the sticky queue's pollers are
+// kept at workflowTaskPollers so a burst of signals is picked at once, and the SDK keeps its
+// normal queue's pollers at the same minimum; without this cap their idle long polls would
+// hold most of the polled slots.
 type eagerSlotSupplier struct {
-	polled, eager   *semaphore.Weighted
-	polledN, eagerN int
+	polled, eager, normal *semaphore.Weighted
+	polledN, eagerN       int
 }
 
 // eagerPermit marks a permit from the eager pool.
 type eagerPermit struct{}
+
+// normalPoll marks a permit taken for a poll of the normal queue; polling is set while it
+// still holds its normal-poll token.
+type normalPoll struct{ polling atomic.Bool }
+
+// normalPollsInFlight: polls of the normal task queue at once per worker. Under a backlog a
+// poll comes back within milliseconds, so a few keep up with what the slots can run.
+const normalPollsInFlight = 4
 
 func newEagerSlotSupplier(polled, eager int) (*eagerSlotSupplier, error) {
 	if polled <= 0 || eager < 0 {
@@ -32,14 +48,30 @@ func newEagerSlotSupplier(polled, eager int) (*eagerSlotSupplier, error) {
 	}
 	return &eagerSlotSupplier{
 		polled: semaphore.NewWeighted(int64(polled)), eager: semaphore.NewWeighted(int64(eager)),
+		normal:  semaphore.NewWeighted(normalPollsInFlight),
 		polledN: polled, eagerN: eager,
 	}, nil
 }
 
-// ReserveSlot is called before a poll.
-func (s *eagerSlotSupplier) ReserveSlot(ctx context.Context, _ worker.SlotReservationInfo) (*worker.SlotPermit, error) {
+// ReserveSlot is called before a poll. A poll of the normal queue first waits for a
+// normal-poll token, so a poll held back by the cap holds no polled slot.
+func (s *eagerSlotSupplier) ReserveSlot(ctx context.Context, info worker.SlotReservationInfo) (*worker.SlotPermit, error) {
+	normal := info != nil && info.TaskQueueKind() == enumspb.TASK_QUEUE_KIND_NORMAL
+	if normal {
+		if err := s.normal.Acquire(ctx, 1); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.polled.Acquire(ctx, 1); err != nil {
+		if normal {
+			s.normal.Release(1)
+		}
 		return nil, err
+	}
+	if normal {
+		np := &normalPoll{}
+		np.polling.Store(true)
+		return &worker.SlotPermit{UserData: np}, nil
 	}
 	return &worker.SlotPermit{}, nil
 }
@@ -52,7 +84,15 @@ func (s *eagerSlotSupplier) TryReserveSlot(worker.SlotReservationInfo) *worker.S
 	return nil
 }
 
-func (s *eagerSlotSupplier) MarkSlotUsed(worker.SlotMarkUsedInfo) {}
+// MarkSlotUsed is called when a poll brought a task: a normal poll's token goes back, so the
+// next poll of the normal queue can start while this task runs.
+func (s *eagerSlotSupplier) MarkSlotUsed(info worker.SlotMarkUsedInfo) { s.pollDone(info.Permit()) }
+
+func (s *eagerSlotSupplier) pollDone(p *worker.SlotPermit) {
+	if np, ok := p.UserData.(*normalPoll); ok && np.polling.CompareAndSwap(true, false) {
+		s.normal.Release(1)
+	}
+}
 
 func (s *eagerSlotSupplier) ReleaseSlot(info worker.SlotReleaseInfo) { s.release(info.Permit()) }
 
@@ -61,6 +101,7 @@ func (s *eagerSlotSupplier) release(p *worker.SlotPermit) {
 		s.eager.Release(1)
 		return
 	}
+	s.pollDone(p)
 	s.polled.Release(1)
 }
 
