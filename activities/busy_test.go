@@ -52,6 +52,7 @@ func TestBusyBoundsTheWriteItself(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := suite.NewTestActivityEnvironment()
+	var took time.Duration // the sync's own write
 	sync := func(command bool) func(ctx context.Context) (string, error) {
 		return func(ctx context.Context) (string, error) {
 			// The budget has a token: the check passes.
@@ -64,8 +65,15 @@ func TestBusyBoundsTheWriteItself(t *testing.T) {
 			for range 4 {
 				others.Go(func() error { return get(context.Background()) })
 			}
-			time.Sleep(50 * time.Millisecond)
+			for deadline := time.Now().Add(5 * time.Second); a.Admission.budget.Backlog() < 900*time.Millisecond; {
+				if time.Now().After(deadline) {
+					return "", fmt.Errorf("the others did not queue: backlog %s", a.Admission.budget.Backlog())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			sent := time.Now()
 			err = get(wctx)
+			took = time.Since(sent)
 			if werr := others.Wait(); werr != nil {
 				return "", werr
 			}
@@ -77,7 +85,6 @@ func TestBusyBoundsTheWriteItself(t *testing.T) {
 	}
 
 	before := served.Load()
-	start := time.Now()
 	_, err = env.ExecuteLocalActivity(sync(false))
 	if !IsKind(err, ErrBusy) {
 		t.Fatalf("sync's write: error %v, want %s", err, ErrBusy)
@@ -85,8 +92,8 @@ func TestBusyBoundsTheWriteItself(t *testing.T) {
 	if got := served.Load() - before; got != 4 {
 		t.Errorf("API server served %d requests, want the 4 others only (the sync's write unsent)", got)
 	}
-	// Not waited for: the others' four tokens took ~0.75 s, the refused write none.
-	if took := time.Since(start); took > 950*time.Millisecond {
+	// Not waited for: its token was 1 s away, and it failed at once.
+	if took > 500*time.Millisecond {
 		t.Errorf("the refused write took %s", took)
 	}
 
