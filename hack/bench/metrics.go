@@ -158,6 +158,9 @@ type ProcStats struct {
 	CPUSeconds float64 `json:"cpuSeconds"`
 	// CPUUpdateSeconds is the CPU used during the update phase (incl. settle).
 	CPUUpdateSeconds float64 `json:"cpuUpdateSeconds"`
+	// CPUActiveSeconds is the CPU used from the update to its completion (no settle).
+	// CPU figures count the process's children too (PostgreSQL's backends).
+	CPUActiveSeconds float64 `json:"cpuActiveSeconds,omitempty"`
 	// PeakRSSKB is VmHWM.
 	PeakRSSKB int64 `json:"peakRSSKB"`
 	// RSSAfterIdleKB is VmRSS after the scale workload's idle period.
@@ -167,7 +170,11 @@ type ProcStats struct {
 }
 
 func (p *ProcStats) readFinal(pid int) error {
-	cpu, hwm, rss, err := readProc(pid)
+	_, hwm, rss, err := readProc(pid)
+	if err != nil {
+		return err
+	}
+	cpu, err := readTreeCPU(pid)
 	if err != nil {
 		return err
 	}
@@ -175,20 +182,108 @@ func (p *ProcStats) readFinal(pid int) error {
 	return nil
 }
 
+// statFields returns /proc/<pid>/stat's fields after the command name (which is in
+// parentheses and may hold spaces): field 3 (state) is index 0.
+func statFields(pid int) ([]string, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 15 {
+		return nil, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	return fields, nil
+}
+
+// readTreeCPU is the CPU seconds of pid and of every descendant, live or exited and waited
+// for (utime+stime+cutime+cstime of each live process in the tree).
+func readTreeCPU(pid int) (float64, error) {
+	f, err := statFields(pid)
+	if err != nil {
+		return 0, err
+	}
+	ticks := func(f []string) int64 {
+		var t int64
+		for _, i := range []int{11, 12, 13, 14} { // fields 14-17
+			v, _ := strconv.ParseInt(f[i], 10, 64)
+			t += v
+		}
+		return t
+	}
+	total := ticks(f)
+	children := map[int][]int{}
+	var stats = map[int][]string{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil || child == pid {
+			continue
+		}
+		cf, err := statFields(child)
+		if err != nil {
+			continue
+		}
+		ppid, _ := strconv.Atoi(cf[1])
+		children[ppid] = append(children[ppid], child)
+		stats[child] = cf
+	}
+	queue := append([]int(nil), children[pid]...)
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		total += ticks(stats[c])
+		queue = append(queue, children[c]...)
+	}
+	return float64(total) / clockTicks, nil
+}
+
+// MachineCPU is the machine's CPU time over an interval, from /proc/stat's cpu line.
+type MachineCPU struct {
+	// Seconds is the interval's wall time times the cores; Busy is what was not idle or iowait.
+	Seconds float64 `json:"seconds"`
+	Busy    float64 `json:"busySeconds"`
+}
+
+type machineSample struct{ total, idle int64 }
+
+func readMachineCPU() (*machineSample, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return nil, fmt.Errorf("unexpected /proc/stat: %q", line)
+	}
+	var s machineSample
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i >= 8 { // guest and guest_nice are inside user and nice already
+			break
+		}
+		s.total += n
+		if i == 3 || i == 4 { // idle, iowait
+			s.idle += n
+		}
+	}
+	return &s, nil
+}
+
+func (s *machineSample) since(s0 *machineSample) *MachineCPU {
+	return &MachineCPU{Seconds: float64(s.total-s0.total) / clockTicks, Busy: float64((s.total-s.idle)-(s0.total-s0.idle)) / clockTicks}
+}
+
 // clockTicks is USER_HZ, 100 on Linux.
 const clockTicks = 100
 
-// readProc returns utime+stime in seconds, VmHWM and VmRSS in kB.
+// readProc returns utime+stime in seconds (the process alone), VmHWM and VmRSS in kB.
 func readProc(pid int) (cpu float64, hwmKB, rssKB int64, err error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	fields, err := statFields(pid)
 	if err != nil {
 		return 0, 0, 0, err
-	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	s := string(stat)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0, 0, 0, fmt.Errorf("short /proc/%d/stat", pid)
 	}
 	utime, _ := strconv.ParseInt(fields[11], 10, 64) // field 14
 	stime, _ := strconv.ParseInt(fields[12], 10, 64) // field 15

@@ -329,6 +329,26 @@ func (r *Report) tables() []table {
 		procs.rows = append(procs.rows, row)
 	}
 
+	active := table{title: "CPU from the update to its completion",
+		header: []string{"workload", "budget", "controller", "update→complete", "machine busy", "kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok", "worker", "Temporal server", "PostgreSQL"},
+		notes:  []string{"CPU seconds each process (with its children) used from the update's first PATCH until the last rolled Deployment was complete, before the settle time. Machine busy: the whole machine's CPU that was neither idle nor iowait over the same interval (/proc/stat), against what its cores could give; it counts every process, the harness included. Where it nears 100%, every process waits for a core."}}
+	for _, res := range r.Results {
+		if res.MachineUpdate == nil || !res.updated() {
+			continue
+		}
+		m := res.MachineUpdate
+		row := []string{res.Workload, res.Budget.Short(), string(res.Side), fmtDur(res.UpdateSeconds),
+			fmt.Sprintf("%.1f of %.1f s (%.0f%%)", m.Busy, m.Seconds, 100*m.Busy/max(m.Seconds, 0.01))}
+		for _, name := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok", "worker", "temporal", "postgres"} {
+			if p := res.Procs[name]; p != nil && p.CPUActiveSeconds > 0 {
+				row = append(row, fmt.Sprintf("%.2f", p.CPUActiveSeconds))
+			} else {
+				row = append(row, "—")
+			}
+		}
+		active.rows = append(active.rows, row)
+	}
+
 	temporal := table{title: "Temporal (our side), per rolled Deployment",
 		header: []string{"workload", "budget", "rollouts", "runs", "history events median / max", "workflow tasks median / max", "local activities median / max", "activities", "total events"},
 		notes:  []string{"Runs of `deployment/<ns>/<name>` closed after the update started or still running, summed per Deployment. Workflow tasks are WorkflowTaskCompleted events; local activities are LocalActivity markers; activities are ActivityTaskScheduled events."}}
@@ -383,6 +403,9 @@ func (r *Report) tables() []table {
 		out = append(out, starts)
 	}
 	out = append(out, runs, procs)
+	if len(active.rows) > 0 {
+		out = append(out, active)
+	}
 	if len(temporal.rows) > 0 {
 		out = append(out, temporal)
 	}

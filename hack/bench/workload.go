@@ -144,8 +144,11 @@ type Result struct {
 	UpdateTimeline *Timeline `json:"updateTimeline,omitempty"`
 	// Procs by process name: kube-controller-manager, kube-apiserver, and for our side
 	// worker, watcher and temporal.
-	Procs    map[string]*ProcStats `json:"procs"`
-	Temporal *TemporalStats        `json:"temporal,omitempty"`
+	Procs map[string]*ProcStats `json:"procs"`
+	// MachineUpdate is the whole machine's CPU from the update to its completion (no settle),
+	// from /proc/stat: every process on it, ours, the stack's and anything else running.
+	MachineUpdate *MachineCPU    `json:"machineUpdate,omitempty"`
+	Temporal      *TemporalStats `json:"temporal,omitempty"`
 	// StartPath: our side's reaction to the creates, along each workflow's first run.
 	StartPath *StartPath `json:"startPath,omitempty"`
 	// UpdatePath: our side's reaction to the image update, along each rolled workflow's runs.
@@ -165,10 +168,11 @@ type Point struct {
 
 // measured lists the processes whose CPU and memory are reported.
 func measured(side Side, workers int) []string {
+	stack := []string{"kube-controller-manager", "kube-apiserver", "etcd", "kube-scheduler", "kwok"}
 	if side == SideOurs {
-		return append(append([]string{"kube-controller-manager"}, workerNames(workers)...), "watcher", "temporal", "kube-apiserver")
+		return append(append(stack, workerNames(workers)...), "watcher", "temporal", "postgres")
 	}
-	return []string{"kube-controller-manager", "kube-apiserver"}
+	return stack
 }
 
 // workerNames are our worker processes: worker, worker-2, ... worker-N.
@@ -356,6 +360,7 @@ func (r *runner) run(ctx context.Context) error {
 	// Update phase.
 	rolled := names[:w.Rolled]
 	cpu0 := r.cpu()
+	m0, _ := readMachineCPU()
 	bo, err := watchBounds(ctx, kube, benchNamespace, tr.specs(rolled))
 	if err != nil {
 		return err
@@ -405,6 +410,10 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	res.UpdateSeconds = doneAt.Sub(t1).Seconds()
+	cpuDone := r.cpu()
+	if m1, err := readMachineCPU(); err == nil && m0 != nil {
+		res.MachineUpdate = m1.since(m0)
+	}
 	res.Progress = append(res.Progress, Point{T: res.UpdateSeconds, Updated: res.Target})
 	logf(cfg.Log, "update: all complete after %s", fmtDur(res.UpdateSeconds))
 	profiled()
@@ -421,6 +430,7 @@ func (r *runner) run(ctx context.Context) error {
 	cpu1 := r.cpu()
 	for name, c := range cpu1 {
 		r.proc(name).CPUUpdateSeconds = c - cpu0[name]
+		r.proc(name).CPUActiveSeconds = cpuDone[name] - cpu0[name]
 	}
 
 	if r.side == SideOurs {
@@ -575,7 +585,7 @@ func (r *runner) cpu() map[string]float64 {
 	out := map[string]float64{}
 	for _, name := range measured(r.side, r.cfg.Workers) {
 		if p := r.s.Proc(name); p != nil {
-			if c, _, _, err := readProc(p.Pid()); err == nil {
+			if c, err := readTreeCPU(p.Pid()); err == nil {
 				out[name] = c
 			}
 		}
