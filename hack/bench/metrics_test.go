@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// readTreeCPU counts a process's children, exited and waited for (PostgreSQL's backends come
+// and go); readProc counts the process alone.
+func TestReadTreeCPUCountsChildren(t *testing.T) {
+	// The parent waits for a child that counts for about 0.3 s of CPU, then sleeps.
+	cmd := exec.Command("sh", "-c", `sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; sleep 30`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var tree float64
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		var err error
+		if tree, err = readTreeCPU(cmd.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+		if tree >= 0.2 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	self, _, _, err := readProc(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree < 0.2 || self > 0.1 {
+		t.Fatalf("tree CPU %.2f s, process alone %.2f s; want the child's ~0.3 s in the tree only", tree, self)
+	}
+}
+
+func TestMachineCPU(t *testing.T) {
+	s0, err := readMachineCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command("sh", "-c", `i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done`).Run(); err != nil {
+		t.Fatal(err)
+	}
+	s1, err := readMachineCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s1.since(s0)
+	if m.Seconds < 0.2 || m.Busy < 0.2 || m.Busy > m.Seconds {
+		t.Fatalf("machine CPU %+v over a count of about 0.3 s of CPU, want busy ≥ 0.2 s and ≤ the interval's %.2f s", *m, m.Seconds)
+	}
+}
