@@ -88,6 +88,14 @@ func TestQuick(t *testing.T) {
 		if kcm := res.Procs["kube-controller-manager"]; kcm == nil || kcm.CPUSeconds <= 0 || kcm.PeakRSSKB <= 0 {
 			t.Errorf("%s: no kube-controller-manager CPU/RSS: %+v", name, kcm)
 		}
+		for _, proc := range []string{"etcd", "kube-scheduler", "kwok"} {
+			if p := res.Procs[proc]; p == nil || p.CPUSeconds <= 0 {
+				t.Errorf("%s: no %s CPU: %+v", name, proc, p)
+			}
+		}
+		if m := res.MachineUpdate; m == nil || m.Seconds <= 0 || m.Busy <= 0 || m.Busy > m.Seconds {
+			t.Errorf("%s: machine CPU over the update %+v, want busy within the interval's", name, m)
+		}
 		switch res.Side {
 		case SideOurs:
 			ts := res.Temporal
