@@ -169,12 +169,12 @@ type ProcStats struct {
 	RSSEndKB int64 `json:"rssEndKB"`
 }
 
-func (p *ProcStats) readFinal(pid int) error {
-	_, hwm, rss, err := readProc(pid)
+func (p *ProcStats) readFinal(pid int, tree procTree) error {
+	hwm, rss, err := readMem(pid)
 	if err != nil {
 		return err
 	}
-	cpu, err := readTreeCPU(pid)
+	cpu, err := tree.cpu(pid)
 	if err != nil {
 		return err
 	}
@@ -197,44 +197,45 @@ func statFields(pid int) ([]string, error) {
 	return fields, nil
 }
 
-// readTreeCPU is the CPU seconds of pid and of every descendant, live or exited and waited
-// for (utime+stime+cutime+cstime of each live process in the tree).
-func readTreeCPU(pid int) (float64, error) {
-	f, err := statFields(pid)
-	if err != nil {
-		return 0, err
-	}
-	ticks := func(f []string) int64 {
-		var t int64
-		for _, i := range []int{11, 12, 13, 14} { // fields 14-17
-			v, _ := strconv.ParseInt(f[i], 10, 64)
-			t += v
-		}
-		return t
-	}
-	total := ticks(f)
-	children := map[int][]int{}
-	var stats = map[int][]string{}
+// procTree is one read of every process on the machine: its children and its CPU ticks,
+// utime+stime+cutime+cstime (its own and those of its children exited and waited for).
+type procTree struct {
+	children map[int][]int
+	ticks    map[int]int64
+}
+
+func readProcTree() procTree {
+	t := procTree{children: map[int][]int{}, ticks: map[int]int64{}}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil || child == pid {
-			continue
-		}
-		cf, err := statFields(child)
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		ppid, _ := strconv.Atoi(cf[1])
-		children[ppid] = append(children[ppid], child)
-		stats[child] = cf
+		f, err := statFields(pid)
+		if err != nil {
+			continue // gone since the listing
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		t.children[ppid] = append(t.children[ppid], pid)
+		for _, i := range []int{11, 12, 13, 14} { // fields 14-17
+			v, _ := strconv.ParseInt(f[i], 10, 64)
+			t.ticks[pid] += v
+		}
 	}
-	queue := append([]int(nil), children[pid]...)
-	for len(queue) > 0 {
-		c := queue[0]
-		queue = queue[1:]
-		total += ticks(stats[c])
-		queue = append(queue, children[c]...)
+	return t
+}
+
+// cpu is the CPU seconds of pid and of every descendant, live or exited and waited for
+// (PostgreSQL's backends come and go).
+func (t procTree) cpu(pid int) (float64, error) {
+	if _, ok := t.ticks[pid]; !ok {
+		return 0, fmt.Errorf("process %d not found in /proc", pid)
+	}
+	var total int64
+	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
+		total += t.ticks[queue[0]]
+		queue = append(queue, t.children[queue[0]]...)
 	}
 	return float64(total) / clockTicks, nil
 }
@@ -279,18 +280,11 @@ func (s *machineSample) since(s0 *machineSample) *MachineCPU {
 // clockTicks is USER_HZ, 100 on Linux.
 const clockTicks = 100
 
-// readProc returns utime+stime in seconds (the process alone), VmHWM and VmRSS in kB.
-func readProc(pid int) (cpu float64, hwmKB, rssKB int64, err error) {
-	fields, err := statFields(pid)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	utime, _ := strconv.ParseInt(fields[11], 10, 64) // field 14
-	stime, _ := strconv.ParseInt(fields[12], 10, 64) // field 15
-	cpu = float64(utime+stime) / clockTicks
+// readMem returns VmHWM and VmRSS in kB.
+func readMem(pid int) (hwmKB, rssKB int64, err error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
 	for _, line := range strings.Split(string(status), "\n") {
 		f := strings.Fields(line)
@@ -304,7 +298,7 @@ func readProc(pid int) (cpu float64, hwmKB, rssKB int64, err error) {
 			rssKB, _ = strconv.ParseInt(f[1], 10, 64)
 		}
 	}
-	return cpu, hwmKB, rssKB, nil
+	return hwmKB, rssKB, nil
 }
 
 // TemporalStats are per rolled Deployment: the runs that carried the update (closed after it

@@ -2,12 +2,13 @@ package main
 
 import (
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 )
 
-// readTreeCPU counts a process's children, exited and waited for (PostgreSQL's backends come
-// and go); readProc counts the process alone.
+// A process tree's CPU counts the process's children, exited and waited for (PostgreSQL's
+// backends come and go); the process's own utime+stime does not.
 func TestReadTreeCPUCountsChildren(t *testing.T) {
 	// The parent waits for a child that counts for about 0.3 s of CPU, then sleeps.
 	cmd := exec.Command("sh", "-c", `sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; sleep 30`)
@@ -19,7 +20,7 @@ func TestReadTreeCPUCountsChildren(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		var err error
-		if tree, err = readTreeCPU(cmd.Process.Pid); err != nil {
+		if tree, err = readProcTree().cpu(cmd.Process.Pid); err != nil {
 			t.Fatal(err)
 		}
 		if tree >= 0.2 {
@@ -27,10 +28,13 @@ func TestReadTreeCPUCountsChildren(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	self, _, _, err := readProc(cmd.Process.Pid)
+	f, err := statFields(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	self := float64(utime+stime) / clockTicks
 	if tree < 0.2 || self > 0.1 {
 		t.Fatalf("tree CPU %.2f s, process alone %.2f s; want the child's ~0.3 s in the tree only", tree, self)
 	}

@@ -396,7 +396,7 @@ func runRelease(ctx context.Context, cfg Config, n int) (_ ReleaseResult, err er
 	sampler.stop()
 	for _, name := range releaseProcs() {
 		if p := s.Proc(name); p != nil {
-			if _, hwm, _, err := readProc(p.Pid()); err == nil {
+			if hwm, _, err := readMem(p.Pid()); err == nil {
 				sampler.setHWM(name, hwm)
 			}
 		}
@@ -585,7 +585,7 @@ func startRSSSampler(s *stack.Stack, names []string) *rssSampler {
 		defer t.Stop()
 		for {
 			for name, pid := range pids {
-				if _, _, rss, err := readProc(pid); err == nil {
+				if _, rss, err := readMem(pid); err == nil {
 					r.observe(name, rss)
 				}
 			}

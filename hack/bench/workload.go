@@ -142,8 +142,8 @@ type Result struct {
 	// the pods, and the status's catching up (see Timeline).
 	CreateTimeline *Timeline `json:"createTimeline,omitempty"`
 	UpdateTimeline *Timeline `json:"updateTimeline,omitempty"`
-	// Procs by process name: kube-controller-manager, kube-apiserver, and for our side
-	// worker, watcher and temporal.
+	// Procs by process name: kube-controller-manager, kube-apiserver, etcd, kube-scheduler,
+	// kwok, and for our side worker, watcher, temporal and (on the cluster server) postgres.
 	Procs map[string]*ProcStats `json:"procs"`
 	// MachineUpdate is the whole machine's CPU from the update to its completion (no settle),
 	// from /proc/stat: every process on it, ours, the stack's and anything else running.
@@ -234,6 +234,7 @@ func runOne(ctx context.Context, cfg Config, w Workload, b Budget, side Side) (r
 		logf(cfg.Log, "log tails (last 4 MiB) saved in %s", filepath.Join(cfg.OutDir, "logs"))
 	}
 	// Process figures, read before the stack stops.
+	tree := readProcTree()
 	for _, name := range measured(side, cfg.Workers) {
 		p := s.Proc(name)
 		if p == nil {
@@ -244,7 +245,7 @@ func runOne(ctx context.Context, cfg Config, w Workload, b Budget, side Side) (r
 			st = &ProcStats{}
 			res.Procs[name] = st
 		}
-		if err := st.readFinal(p.Pid()); err != nil {
+		if err := st.readFinal(p.Pid(), tree); err != nil {
 			logf(cfg.Log, "read /proc for %s: %v", name, err)
 		}
 	}
@@ -345,7 +346,7 @@ func (r *runner) run(ctx context.Context) error {
 		for _, name := range append(workerNames(cfg.Workers), "watcher") {
 			if p := r.s.Proc(name); p != nil {
 				st := r.proc(name)
-				_, _, rss, err := readProc(p.Pid())
+				_, rss, err := readMem(p.Pid())
 				if err != nil {
 					return err
 				}
@@ -583,9 +584,10 @@ func (r *runner) proc(name string) *ProcStats {
 
 func (r *runner) cpu() map[string]float64 {
 	out := map[string]float64{}
+	tree := readProcTree()
 	for _, name := range measured(r.side, r.cfg.Workers) {
 		if p := r.s.Proc(name); p != nil {
-			if c, err := readTreeCPU(p.Pid()); err == nil {
+			if c, err := tree.cpu(p.Pid()); err == nil {
 				out[name] = c
 			}
 		}
