@@ -76,6 +76,9 @@ type AwaitResult struct {
 	Error    string        `json:"error,omitempty"`
 	// Moves are the scale moves the wait made itself (AwaitInput.Inline), in order.
 	Moves []Move `json:"moves,omitempty"`
+	// Yielded is how long the wait held its return after the rollout completed, while the
+	// worker's other rollouts moved (see completionYield).
+	Yielded time.Duration `json:"yielded,omitempty"`
 }
 
 // Move is one scale move AwaitChange made itself: a ReplicaSet's replicas From → To, with
@@ -146,9 +149,10 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 	defer deadline.Stop()
 	beat := time.NewTicker(heartbeatEvery)
 	defer beat.Stop()
-	var recheck, retry, hold <-chan time.Time
+	var recheck, retry, hold, yield <-chan time.Time
 	started, local := time.Now(), activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity
 	var heldSince time.Time
+	var yielding yieldState
 
 	var res AwaitResult
 	// holdFrom: when the move being weighed began to be held (maxHold bounds each move).
@@ -168,7 +172,7 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 			// cache holds; at worst the sync it asks for reads live.
 			atLeast, caughtUp = nil, true
 		}
-		retry, hold = nil, nil
+		retry, hold, yield = nil, nil, nil
 		if !caughtUp {
 			retry = time.After(10 * time.Millisecond)
 		} else {
@@ -198,7 +202,15 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				// Our completing write (below) is in the cache, or the rollout had converged
 				// before this wait began (a wait run again after its workflow task was lost,
 				// whose first run wrote the completing status): the workflow syncs on it,
-				// finds nothing to write, and converges.
+				// finds nothing to write, and converges, once this worker's other rollouts
+				// have stopped moving (completionYield).
+				if res.Completed && !local {
+					if y := a.completionYield(&yielding, time.Now()); y > 0 {
+						yield = time.After(y)
+						break
+					}
+					res.Yielded = time.Since(yielding.from).Round(time.Millisecond)
+				}
 				return res.decide(plan, a.redactSnapshot(snap)), nil
 			case len(plan.Steps) == 0:
 			case statusRefresh(plan, d) || completion(plan, d, in.Request):
@@ -272,9 +284,51 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 		case <-recheck:
 		case <-retry:
 		case <-hold:
+		case <-yield:
 		case <-wake:
 		}
 	}
+}
+
+const (
+	// yieldQuiet and yieldMax pace completionYield.
+	yieldQuiet = 200 * time.Millisecond
+	yieldMax   = 5 * time.Second
+)
+
+// yieldState is a completed wait's look at the worker's writes (completionYield).
+type yieldState struct {
+	// from is the first look, at the completion; at the last look that saw the write count
+	// change, which was seen.
+	from, at time.Time
+	seen     int64
+}
+
+// completionYield is how much longer a plain rollout's wait that has written the status
+// completing it holds its return (0: return now). The rollout is done on the cluster
+// (`kubectl rollout status` has returned); what its return starts is the workflow's own
+// bookkeeping: a workflow task that records the outcome, ends the run and starts the next
+// (continue-as-new), and the next run's first task, about two thirds of the Temporal server's
+// work for a rollout. While this worker's other rollouts are still moving (its writes to the
+// cluster grew within the last yieldQuiet) that work would take CPU from their moves on the
+// machine they share, so it waits until the worker has been quiet for yieldQuiet, at most
+// yieldMax after the completion. A rollout alone returns yieldQuiet after its completion; a
+// change to its Deployment, a signal, an update or a query is not held (the wait returns at
+// once on a change; the workflow takes signals, updates and queries while it waits).
+func (a *Activities) completionYield(y *yieldState, now time.Time) time.Duration {
+	w := a.writes.Load()
+	if y.from.IsZero() {
+		y.from, y.at, y.seen = now, now, w
+	}
+	if w != y.seen {
+		y.at, y.seen = now, w
+	}
+	left := yieldMax - now.Sub(y.from)
+	quiet := now.Sub(y.at)
+	if left <= 0 || quiet >= yieldQuiet {
+		return 0
+	}
+	return min(yieldQuiet-quiet, left)
 }
 
 // inlineMoves returns the writes of a plan that the wait makes itself, with the status write

@@ -972,3 +972,94 @@ func TestAwaitChangeMovesInline(t *testing.T) {
 		})
 	}
 }
+
+// completionYield holds a completed wait's return while the worker's write count keeps
+// growing, until it has been still for yieldQuiet, and never past yieldMax.
+func TestCompletionYield(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	type look struct {
+		at     time.Duration
+		writes int64 // added before the look
+		want   time.Duration
+	}
+	tests := []struct {
+		name  string
+		looks []look
+	}{
+		{"alone: one quiet period, then return", []look{
+			{0, 0, yieldQuiet},
+			{yieldQuiet / 2, 0, yieldQuiet / 2}, // woken early (its own Deployment changed)
+			{yieldQuiet, 0, 0},
+		}},
+		{"others write: held until a quiet period passes without writes", []look{
+			{0, 3, yieldQuiet},
+			{yieldQuiet, 5, yieldQuiet},
+			{2 * yieldQuiet, 1, yieldQuiet},
+			{2*yieldQuiet + 50*time.Millisecond, 0, yieldQuiet - 50*time.Millisecond},
+			{3 * yieldQuiet, 0, 0},
+		}},
+		{"others never stop: returns at yieldMax", []look{
+			{0, 1, yieldQuiet},
+			{yieldMax - 100*time.Millisecond, 1, 100 * time.Millisecond},
+			{yieldMax, 1, 0},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var a Activities
+			var y yieldState
+			for i, l := range tt.looks {
+				a.writes.Add(l.writes)
+				if got := a.completionYield(&y, at(l.at)); got != l.want {
+					t.Fatalf("look %d at +%s: yield %s, want %s", i, l.at, got, l.want)
+				}
+			}
+		})
+	}
+}
+
+// A wait that wrote the status completing its rollout returns once this worker's other
+// rollouts have stopped writing (a quiet yieldQuiet), with how long it held, and its
+// completion stays written from the start.
+func TestAwaitChangeYieldsToMovingRollouts(t *testing.T) {
+	ctx := context.Background()
+	const delay = 200 * time.Millisecond
+	for _, others := range []time.Duration{0, 1200 * time.Millisecond} {
+		t.Run(fmt.Sprintf("others write for %s", others), func(t *testing.T) {
+			d, rss, old := finishing(t)
+			f := awaitFixture(t, d, rss)
+			after(t, delay, func() error {
+				return f.setReplicaSetStatus(ctx, old.Name, func(st *appsv1.ReplicaSetStatus) { st.Replicas, st.ReadyReplicas, st.AvailableReplicas = 0, 0, 0 })
+			})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for start := time.Now(); time.Since(start) < delay+others; time.Sleep(20 * time.Millisecond) {
+					f.a.countWrite("update", "replicasets", nil) // another rollout's move
+				}
+			}()
+			t.Cleanup(func() { <-done })
+			start := time.Now()
+
+			got, err := runAwait(t, f.a, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, MaxWait: 30 * time.Second})
+
+			elapsed := time.Since(start)
+			if err != nil || got.Reason != AwaitDecide || !got.Completed {
+				t.Fatalf("result %+v, error %v; want %s, completed", got, err, AwaitDecide)
+			}
+			if !k8s.DeploymentComplete(f.deployment(t), &f.deployment(t).Status) {
+				t.Errorf("status %+v, want complete", f.deployment(t).Status)
+			}
+			// The completion comes at `delay`; the others' writes end at delay+others.
+			wantYield := max(yieldQuiet, others-100*time.Millisecond)
+			if got.Yielded < wantYield || got.Yielded > others+yieldQuiet+time.Second {
+				t.Errorf("yielded %s, want about %s", got.Yielded, others+yieldQuiet)
+			}
+			if elapsed < delay+others+yieldQuiet {
+				t.Errorf("returned after %s, want no sooner than %s (the others' last write, then a quiet period)", elapsed, delay+others+yieldQuiet)
+			}
+			t.Logf("returned after %s, yielded %s", elapsed, got.Yielded)
+		})
+	}
+}

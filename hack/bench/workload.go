@@ -204,8 +204,13 @@ func runOne(ctx context.Context, cfg Config, w Workload, b Budget, side Side) (r
 	if nodes > cfg.Nodes {
 		logf(cfg.Log, "%d kwok nodes instead of %d: each holds %d pods, the workload needs up to %d", nodes, cfg.Nodes, stack.PodsPerNode, w.N*w.R*5/4+w.R)
 	}
+	// --profile on the Temporal server on PostgreSQL profiles the server too.
+	serverPprof := 0
+	if cfg.Profile && side != SideBuiltin && cfg.Temporal == stack.TemporalCluster {
+		serverPprof, _ = stack.FreePort()
+	}
 	s, err := stack.Start(ctx, stack.Options{
-		Dir: filepath.Join(dir, "stack"), Tools: cfg.Tools, Nodes: nodes, Temporal: cfg.Temporal,
+		Dir: filepath.Join(dir, "stack"), Tools: cfg.Tools, Nodes: nodes, Temporal: cfg.Temporal, ServerPprofPort: serverPprof,
 		PodReadyDelay: cfg.PodReadyDelay, PodReadyJitter: cfg.PodReadyJitter,
 		BuiltinDeploymentController: side == SideBuiltin,
 		KubeAPIQPS:                  float32(b.QPS), KubeAPIBurst: b.Burst,
@@ -220,6 +225,9 @@ func runOne(ctx context.Context, cfg Config, w Workload, b Budget, side Side) (r
 		s.Stop()
 	}()
 	r := &runner{cfg: cfg, w: w, b: b, side: side, s: s, res: &res}
+	if serverPprof != 0 {
+		r.pprof = map[string]string{"temporal": fmt.Sprintf("127.0.0.1:%d", serverPprof)}
+	}
 	if err := r.run(ctx); err != nil {
 		res.Err = err.Error()
 		for _, name := range []string{"kube-controller-manager", "worker", "watcher"} {

@@ -247,6 +247,10 @@ func (s *Stack) writeServerConfig() error {
         maxConnLifetime: "1h"
 `, db, c.pgPort, conns, conns)
 	}
+	pprof := ""
+	if s.Opts.ServerPprofPort != 0 {
+		pprof = fmt.Sprintf("  pprof:\n    port: %d\n    host: \"127.0.0.1\"\n", s.Opts.ServerPprofPort)
+	}
 	conf := fmt.Sprintf(`log:
   stdout: true
   level: warn
@@ -261,7 +265,7 @@ persistence:
   membership:
     maxJoinDuration: 30s
     broadcastAddress: "127.0.0.1"
-services:
+%sservices:
   frontend:
     rpc: {grpcPort: %d, membershipPort: %d, httpPort: %d, bindOnLocalHost: true}
   history:
@@ -286,7 +290,7 @@ dcRedirectionPolicy:
 dynamicConfigClient:
   filepath: "%s"
   pollInterval: "10s"
-`, s.Opts.HistoryShards, store("temporal", 40), store("temporal_visibility", 10),
+`, s.Opts.HistoryShards, store("temporal", 40), store("temporal_visibility", 10), pprof,
 		ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6], ports[7], ports[8], ports[0],
 		filepath.Join(c.confRoot, "config", "dynamicconfig", "dynamic.yaml"))
 	// The same dynamic configuration the dev server gets (see StartTemporal).

@@ -79,6 +79,9 @@ type Options struct {
 	HistoryShards int
 	// TemporalPort and TemporalUIPort are fixed ports; 0 picks free ones.
 	TemporalPort, TemporalUIPort int
+	// ServerPprofPort, in TemporalCluster mode, serves the Temporal server's pprof on
+	// 127.0.0.1 at this port (the benchmark's --profile); 0 serves none.
+	ServerPprofPort int
 	// Headless drops the Temporal UI.
 	Headless bool
 	// APIServerPort is fixed; 0 picks a free one.
