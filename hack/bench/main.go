@@ -104,8 +104,9 @@ type Config struct {
 	// SeparateWatcher: our side runs the watcher as its own process (`starter watch`)
 	// instead of inside each worker (`worker --watch`).
 	SeparateWatcher bool
-	// Profile runs our processes with --pprof and saves their heap after the idle period and
-	// their CPU profile over the first CPUProfile of the update phase.
+	// Profile runs our processes with --pprof (the Temporal server on PostgreSQL with its
+	// pprof port) and saves their heap after the idle period and their CPU profile over the
+	// first CPUProfile of the update phase.
 	Profile    bool
 	CPUProfile time.Duration
 	// Temporal is the Temporal under our side: the dev server or the Temporal server on
@@ -219,7 +220,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.IntVar(&c.Rolled, "rolled", 100, "scale workload: Deployments rolled at once")
 	fs.IntVar(&c.Workers, "workers", 1, "our side: workers sharing the task queue (worker, worker-2, ...)")
 	fs.BoolVar(&c.SeparateWatcher, "separate-watcher", false, "our side: run the watcher as its own process (starter watch) instead of inside each worker (worker --watch)")
-	fs.BoolVar(&c.Profile, "profile", false, "our side: run the worker(s) and watcher with --pprof, save their heap profiles after the scale workload's idle period and CPU profiles of the update phase (--cpu-profile long) to <out>/profiles/")
+	fs.BoolVar(&c.Profile, "profile", false, "our side: run the worker(s) and watcher with --pprof (and, with --temporal cluster, the Temporal server with its pprof port), save their heap profiles after the scale workload's idle period and CPU profiles of the update phase (--cpu-profile long) to <out>/profiles/")
 	fs.DurationVar(&c.CPUProfile, "cpu-profile", 30*time.Second, "with --profile: how long the CPU profiles of the update phase run")
 	temporalMode := fs.String("temporal", "dev", "our side's Temporal: dev (the dev server, one shard) or cluster (the Temporal server on PostgreSQL, 4 history shards)")
 	fs.DurationVar(&c.Settle, "settle", 5*time.Second, "wait after each phase before the closing scrape")
