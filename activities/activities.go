@@ -94,9 +94,10 @@ type Activities struct {
 	// Freeze answers FleetFreeze (freeze.go); nil: no fleet freeze is known.
 	Freeze *FreezeSource
 
-	// writes counts this process's successful writes to the cluster (countWrite): a
-	// completed rollout's wait yields while it keeps growing (see completionYield).
-	writes atomic.Int64
+	// writes counts this process's successful writes to the cluster (countWrite), moving the
+	// AwaitChange waits of plain rollouts under way: a completed rollout's wait yields while
+	// others move (see completionYield).
+	writes, moving atomic.Int64
 }
 
 // DeploymentRef names a Deployment and pins its UID.

@@ -160,6 +160,20 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 	started, local := time.Now(), activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity
 	var heldSince time.Time
 	var yielding yieldState
+	startWrites := a.writes.Load()
+	// moving: this wait counts in a.moving (a plain rollout under way, see completionYield).
+	moving := false
+	setMoving := func(m bool) {
+		if m != moving {
+			moving = m
+			if m {
+				a.moving.Add(1)
+			} else {
+				a.moving.Add(-1)
+			}
+		}
+	}
+	defer setMoving(false)
 
 	var res AwaitResult
 	// holdFrom: when the move being weighed began to be held (maxHold bounds each move).
@@ -193,6 +207,7 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 			}
 			snap := a.Cache.Snapshot(d)
 			plan, err := k8s.Decide(snap, in.Request, time.Now())
+			setMoving(err == nil && in.Inline && !local && plan.Phase == k8s.PhaseProgressing)
 			if err != nil {
 				res.Reason, res.Error = AwaitDecide, err.Error()
 				return res, nil
@@ -212,12 +227,11 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				// finds nothing to write, and converges, once this worker's other rollouts
 				// have stopped moving (completionYield).
 				if res.Completed && !local {
-					woken, err := a.holdCompletion(ctx, &yielding, wake, deadline.C)
-					if err != nil {
+					// Writes by anyone else while this wait ran: none (a rollout alone, or
+					// beside one that is stuck) and it does not hold.
+					yielding.othersWrote = a.writes.Load()-startWrites > int64(len(res.Moves)+res.StatusWrites)
+					if err := a.holdCompletion(ctx, &yielding, wake, deadline.C); err != nil {
 						return res, err
-					}
-					if woken {
-						continue // its Deployment changed meanwhile: weigh it again
 					}
 					res.Yielded = time.Since(yielding.from).Round(time.Millisecond)
 				}
@@ -305,28 +319,29 @@ const (
 	yieldMax   = 5 * time.Second
 )
 
-// holdCompletion holds a completed wait's return for completionYield without weighing the
-// Deployment again: true if it changed meanwhile (wake), which the wait then weighs. MaxWait's
-// deadline ends the hold. It sends no heartbeat (see heartbeatEvery): the hold is at most
+// holdCompletion holds a completed wait's return for completionYield. Any change to its
+// Deployment ends the hold at once, and the wait returns the completion it holds: the
+// workflow records that rollout's end first, as it would have without the hold. So does
+// MaxWait's deadline. It sends no heartbeat (see heartbeatEvery): the hold is at most
 // yieldMax, and the wait's last heartbeat, if any, came at most heartbeatEvery before it,
 // inside the heartbeat timeout (20s).
-func (a *Activities) holdCompletion(ctx context.Context, y *yieldState, wake <-chan struct{}, deadline <-chan time.Time) (bool, error) {
+func (a *Activities) holdCompletion(ctx context.Context, y *yieldState, wake <-chan struct{}, deadline <-chan time.Time) error {
 	for {
 		d := a.completionYield(y, time.Now())
 		if d <= 0 {
-			return false, nil
+			return nil
 		}
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return false, ctx.Err()
+			return ctx.Err()
 		case <-deadline:
 			t.Stop()
-			return false, nil
+			return nil
 		case <-wake:
 			t.Stop()
-			return true, nil
+			return nil
 		case <-t.C:
 		}
 	}
@@ -338,19 +353,20 @@ type yieldState struct {
 	// change, which was seen.
 	from, at time.Time
 	seen     int64
+	// othersWrote: the worker wrote more while the wait ran than the wait's own writes.
+	othersWrote bool
 }
 
 // completionYield is how much longer a plain rollout's wait that has written the status
 // completing it holds its return (0: return now). The rollout is done on the cluster
 // (`kubectl rollout status` has returned); what its return starts is the workflow's own
 // bookkeeping: a workflow task that records the outcome, ends the run and starts the next
-// (continue-as-new), and the next run's first task, about two thirds of the Temporal server's
-// work for a rollout. While this worker's other rollouts are still moving (its writes to the
-// cluster grew within the last yieldQuiet) that work would take CPU from their moves on the
-// machine they share, so it waits until the worker has been quiet for yieldQuiet, at most
-// yieldMax after the completion. A rollout alone returns yieldQuiet after its completion; a
-// change to its Deployment, a signal, an update or a query is not held (the wait returns at
-// once on a change; the workflow takes signals, updates and queries while it waits).
+// (continue-as-new), and the next run's first task. In a wave of rollouts that work would
+// take CPU from the other rollouts' moves on the machine the Temporal server shares, so it
+// waits while other plain rollouts of this worker are under way (a.moving) and its writes to
+// the cluster keep coming: until they have stopped for yieldQuiet, or none is under way, and
+// at most yieldMax after the completion. A rollout alone is not held: none other under way,
+// or no write but its own while it waited (y.othersWrote).
 func (a *Activities) completionYield(y *yieldState, now time.Time) time.Duration {
 	w := a.writes.Load()
 	if y.from.IsZero() {
@@ -361,7 +377,7 @@ func (a *Activities) completionYield(y *yieldState, now time.Time) time.Duration
 	}
 	left := yieldMax - now.Sub(y.from)
 	quiet := now.Sub(y.at)
-	if left <= 0 || quiet >= yieldQuiet {
+	if !y.othersWrote || a.moving.Load() <= 0 || left <= 0 || quiet >= yieldQuiet {
 		return 0
 	}
 	return min(yieldQuiet-quiet, left)

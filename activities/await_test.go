@@ -973,70 +973,128 @@ func TestAwaitChangeMovesInline(t *testing.T) {
 	}
 }
 
-// completionYield holds a completed wait's return while the worker's write count keeps
-// growing, until it has been still for yieldQuiet, and never past yieldMax.
+// completionYield holds a completed wait's return while another plain rollout of the worker
+// is under way and the worker's write count keeps growing, until it has been still for
+// yieldQuiet, and never past yieldMax; with none under way, not at all.
 func TestCompletionYield(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	type look struct {
 		at     time.Duration
 		writes int64 // added before the look
+		moving int64 // added before the look
 		want   time.Duration
 	}
 	tests := []struct {
 		name  string
 		looks []look
 	}{
-		{"alone: one quiet period, then return", []look{
-			{0, 0, yieldQuiet},
-			{yieldQuiet / 2, 0, yieldQuiet / 2}, // woken early (its own Deployment changed)
-			{yieldQuiet, 0, 0},
+		{"alone: not held", []look{
+			{0, 0, 0, 0},
+		}},
+		{"alone, though others wrote before: not held", []look{
+			{0, 5, 0, 0},
+		}},
+		{"another under way, quiet: one quiet period, then return", []look{
+			{0, 0, 1, yieldQuiet},
+			{yieldQuiet / 2, 0, 0, yieldQuiet / 2}, // woken early
+			{yieldQuiet, 0, 0, 0},
 		}},
 		{"others write: held until a quiet period passes without writes", []look{
-			{0, 3, yieldQuiet},
-			{yieldQuiet, 5, yieldQuiet},
-			{2 * yieldQuiet, 1, yieldQuiet},
-			{2*yieldQuiet + 50*time.Millisecond, 0, yieldQuiet - 50*time.Millisecond},
-			{3 * yieldQuiet, 0, 0},
+			{0, 3, 2, yieldQuiet},
+			{yieldQuiet, 5, 0, yieldQuiet},
+			{2 * yieldQuiet, 1, 0, yieldQuiet},
+			{2*yieldQuiet + 50*time.Millisecond, 0, 0, yieldQuiet - 50*time.Millisecond},
+			{3 * yieldQuiet, 0, 0, 0},
+		}},
+		{"others write, then none is under way: return", []look{
+			{0, 3, 1, yieldQuiet},
+			{yieldQuiet, 5, -1, 0},
 		}},
 		{"others never stop: returns at yieldMax", []look{
-			{0, 1, yieldQuiet},
-			{yieldMax - 100*time.Millisecond, 1, 100 * time.Millisecond},
-			{yieldMax, 1, 0},
+			{0, 1, 1, yieldQuiet},
+			{yieldMax - 100*time.Millisecond, 1, 0, 100 * time.Millisecond},
+			{yieldMax, 1, 0, 0},
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var a Activities
-			var y yieldState
+			y := yieldState{othersWrote: true}
 			for i, l := range tt.looks {
 				a.writes.Add(l.writes)
+				a.moving.Add(l.moving)
 				if got := a.completionYield(&y, at(l.at)); got != l.want {
 					t.Fatalf("look %d at +%s: yield %s, want %s", i, l.at, got, l.want)
 				}
 			}
 		})
 	}
+	t.Run("another under way, but no write but its own while it waited: not held", func(t *testing.T) {
+		var a Activities
+		a.writes.Add(3)
+		a.moving.Add(1)
+		if got := a.completionYield(&yieldState{}, t0); got != 0 {
+			t.Fatalf("yield %s, want 0", got)
+		}
+	})
 }
 
-// A wait that wrote the status completing its rollout returns once this worker's other
-// rollouts have stopped writing (a quiet yieldQuiet), with how long it held, and its
-// completion stays written from the start.
+// A wait that wrote the status completing its rollout returns at once when no other plain
+// rollout of the worker is under way; while one is and writes, it returns once the writes have
+// stopped (a quiet yieldQuiet) or the other is done, with how long it held; a change to its
+// Deployment ends the hold at once, returning the completion. Its completion is written from
+// the start.
 func TestAwaitChangeYieldsToMovingRollouts(t *testing.T) {
 	ctx := context.Background()
 	const delay = 200 * time.Millisecond
-	for _, others := range []time.Duration{0, 1200 * time.Millisecond} {
-		t.Run(fmt.Sprintf("others write for %s", others), func(t *testing.T) {
+	tests := []struct {
+		name string
+		// others: another rollout under way, writing, for this long after delay.
+		others time.Duration
+		// silent: the other rollout writes nothing (stuck, waiting for its pods).
+		silent bool
+		// changeAt, when set: the Deployment changes this long after delay.
+		changeAt time.Duration
+		// wantYield, wantReturn: about how long it holds, and returns after the start.
+		wantYield, wantReturn time.Duration
+	}{
+		{name: "alone: not held", wantYield: 0, wantReturn: delay},
+		{name: "another rollout moving for 1.2s: held until it stops", others: 1200 * time.Millisecond, wantYield: 1200 * time.Millisecond, wantReturn: delay + 1200*time.Millisecond},
+		{name: "another rollout under way but writing nothing: not held", others: 1200 * time.Millisecond, silent: true, wantYield: 0, wantReturn: delay},
+		{name: "a change to its Deployment ends the hold", others: 3 * time.Second, changeAt: 600 * time.Millisecond, wantYield: 600 * time.Millisecond, wantReturn: delay + 600*time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			d, rss, old := finishing(t)
 			f := awaitFixture(t, d, rss)
 			after(t, delay, func() error {
 				return f.setReplicaSetStatus(ctx, old.Name, func(st *appsv1.ReplicaSetStatus) { st.Replicas, st.ReadyReplicas, st.AvailableReplicas = 0, 0, 0 })
 			})
+			if tt.changeAt > 0 {
+				after(t, delay+tt.changeAt, func() error {
+					d, err := f.client.AppsV1().Deployments(testNS).Get(ctx, "web", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					d.Annotations = map[string]string{"team": "web"}
+					_, err = f.client.AppsV1().Deployments(testNS).Update(ctx, d, metav1.UpdateOptions{})
+					return err
+				})
+			}
 			done := make(chan struct{})
+			if tt.others > 0 {
+				f.a.moving.Add(1) // another plain rollout's wait, under way
+			}
 			go func() {
 				defer close(done)
-				for start := time.Now(); time.Since(start) < delay+others; time.Sleep(20 * time.Millisecond) {
-					f.a.countWrite("update", "replicasets", nil) // another rollout's move
+				for start := time.Now(); time.Since(start) < delay+tt.others; time.Sleep(20 * time.Millisecond) {
+					if tt.others > 0 && !tt.silent {
+						f.a.countWrite("update", "replicasets", nil) // its moves
+					}
+				}
+				if tt.others > 0 {
+					f.a.moving.Add(-1)
 				}
 			}()
 			t.Cleanup(func() { <-done })
@@ -1045,21 +1103,19 @@ func TestAwaitChangeYieldsToMovingRollouts(t *testing.T) {
 			got, err := runAwait(t, f.a, AwaitInput{Namespace: testNS, Name: "web", UID: dUID, MaxWait: 30 * time.Second})
 
 			elapsed := time.Since(start)
-			if err != nil || got.Reason != AwaitDecide || !got.Completed {
-				t.Fatalf("result %+v, error %v; want %s, completed", got, err, AwaitDecide)
-			}
-			if !k8s.DeploymentComplete(f.deployment(t), &f.deployment(t).Status) {
-				t.Errorf("status %+v, want complete", f.deployment(t).Status)
-			}
-			// The completion comes at `delay`; the others' writes end at delay+others.
-			wantYield := max(yieldQuiet, others-100*time.Millisecond)
-			if got.Yielded < wantYield || got.Yielded > others+yieldQuiet+time.Second {
-				t.Errorf("yielded %s, want about %s", got.Yielded, others+yieldQuiet)
-			}
-			if elapsed < delay+others+yieldQuiet {
-				t.Errorf("returned after %s, want no sooner than %s (the others' last write, then a quiet period)", elapsed, delay+others+yieldQuiet)
-			}
 			t.Logf("returned after %s, yielded %s", elapsed, got.Yielded)
+			if err != nil || got.Reason != AwaitDecide || !got.Completed || got.Snapshot == nil {
+				t.Fatalf("result %+v, error %v; want %s, completed, with its snapshot", got, err, AwaitDecide)
+			}
+			if s := got.Snapshot.Deployment; !k8s.DeploymentComplete(s, &s.Status) || s.Annotations["team"] != "" {
+				t.Errorf("snapshot status %+v, annotations %v: want the completed Deployment, before the change", s.Status, s.Annotations)
+			}
+			if got.Yielded < tt.wantYield-150*time.Millisecond || got.Yielded > tt.wantYield+yieldQuiet+500*time.Millisecond {
+				t.Errorf("yielded %s, want about %s", got.Yielded, tt.wantYield)
+			}
+			if elapsed < tt.wantReturn || elapsed > tt.wantReturn+yieldQuiet+time.Second {
+				t.Errorf("returned after %s, want about %s", elapsed, tt.wantReturn)
+			}
 		})
 	}
 }
