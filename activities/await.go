@@ -76,9 +76,6 @@ type AwaitResult struct {
 	Error    string        `json:"error,omitempty"`
 	// Moves are the scale moves the wait made itself (AwaitInput.Inline), in order.
 	Moves []Move `json:"moves,omitempty"`
-	// Yielded is how long the wait held its return after the rollout completed, while the
-	// worker's other rollouts moved (see completionYield).
-	Yielded time.Duration `json:"yielded,omitempty"`
 }
 
 // Move is one scale move AwaitChange made itself: a ReplicaSet's replicas From → To, with
@@ -92,15 +89,8 @@ type Move struct {
 }
 
 const (
-	// heartbeatEvery paces heartbeats (the SDK throttles them further to 80% of the timeout,
-	// 16s). The SDK sends a wait's first heartbeat to the server at once, a write to its store:
-	// a wait that ends sooner sends none. Creating 1000 Deployments at once (QPS 200, dev
-	// server), the waits that completed a rollout and held their return (completionYield)
-	// past 5s sent one each, and the Temporal server used 43-44 CPU-s over the run against
-	// 35 without. A canceled wait learns of it with its next heartbeat; until then it moves
-	// only while its Deployment keeps the generation it was given (inlineMoves), with the
-	// preconditions that make a move stale once anyone else has written.
-	heartbeatEvery = 10 * time.Second
+	// heartbeatEvery paces heartbeats (the SDK throttles them further to 80% of the timeout).
+	heartbeatEvery = 5 * time.Second
 	// catchUpBound bounds the wait for the cache to hold our own writes. A Deployment the
 	// cache saw deleted (or replaced by a new UID) ends the wait at once.
 	catchUpBound = 2 * time.Second
@@ -159,21 +149,6 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 	var recheck, retry, hold <-chan time.Time
 	started, local := time.Now(), activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity
 	var heldSince time.Time
-	var yielding yieldState
-	startWrites := a.writes.Load()
-	// moving: this wait counts in a.moving (a plain rollout under way, see completionYield).
-	moving := false
-	setMoving := func(m bool) {
-		if m != moving {
-			moving = m
-			if m {
-				a.moving.Add(1)
-			} else {
-				a.moving.Add(-1)
-			}
-		}
-	}
-	defer setMoving(false)
 
 	var res AwaitResult
 	// holdFrom: when the move being weighed began to be held (maxHold bounds each move).
@@ -207,7 +182,6 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 			}
 			snap := a.Cache.Snapshot(d)
 			plan, err := k8s.Decide(snap, in.Request, time.Now())
-			setMoving(err == nil && in.Inline && !local && plan.Phase == k8s.PhaseProgressing)
 			if err != nil {
 				res.Reason, res.Error = AwaitDecide, err.Error()
 				return res, nil
@@ -224,17 +198,7 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				// Our completing write (below) is in the cache, or the rollout had converged
 				// before this wait began (a wait run again after its workflow task was lost,
 				// whose first run wrote the completing status): the workflow syncs on it,
-				// finds nothing to write, and converges, once this worker's other rollouts
-				// have stopped moving (completionYield).
-				if res.Completed && !local {
-					// Writes by anyone else while this wait ran: none (a rollout alone, or
-					// beside one that is stuck) and it does not hold.
-					yielding.othersWrote = a.writes.Load()-startWrites > int64(len(res.Moves)+res.StatusWrites)
-					if err := a.holdCompletion(ctx, &yielding, wake, deadline.C); err != nil {
-						return res, err
-					}
-					res.Yielded = time.Since(yielding.from).Round(time.Millisecond)
-				}
+				// finds nothing to write, and converges.
 				return res.decide(plan, a.redactSnapshot(snap)), nil
 			case len(plan.Steps) == 0:
 			case statusRefresh(plan, d) || completion(plan, d, in.Request):
@@ -311,76 +275,6 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 		case <-wake:
 		}
 	}
-}
-
-const (
-	// yieldQuiet and yieldMax pace completionYield.
-	yieldQuiet = 200 * time.Millisecond
-	yieldMax   = 5 * time.Second
-)
-
-// holdCompletion holds a completed wait's return for completionYield. Any change to its
-// Deployment ends the hold at once, and the wait returns the completion it holds: the
-// workflow records that rollout's end first, as it would have without the hold. So does
-// MaxWait's deadline. It sends no heartbeat (see heartbeatEvery): the hold is at most
-// yieldMax, and the wait's last heartbeat, if any, came at most heartbeatEvery before it,
-// inside the heartbeat timeout (20s).
-func (a *Activities) holdCompletion(ctx context.Context, y *yieldState, wake <-chan struct{}, deadline <-chan time.Time) error {
-	for {
-		d := a.completionYield(y, time.Now())
-		if d <= 0 {
-			return nil
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-deadline:
-			t.Stop()
-			return nil
-		case <-wake:
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-// yieldState is a completed wait's look at the worker's writes (completionYield).
-type yieldState struct {
-	// from is the first look, at the completion; at the last look that saw the write count
-	// change, which was seen.
-	from, at time.Time
-	seen     int64
-	// othersWrote: the worker wrote more while the wait ran than the wait's own writes.
-	othersWrote bool
-}
-
-// completionYield is how much longer a plain rollout's wait that has written the status
-// completing it holds its return (0: return now). The rollout is done on the cluster
-// (`kubectl rollout status` has returned); what its return starts is the workflow's own
-// bookkeeping: a workflow task that records the outcome, ends the run and starts the next
-// (continue-as-new), and the next run's first task. In a wave of rollouts that work would
-// take CPU from the other rollouts' moves on the machine the Temporal server shares, so it
-// waits while other plain rollouts of this worker are under way (a.moving) and its writes to
-// the cluster keep coming: until they have stopped for yieldQuiet, or none is under way, and
-// at most yieldMax after the completion. A rollout alone is not held: none other under way,
-// or no write but its own while it waited (y.othersWrote).
-func (a *Activities) completionYield(y *yieldState, now time.Time) time.Duration {
-	w := a.writes.Load()
-	if y.from.IsZero() {
-		y.from, y.at, y.seen = now, now, w
-	}
-	if w != y.seen {
-		y.at, y.seen = now, w
-	}
-	left := yieldMax - now.Sub(y.from)
-	quiet := now.Sub(y.at)
-	if !y.othersWrote || a.moving.Load() <= 0 || left <= 0 || quiet >= yieldQuiet {
-		return 0
-	}
-	return min(yieldQuiet-quiet, left)
 }
 
 // inlineMoves returns the writes of a plan that the wait makes itself, with the status write
