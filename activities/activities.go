@@ -9,11 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.temporal.io/sdk/activity"
 	"net/http"
-	"sync/atomic"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -93,11 +92,6 @@ type Activities struct {
 	SpecDigestKey []byte
 	// Freeze answers FleetFreeze (freeze.go); nil: no fleet freeze is known.
 	Freeze *FreezeSource
-
-	// writes counts this process's successful writes to the cluster (countWrite); moving, the
-	// AwaitChange waits of plain rollouts under way. A rollout that converges while others
-	// move settles before its run continues as new (AwaitResult.OthersMoving, Settle).
-	writes, moving atomic.Int64
 }
 
 // DeploymentRef names a Deployment and pins its UID.
@@ -211,9 +205,6 @@ func (a *Activities) record(ref DeploymentRef, events []k8s.Event) {
 }
 
 func (a *Activities) countWrite(verb, resource string, err error) {
-	if err == nil {
-		a.writes.Add(1)
-	}
 	if a.Metrics != nil {
 		a.Metrics.APIWrite(verb, resource, err)
 	}

@@ -72,8 +72,3 @@ func (ad *Admission) Wait(now time.Time) time.Duration {
 	ad.next = now.Add(gap)
 	return 0
 }
-
-// spare: no request waits for its client-budget token (true without a budget).
-func (ad *Admission) spare() bool {
-	return ad == nil || ad.budget.Backlog() == 0
-}

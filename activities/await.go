@@ -76,11 +76,6 @@ type AwaitResult struct {
 	Error    string        `json:"error,omitempty"`
 	// Moves are the scale moves the wait made itself (AwaitInput.Inline), in order.
 	Moves []Move `json:"moves,omitempty"`
-	// OthersMoving (with Completed): when this plain rollout completed, other plain rollouts of
-	// the worker were under way, and the client budget had tokens to spare (the wave is bound
-	// by the machine, not by the budget). The workflow settles before it continues as new
-	// (Settle).
-	OthersMoving bool `json:"othersMoving,omitempty"`
 }
 
 // Move is one scale move AwaitChange made itself: a ReplicaSet's replicas From → To, with
@@ -155,20 +150,6 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 	started, local := time.Now(), activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity
 	var heldSince time.Time
 
-	// moving: this wait counts in a.moving (a plain rollout under way).
-	moving := false
-	setMoving := func(m bool) {
-		if m != moving {
-			moving = m
-			if m {
-				a.moving.Add(1)
-			} else {
-				a.moving.Add(-1)
-			}
-		}
-	}
-	defer setMoving(false)
-
 	var res AwaitResult
 	// holdFrom: when the move being weighed began to be held (maxHold bounds each move).
 	holdFrom := started
@@ -201,7 +182,6 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 			}
 			snap := a.Cache.Snapshot(d)
 			plan, err := k8s.Decide(snap, in.Request, time.Now())
-			setMoving(err == nil && in.Inline && !local && plan.Phase == k8s.PhaseProgressing)
 			if err != nil {
 				res.Reason, res.Error = AwaitDecide, err.Error()
 				return res, nil
@@ -219,9 +199,6 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				// before this wait began (a wait run again after its workflow task was lost,
 				// whose first run wrote the completing status): the workflow syncs on it,
 				// finds nothing to write, and converges.
-				if res.Completed && !local {
-					res.OthersMoving = a.moving.Load() > 0 && a.Admission.spare()
-				}
 				return res.decide(plan, a.redactSnapshot(snap)), nil
 			case len(plan.Steps) == 0:
 			case statusRefresh(plan, d) || completion(plan, d, in.Request):

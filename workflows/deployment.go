@@ -34,10 +34,6 @@ const (
 	// changePlainTriggerReadsLive (0.2): a trigger naming no version makes the next sync read
 	// live (see addSignals).
 	changePlainTriggerReadsLive = "plain-trigger-reads-live"
-	// changeSettleBeforeContinue (0.3): a plain rollout that converged while other plain
-	// rollouts of its worker were under way (AwaitResult.OthersMoving) waits in the Settle
-	// activity before its run continues as new (see settleBeforeContinue).
-	changeSettleBeforeContinue = "settle-before-continue"
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
 )
@@ -282,11 +278,6 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 				outcome = OutcomeAborted
 			}
 			r.finishRollout(ctx, outcome)
-			if r.settle && workflow.GetVersion(ctx, changeSettleBeforeContinue, workflow.DefaultVersion, 1) == 1 {
-				if err := r.settleBeforeContinue(ctx); err != nil {
-					return Result{}, err
-				}
-			}
 			r.log.Info("Rollout converged, continuing as new", "phase", plan.Phase, "revision", plan.Revision, "syncs", r.syncs)
 			return Result{}, r.continueAsNew(ctx, true)
 		}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -92,9 +91,6 @@ type fakeCluster struct {
 	// to make them (AwaitInput.Inline) reports it made.
 	awaits     []activities.AwaitInput
 	awaitMoves []activities.Move
-	// othersMoving: the AwaitChange activity reports the rollout completed while other plain
-	// rollouts of the worker moved (AwaitResult.OthersMoving).
-	othersMoving bool
 }
 
 func newFakeCluster(d *appsv1.Deployment, rss ...*appsv1.ReplicaSet) *fakeCluster {
@@ -208,14 +204,6 @@ func (f *fakeCluster) register(env *testsuite.TestWorkflowEnvironment) {
 	env.OnActivity(a.AwaitChange, mock.Anything, mock.MatchedBy(isLocal)).Return(f.AwaitChange)
 	env.OnActivity(a.AwaitChange, mock.Anything, mock.MatchedBy(func(in activities.AwaitInput) bool { return !isLocal(in) })).
 		After(time.Minute).Return(f.AwaitChange)
-	// Settle: the worker's other rollouts are done 20 s of workflow time later.
-	env.OnActivity(a.Settle, mock.Anything, mock.Anything).After(20 * time.Second).Return(f.Settle)
-}
-
-func (f *fakeCluster) Settle(context.Context, activities.SettleInput) (activities.SettleResult, error) {
-	f.mu.Lock()
-	defer f.done("Settle", false, new(error))
-	return activities.SettleResult{Reason: activities.SettleQuiet, Waited: 20 * time.Second}, nil
 }
 
 func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (activities.AwaitResult, error) {
@@ -237,7 +225,7 @@ func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (
 	if f.beforeAwait != nil {
 		f.beforeAwait()
 	}
-	res := activities.AwaitResult{Reason: activities.AwaitDecide, Completed: f.othersMoving, OthersMoving: f.othersMoving}
+	res := activities.AwaitResult{Reason: activities.AwaitDecide}
 	if in.Inline {
 		res.Moves, f.awaitMoves = f.awaitMoves, nil
 	}
@@ -1512,104 +1500,6 @@ func TestWaitMovesInline(t *testing.T) {
 			}
 			if st.WaitMoves != want {
 				t.Errorf("status waitMoves = %d, want %d", st.WaitMoves, want)
-			}
-		})
-	}
-}
-
-// A plain rollout that completed while the worker's other rollouts moved (OthersMoving) settles
-// before its run continues as new: the Settle activity runs after the converging sync, and the
-// run continues as new when it returns, with the rollout's status and outcome recorded
-// already. A trigger or a user's signal during the settle ends it at once, and the next run
-// carries it. Without OthersMoving there is no Settle.
-func TestSettleBeforeContinue(t *testing.T) {
-	tests := []struct {
-		name         string
-		othersMoving bool
-		// signal, if set, is sent 5 s into the settle (midRollout's converging sync comes after
-		// four waits of a minute each).
-		signal     string
-		wantSettle int
-		check      func(t *testing.T, c *Carry)
-	}{
-		{name: "alone", wantSettle: 0},
-		{name: "others moving", othersMoving: true, wantSettle: 1},
-		{name: "trigger during the settle", othersMoving: true, signal: SignalTrigger, wantSettle: 1, check: func(t *testing.T, c *Carry) {
-			if !c.Dirty {
-				t.Errorf("carry: Dirty false, want the trigger carried to the next run")
-			}
-		}},
-		{name: "pause during the settle", othersMoving: true, signal: SignalPause, wantSettle: 1, check: func(t *testing.T, c *Carry) {
-			if c.Pause == nil || !*c.Pause {
-				t.Errorf("carry: Pause %v, want true", c.Pause)
-			}
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := midRollout()
-			f.d.Generation = 4
-			f.othersMoving = tt.othersMoving
-			env := newEnv(t, f)
-			var settles []activities.SettleInput
-			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
-				if info.ActivityType.Name == "Settle" {
-					var in activities.SettleInput
-					if err := args.Get(&in); err != nil {
-						t.Errorf("Settle input: %v", err)
-					}
-					settles = append(settles, in)
-				}
-			})
-			var during *Status
-			converged := 4 * time.Minute
-			at(env, converged+2*time.Second, func() {
-				if len(settles) > 0 {
-					st := queryStatus(t, env)
-					during = &st
-				}
-			})
-			if tt.signal != "" {
-				signalAt(env, converged+5*time.Second, tt.signal, nil)
-			}
-			start := env.Now()
-			env.ExecuteWorkflow(WorkflowType, input())
-			next := continuedAsNew(t, env)
-			ran := env.Now().Sub(start)
-
-			if got := len(settles); got != tt.wantSettle {
-				t.Fatalf("Settle activities: %d, want %d", got, tt.wantSettle)
-			}
-			if st := next.Carry.Status; st == nil || st.Phase != string(k8s.PhaseComplete) || st.CurrentRevision != 2 {
-				t.Fatalf("carried status: got %+v, want phase Complete at revision 2", st)
-			}
-			switch {
-			case tt.wantSettle == 0:
-				if ran >= converged+time.Second {
-					t.Errorf("the run continued as new %s in, want right after the converging sync at %s", ran, converged)
-				}
-			case tt.signal != "":
-				if ran < converged+5*time.Second || ran >= converged+20*time.Second {
-					t.Errorf("the run continued as new %s in, want at the signal (%s), before the settle's end", ran, converged+5*time.Second)
-				}
-			default:
-				if ran < converged+20*time.Second {
-					t.Errorf("the run continued as new %s in, want after the settle (%s)", ran, converged+20*time.Second)
-				}
-				if !next.Carry.Idle || next.Carry.Dirty || next.Carry.Pause != nil {
-					t.Errorf("carry: %+v, want idle with nothing pending", *next.Carry)
-				}
-			}
-			if tt.wantSettle > 0 {
-				if in := settles[0]; in.Namespace != testNS || in.Name != testName || in.UID != testUID || in.Generation != 4 || in.Max != settleMax {
-					t.Errorf("Settle input: %+v, want %s/%s uid %s generation 4 max %s", in, testNS, testName, testUID, settleMax)
-				}
-				if during == nil || during.Phase != string(k8s.PhaseComplete) || during.CurrentRevision != 2 {
-					t.Errorf("status query during the settle: %+v, want phase Complete at revision 2", during)
-				}
-			}
-			if tt.check != nil {
-				tt.check(t, next.Carry)
 			}
 		})
 	}

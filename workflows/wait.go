@@ -3,7 +3,6 @@ package workflows
 import (
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temporal-rollout/rollout/activities"
@@ -33,9 +32,6 @@ type waitState struct {
 	// observed: the snapshot AwaitChange decided on; the next sync uses it instead of an
 	// Observe of its own.
 	observed *k8s.Snapshot
-	// settle: the last wait completed a plain rollout while other plain rollouts of the worker
-	// were under way (AwaitResult.OthersMoving): the run settles before it continues as new.
-	settle bool
 
 	wakeAt     time.Time
 	wake       workflow.Future
@@ -59,7 +55,6 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 			err := f.Get(ctx, &res)
 			local := r.awaitLocal
 			r.await, r.cancelAwait, r.awaitLocal = nil, nil, false
-			r.settle = err == nil && res.Completed && res.OthersMoving
 			if local && (err != nil || res.Reason == activities.AwaitResync || res.Reason == activities.AwaitBusy) {
 				// No move within the window (or no local slot): wait in the activity, outside
 				// the workflow task, so signals and queries are not held up.
@@ -160,47 +155,4 @@ func (r *rollout) setWake(ctx workflow.Context, at time.Time) {
 	tctx, cancel := workflow.WithCancel(ctx)
 	r.wake = workflow.NewTimer(tctx, d)
 	r.wakeAt, r.cancelWake = at, cancel
-}
-
-// settleMax bounds a run's settle (settleBeforeContinue).
-const settleMax = 30 * time.Second
-
-// settleOptions: Settle sends no heartbeat (it waits at most settleMax); a worker that dies
-// during it is found by its start-to-close timeout, and the run continues as new then.
-var settleOptions = workflow.ActivityOptions{
-	StartToCloseTimeout: settleMax + 30*time.Second,
-	RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-}
-
-// settleBeforeContinue holds a converged plain rollout's run open, before it continues as
-// new, while the worker's other plain rollouts move (the Settle activity). The rollout is
-// complete on the cluster, in the status query's answer and in the search attributes already;
-// what waits is the continue-as-new and the next run's first workflow task, which in a wave of
-// rollouts would take the Temporal server's CPU from the other rollouts' moves. Anything for
-// the Deployment ends the settle at once and the run continues as new with it, so the next
-// rollout, a pause, resume or rollback, each gets the next run as it would have: a trigger
-// (the watcher's, for any change), a signal, an update (promote and abort are refused on a
-// converged plain rollout; one accepted is told to send again, as at any continue-as-new).
-func (r *rollout) settleBeforeContinue(ctx workflow.Context) error {
-	settled := false
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, settleOptions), a.Settle, activities.SettleInput{
-		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, Generation: r.generation, Max: settleMax,
-	})
-	for !settled && !r.dirty && r.pendingPause == nil && r.rollbackTo == nil && len(r.updates) == 0 {
-		sel := workflow.NewSelector(ctx)
-		r.addSignals(ctx, sel)
-		sel.AddReceive(r.kick, func(c workflow.ReceiveChannel, _ bool) {
-			var v bool
-			c.Receive(ctx, &v)
-		})
-		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
-		sel.AddFuture(f, func(workflow.Future) { settled = true })
-		sel.Select(ctx)
-		if err := ctx.Err(); err != nil {
-			r.log.Info("Workflow canceled, no longer driving the deployment")
-			return err
-		}
-	}
-	r.settle = false
-	return nil
 }
