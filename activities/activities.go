@@ -9,10 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go.temporal.io/sdk/activity"
 	"net/http"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
