@@ -48,7 +48,7 @@ test-e2e:
 	$(GO) test -tags e2e -count=1 -p 1 -timeout 40m -v ./e2e/ ./hack/bench/ 2>&1 | tee $(CURDIR)/e2e.out | grep -E '^(=== RUN|--- |\s+\S+_test\.go|ok|FAIL|PASS|panic)'; exit $${PIPESTATUS[0]}
 
 # The part of the suite that `make test` also runs on the Temporal server on PostgreSQL.
-CLUSTER_PART := ^(TestRollingUpdate|TestRollback|TestWorkerCrash|TestTemporalRestart|TestStepsAbort|TestStepsTimedPauseSurvivesWorkerKill|TestChaos)$$
+CLUSTER_PART := ^(TestTaskQueueOnePartition|TestRollingUpdate|TestRollback|TestWorkerCrash|TestTemporalRestart|TestStepsAbort|TestStepsTimedPauseSurvivesWorkerKill|TestChaos)$$
 test-e2e-cluster-part:
 	E2E_TEMPORAL=cluster $(GO) test -tags e2e -count=1 -p 1 -timeout 20m -v -run '$(CLUSTER_PART)' ./e2e/ 2>&1 | tee $(CURDIR)/e2e-cluster.out | grep -E '^(=== RUN|--- |\s+\S+_test\.go|ok|FAIL|PASS|panic)'; exit $${PIPESTATUS[0]}
 

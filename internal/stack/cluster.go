@@ -293,18 +293,14 @@ dynamicConfigClient:
 `, s.Opts.HistoryShards, store("temporal", 40), store("temporal_visibility", 10), pprof,
 		ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6], ports[7], ports[8], ports[0],
 		filepath.Join(c.confRoot, "config", "dynamicconfig", "dynamic.yaml"))
-	// The same dynamic configuration the dev server gets (see StartTemporal).
-	dyn := `system.enableActivityEagerExecution:
-  - value: true
-frontend.enableUpdateWorkflowExecution:
-  - value: true
-frontend.enableUpdateWorkflowExecutionAsyncAccepted:
-  - value: true
-`
+	var dyn strings.Builder
+	for _, kv := range ServerDynamicConfig {
+		fmt.Fprintf(&dyn, "%s:\n  - value: %s\n", kv.Key, kv.Value)
+	}
 	if err := os.WriteFile(filepath.Join(c.confRoot, "config", "development.yaml"), []byte(conf), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(c.confRoot, "config", "dynamicconfig", "dynamic.yaml"), []byte(dyn), 0o644)
+	return os.WriteFile(filepath.Join(c.confRoot, "config", "dynamicconfig", "dynamic.yaml"), []byte(dyn.String()), 0o644)
 }
 
 // startServer starts the Temporal server on the written configuration and waits until its

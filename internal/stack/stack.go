@@ -446,6 +446,26 @@ func (s *Stack) checkExited() error {
 	return nil
 }
 
+// ServerDynamicConfig is the dynamic configuration both Temporal servers of the stack run
+// with: the dev server as --dynamic-config-value flags, the server on PostgreSQL as its
+// dynamic.yaml. docs/operations.md recommends the same to users.
+var ServerDynamicConfig = []struct{ Key, Value string }{
+	// AwaitChange, scheduled by a workflow task, comes back in that task's completion
+	// response and starts at once on the worker that asked for it, without a round trip
+	// through matching (off by default on the server).
+	{"system.enableActivityEagerExecution", "true"},
+	// promote and abort are Workflow Updates (on by default on the dev server only).
+	{"frontend.enableUpdateWorkflowExecution", "true"},
+	{"frontend.enableUpdateWorkflowExecutionAsyncAccepted", "true"},
+	// One partition per task queue instead of 4: a rollout's tasks and the worker's polls
+	// meet in one place, with no forwarding between partitions and fewer tasks written to
+	// the database and read back. scale-1000 at QPS 200 on the server on PostgreSQL: the
+	// server and PostgreSQL used 112–145 CPU-s over the run against 167–180 with 4
+	// partitions (BENCHMARKS.md, Analysis, 2026-11-27 14:16–14:42).
+	{"matching.numTaskqueueReadPartitions", "1"},
+	{"matching.numTaskqueueWritePartitions", "1"},
+}
+
 // StartTemporal starts (or restarts) Temporal on the same state: the dev server on the same
 // db file, or in TemporalCluster mode the Temporal server on the same PostgreSQL (started,
 // with its schemas and the default namespace, on the first call).
@@ -472,11 +492,10 @@ func (s *Stack) StartTemporal(ctx context.Context) error {
 			"--log-level", "warn", "--namespace", "default",
 			// WAL with synchronous=NORMAL: commits survive a crash of the server process
 			// (not a power loss) at a fraction of the fsyncs of the default.
-			"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
-			// AwaitChange, scheduled by a workflow task, comes back in that task's
-			// completion response and starts at once on the worker that asked for it,
-			// without a round trip through matching (off by default on the server).
-			"--dynamic-config-value", "system.enableActivityEagerExecution=true"}
+			"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"}
+		for _, kv := range ServerDynamicConfig {
+			s.tempArgs = append(s.tempArgs, "--dynamic-config-value", kv.Key+"="+kv.Value)
+		}
 		for _, sa := range workflows.SearchAttributes() {
 			s.tempArgs = append(s.tempArgs, "--search-attribute", sa.Name+"="+sa.Type.String())
 		}
