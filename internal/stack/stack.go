@@ -448,7 +448,8 @@ func (s *Stack) checkExited() error {
 
 // ServerDynamicConfig is the dynamic configuration both Temporal servers of the stack run
 // with: the dev server as --dynamic-config-value flags, the server on PostgreSQL as its
-// dynamic.yaml. docs/operations.md recommends the same to users.
+// dynamic.yaml. docs/operations.md recommends the same to users, and
+// deploy/temporal/dynamicconfig.yaml (docker-compose.yml's server) sets it.
 var ServerDynamicConfig = []struct{ Key, Value string }{
 	// AwaitChange, scheduled by a workflow task, comes back in that task's completion
 	// response and starts at once on the worker that asked for it, without a round trip
