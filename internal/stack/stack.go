@@ -459,10 +459,9 @@ var ServerDynamicConfig = []struct{ Key, Value string }{
 	{"frontend.enableUpdateWorkflowExecution", "true"},
 	{"frontend.enableUpdateWorkflowExecutionAsyncAccepted", "true"},
 	// One partition per task queue instead of 4: a rollout's tasks and the worker's polls
-	// meet in one place, with no forwarding between partitions and fewer tasks written to
-	// the database and read back. scale-1000 at QPS 200 on the server on PostgreSQL: the
-	// server and PostgreSQL used 112–145 CPU-s over the run against 167–180 with 4
-	// partitions (BENCHMARKS.md, Analysis, 2026-11-27 14:16–14:42).
+	// meet in one place, with no forwarding between partitions. scale-1000 at QPS 200 on
+	// the server on PostgreSQL: the server and PostgreSQL used 112–160 CPU-s over the run
+	// against 167 and 180 with 4 partitions (BENCHMARKS.md, Analysis, 2026-11-27).
 	{"matching.numTaskqueueReadPartitions", "1"},
 	{"matching.numTaskqueueWritePartitions", "1"},
 }
