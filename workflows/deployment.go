@@ -34,6 +34,11 @@ const (
 	// changePlainTriggerReadsLive (0.2): a trigger naming no version makes the next sync read
 	// live (see addSignals).
 	changePlainTriggerReadsLive = "plain-trigger-reads-live"
+	// changeFinishBeforeNext (0.2): a rollout that converged while the next change was
+	// already signalled ends its run (recorded, notified, continued as new) and the next run
+	// takes the change, instead of the two rollouts sharing one run with the first never
+	// reported complete.
+	changeFinishBeforeNext = "finish-before-next"
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
 )
@@ -272,14 +277,17 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		// resume sent while the run continued as new would be refused ("workflow is
 		// closing"), which the control benchmark saw for 2 of 15 resumes sent right after a
 		// pause.
-		if plan.Phase.Converged() && plan.Phase != k8s.PhasePaused && r.progressed && !r.pendingWork(ctx) {
-			outcome := string(plan.Phase)
-			if r.aborted != nil && plan.Phase == k8s.PhaseComplete {
-				outcome = OutcomeAborted
+		if plan.Phase.Converged() && plan.Phase != k8s.PhasePaused && r.progressed {
+			pending := r.pendingWork(ctx)
+			if !pending || r.nextChangeOnly(ctx) {
+				outcome := string(plan.Phase)
+				if r.aborted != nil && plan.Phase == k8s.PhaseComplete {
+					outcome = OutcomeAborted
+				}
+				r.finishRollout(ctx, outcome)
+				r.log.Info("Rollout converged, continuing as new", "phase", plan.Phase, "revision", plan.Revision, "syncs", r.syncs, "next", pending)
+				return Result{}, r.continueAsNew(ctx, !pending)
 			}
-			r.finishRollout(ctx, outcome)
-			r.log.Info("Rollout converged, continuing as new", "phase", plan.Phase, "revision", plan.Revision, "syncs", r.syncs)
-			return Result{}, r.continueAsNew(ctx, true)
 		}
 		if r.syncs >= maxSyncsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			r.drainSignals(ctx)
@@ -292,6 +300,15 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 func (r *rollout) pendingWork(ctx workflow.Context) bool {
 	r.drainSignals(ctx)
 	return r.dirty || r.pendingPause != nil || r.rollbackTo != nil || len(r.updates) > 0
+}
+
+// nextChangeOnly reports whether the work owed after a converged rollout is a change
+// signalled alone (a trigger: a new template, say), which the next run takes. A pause, a
+// rollback or an update stays in this run, as before (a paused rollout keeps its run, and an
+// update is not refused for a run that ends).
+func (r *rollout) nextChangeOnly(ctx workflow.Context) bool {
+	return r.dirty && r.pendingPause == nil && r.rollbackTo == nil && len(r.updates) == 0 &&
+		workflow.GetVersion(ctx, changeFinishBeforeNext, workflow.DefaultVersion, 1) == 1
 }
 
 // endRun lets every update handler finish before the run ends: one queued but not applied is

@@ -1158,6 +1158,49 @@ func TestSignalDuringFinalSyncIsKept(t *testing.T) {
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
 }
 
+// 7b'. A new template signalled while the rollout's final sync runs (kubectl set image right
+// after `kubectl rollout status` returned): the converged rollout ends its run, recorded as
+// complete at its revision, and the next run takes the change. Before finish-before-next the
+// two rollouts shared the run, and the first was never reported complete (its "completed"
+// notification and outcome were lost).
+func TestNextChangeDuringFinalSyncEndsTheRun(t *testing.T) {
+	f := midRollout()
+	env := newEnv(t, f)
+	sent := false
+	f.afterWrite = func(activity string) {
+		if activity != "UpdateDeploymentStatus" || sent {
+			return
+		}
+		f.mu.Lock()
+		done := k8s.DeploymentComplete(f.d, &f.d.Status)
+		if done {
+			f.d.Spec.Template.Spec.Containers[0].Image = "nginx:v3"
+			f.d.Generation++
+		}
+		f.mu.Unlock()
+		if done {
+			sent = true
+			env.SignalWorkflow(SignalTrigger, Trigger{})
+		}
+	}
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	next := continuedAsNew(t, env)
+	if !sent {
+		t.Fatalf("the trigger was never sent")
+	}
+	if next.Carry.Idle || !next.Carry.Dirty {
+		t.Errorf("carry: idle %t dirty %t, want the next run to sync at once", next.Carry.Idle, next.Carry.Dirty)
+	}
+	if st := next.Carry.Status; st == nil || st.Phase != string(k8s.PhaseComplete) || st.CurrentRevision != 2 || st.TargetRevision != 2 {
+		t.Errorf("carried status: got %+v, want revision 2 complete", st)
+	}
+	if got := len(f.created); got != 1 {
+		t.Errorf("replicasets created in the run: got %d, want 1 (revision 3 is the next run's)", got)
+	}
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
+}
+
 // 7c. A stale decision is synced again at once, from a live read, in the same workflow task;
 // from the second in a row, the retry waits in the AwaitChange activity (Retry) for the client
 // budget, so a run of retries on a saturated budget does not hold one workflow task (and the
