@@ -1127,6 +1127,28 @@ func TestInvalidInput(t *testing.T) {
 func TestSignalDuringFinalSyncIsKept(t *testing.T) {
 	f := midRollout()
 	env := newEnv(t, f)
+	sent := onCompletingWrite(f, func() { env.SignalWorkflow(SignalPause, nil) })
+	// The pause is applied in this run (a paused rollout keeps its run); the resume ends it.
+	var paused bool
+	at(env, 10*time.Minute, func() {
+		paused = f.paused()
+		env.SignalWorkflow(SignalResume, nil)
+	})
+	env.ExecuteWorkflow(WorkflowType, input())
+
+	continuedAsNew(t, env)
+	if !*sent {
+		t.Fatalf("the pause signal was never sent")
+	}
+	if !paused {
+		t.Fatalf("pause sent during the final sync: spec.paused=false before the resume, want it applied")
+	}
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
+}
+
+// onCompletingWrite runs fn once, right after the status write that completes the rollout
+// (the final sync's), and reports whether it ran.
+func onCompletingWrite(f *fakeCluster, fn func()) *bool {
 	sent := false
 	f.afterWrite = func(activity string) {
 		if activity != "UpdateDeploymentStatus" || sent {
@@ -1137,25 +1159,10 @@ func TestSignalDuringFinalSyncIsKept(t *testing.T) {
 		f.mu.Unlock()
 		if done {
 			sent = true
-			env.SignalWorkflow(SignalPause, nil)
+			fn()
 		}
 	}
-	// The pause is applied in this run (a paused rollout keeps its run); the resume ends it.
-	var paused bool
-	at(env, 10*time.Minute, func() {
-		paused = f.paused()
-		env.SignalWorkflow(SignalResume, nil)
-	})
-	env.ExecuteWorkflow(WorkflowType, input())
-
-	continuedAsNew(t, env)
-	if !sent {
-		t.Fatalf("the pause signal was never sent")
-	}
-	if !paused {
-		t.Fatalf("pause sent during the final sync: spec.paused=false before the resume, want it applied")
-	}
-	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
+	return &sent
 }
 
 // 7b'. A new template signalled while the rollout's final sync runs (kubectl set image right
@@ -1166,27 +1173,17 @@ func TestSignalDuringFinalSyncIsKept(t *testing.T) {
 func TestNextChangeDuringFinalSyncEndsTheRun(t *testing.T) {
 	f := midRollout()
 	env := newEnv(t, f)
-	sent := false
-	f.afterWrite = func(activity string) {
-		if activity != "UpdateDeploymentStatus" || sent {
-			return
-		}
+	sent := onCompletingWrite(f, func() {
 		f.mu.Lock()
-		done := k8s.DeploymentComplete(f.d, &f.d.Status)
-		if done {
-			f.d.Spec.Template.Spec.Containers[0].Image = "nginx:v3"
-			f.d.Generation++
-		}
+		f.d.Spec.Template.Spec.Containers[0].Image = "nginx:v3"
+		f.d.Generation++
 		f.mu.Unlock()
-		if done {
-			sent = true
-			env.SignalWorkflow(SignalTrigger, Trigger{})
-		}
-	}
+		env.SignalWorkflow(SignalTrigger, Trigger{})
+	})
 	env.ExecuteWorkflow(WorkflowType, input())
 
 	next := continuedAsNew(t, env)
-	if !sent {
+	if !*sent {
 		t.Fatalf("the trigger was never sent")
 	}
 	if next.Carry.Idle || !next.Carry.Dirty {
