@@ -299,7 +299,12 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 // pendingWork drains signals that arrived during the sync and reports whether any work is owed.
 func (r *rollout) pendingWork(ctx workflow.Context) bool {
 	r.drainSignals(ctx)
-	return r.dirty || r.pendingPause != nil || r.rollbackTo != nil || len(r.updates) > 0
+	return r.dirty || r.commandPending()
+}
+
+// commandPending reports whether a user's pause, resume, rollback or update waits to be applied.
+func (r *rollout) commandPending() bool {
+	return r.pendingPause != nil || r.rollbackTo != nil || len(r.updates) > 0
 }
 
 // nextChangeOnly reports whether the work owed after a converged rollout is a change
@@ -307,7 +312,7 @@ func (r *rollout) pendingWork(ctx workflow.Context) bool {
 // rollback or an update stays in this run, as before (a paused rollout keeps its run, and an
 // update is not refused for a run that ends).
 func (r *rollout) nextChangeOnly(ctx workflow.Context) bool {
-	return r.dirty && r.pendingPause == nil && r.rollbackTo == nil && len(r.updates) == 0 &&
+	return r.dirty && !r.commandPending() &&
 		workflow.GetVersion(ctx, changeFinishBeforeNext, workflow.DefaultVersion, 1) == 1
 }
 
