@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/kube"
 )
 
@@ -60,8 +62,14 @@ func TestConflictingWriterRetries(t *testing.T) {
 	})
 	defer func() { stop(); wg.Wait() }()
 
+	// The new image goes in as a JSON patch without a resourceVersion, as `kubectl set image`
+	// sends it: a read-modify-write Update would itself lose to the writer's stream of patches.
 	start := time.Now()
-	setImage(t, ns, "web", "nginx:1.26")
+	imagePatch := fmt.Sprintf(`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"nginx:1.26"},`+
+		`{"op":"add","path":"/metadata/annotations/%s","value":"image nginx:1.26"}]`, strings.ReplaceAll(k8s.ChangeCauseAnnotation, "/", "~1"))
+	if _, err := env.kube.AppsV1().Deployments(ns).Patch(context.Background(), "web", types.JSONPatchType, []byte(imagePatch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("set the image: %v", err)
+	}
 	eventually(t, waitTimeout, func() string {
 		d := getDeployment(t, ns, "web")
 		want := fmt.Sprintf("%s:r2:10 %s:r1:0", expectedRSName(d), oldRS)
