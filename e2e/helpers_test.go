@@ -107,10 +107,12 @@ func getDeployment(t *testing.T, ns, name string) *appsv1.Deployment {
 	return d
 }
 
-// update applies f to the latest Deployment, retrying conflicts.
+// update applies f to the latest Deployment, retrying conflicts after a growing pause (the
+// controller's own status writes race a read-modify-write while a rollout moves).
 func update(t *testing.T, ns, name string, f func(*appsv1.Deployment)) *appsv1.Deployment {
 	t.Helper()
-	for range 10 {
+	for i := range conflictTries {
+		time.Sleep(conflictPause(i))
 		d := getDeployment(t, ns, name)
 		f(d)
 		got, err := env.kube.AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{})
@@ -121,9 +123,16 @@ func update(t *testing.T, ns, name string, f func(*appsv1.Deployment)) *appsv1.D
 			t.Fatalf("update deployment %s/%s: %v", ns, name, err)
 		}
 	}
-	t.Fatalf("update deployment %s/%s: too many conflicts", ns, name)
+	t.Fatalf("update deployment %s/%s: %d conflicts in a row", ns, name, conflictTries)
 	return nil
 }
+
+// conflictTries is how many times update and updateIn try a write that conflicts.
+const conflictTries = 15
+
+// conflictPause is the wait before try i (from 0) of a write that conflicted: none before the
+// first, then 10 ms more each time (1.05 s before the last).
+func conflictPause(i int) time.Duration { return time.Duration(i) * 10 * time.Millisecond }
 
 func setImage(t *testing.T, ns, name, image string) *appsv1.Deployment {
 	t.Helper()

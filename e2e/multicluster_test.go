@@ -193,7 +193,8 @@ func getIn(t *testing.T, c *testCluster, ns, name string) *appsv1.Deployment {
 // updateIn applies f to the latest Deployment in cluster c, retrying conflicts.
 func updateIn(t *testing.T, c *testCluster, ns, name string, f func(*appsv1.Deployment)) {
 	t.Helper()
-	for range 10 {
+	for i := range conflictTries {
+		time.Sleep(conflictPause(i))
 		d := getIn(t, c, ns, name)
 		if d.Annotations == nil {
 			d.Annotations = map[string]string{}
@@ -207,7 +208,7 @@ func updateIn(t *testing.T, c *testCluster, ns, name string, f func(*appsv1.Depl
 			t.Fatalf("cluster %q: update deployment %s/%s: %v", c.name, ns, name, err)
 		}
 	}
-	t.Fatalf("cluster %q: update deployment %s/%s: too many conflicts", c.name, ns, name)
+	t.Fatalf("cluster %q: update deployment %s/%s: %d conflicts in a row", c.name, ns, name, conflictTries)
 }
 
 func setImageIn(t *testing.T, c *testCluster, ns, name, image string) {
