@@ -393,6 +393,63 @@ func TestBlueGreen(t *testing.T) {
 		waitEvent(t, ns, "web", "PreviewSwitched: Preview Service web-preview selects pod-template-hash "+h1)
 	})
 
+	t.Run("replicas changed mid-rollout", func(t *testing.T) {
+		// Both stacks follow a change of replicas, before promotion and in the scale-down
+		// delay; the stack the active Service selects never shrinks on a scale-up (upstream's
+		// proportional scaling took it from 3 to 2 pods here: replicas 5 + maxSurge 2 = 7
+		// shared between two stacks of 3).
+		ns := newNamespace(t)
+		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"scaleDownDelaySeconds":30}`)
+		setImage(t, ns, "web", "nginx:1.26")
+		var h2 string
+		eventually(t, 60*time.Second, func() string {
+			st := queryStatus(t, ns, "web")
+			if st.BlueGreen == nil || st.BlueGreen.Phase != workflows.BlueGreenPaused {
+				return fmt.Sprintf("blueGreen %+v, want paused", st.BlueGreen)
+			}
+			h2 = st.BlueGreen.Hash
+			return ""
+		})
+		waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForPromote,
+			fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)))
+
+		stable := k8s.ReplicaSetName("web", h1)
+		low := watchLowestReplicas(t, ns, stable)
+		if out, err := runKubectl("scale", "deployment/web", "-n", ns, "--replicas=5"); err != nil {
+			t.Fatalf("kubectl scale --replicas=5: %v\n%s", err, out)
+		}
+		waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForPromote,
+			fmt.Sprintf("replicasets nginx:1.26=5/5 nginx:1.25=5/5; active %s; preview %s", sel(h1), sel(h2)))
+		if lowest, last := low(); lowest != 3 || last != 5 {
+			t.Errorf("the active Service's ReplicaSet %s: lowest %d and last %d replicas seen by a watch across the scale from 3 to 5, want 3 and 5", stable, lowest, last)
+		}
+		waitEvent(t, ns, "web", fmt.Sprintf("ScalingReplicaSet: Scaled up replica set %s from 3 to 5", stable))
+
+		if out, err := updateCLI(ns, "web", workflows.UpdatePromote); err != nil {
+			t.Fatalf("promote: %v\n%s", err, out)
+		}
+		waitBlueGreen(t, ns, workflows.BlueGreenScaleDownDelay, workflows.WaitingForTimer,
+			fmt.Sprintf("replicasets nginx:1.26=5/5 nginx:1.25=5/5; active %s; preview %s", sel(h2), sel(h2)))
+		// In the delay the warm ReplicaSet follows replicas too, so a rollback gets the
+		// capacity the Deployment asks for.
+		if out, err := runKubectl("scale", "deployment/web", "-n", ns, "--replicas=2"); err != nil {
+			t.Fatalf("kubectl scale --replicas=2: %v\n%s", err, out)
+		}
+		waitBlueGreen(t, ns, workflows.BlueGreenScaleDownDelay, workflows.WaitingForTimer,
+			fmt.Sprintf("replicasets nginx:1.26=2/2 nginx:1.25=2/2; active %s; preview %s", sel(h2), sel(h2)))
+
+		d := waitComplete(t, ns, "web")
+		if d.Status.Replicas != 2 || d.Status.UpdatedReplicas != 2 || d.Status.AvailableReplicas != 2 {
+			t.Errorf("status %+v, want 2 replicas, all updated and available", d.Status)
+		}
+		eventually(t, 60*time.Second, func() string {
+			if got, want := bgState(t, ns), fmt.Sprintf("replicasets nginx:1.26=2/2 nginx:1.25=0/0; active %s; preview %s", sel(h2), sel(h2)); got != want {
+				return fmt.Sprintf("after the rollout: %s, want %s", got, want)
+			}
+			return ""
+		})
+	})
+
 	t.Run("auto-rollback on a missed progress deadline", func(t *testing.T) {
 		ns := newNamespace(t)
 		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview"}`,
@@ -503,4 +560,42 @@ func TestBlueGreen(t *testing.T) {
 			return ""
 		})
 	})
+}
+
+// watchLowestReplicas watches ReplicaSet name from now on and returns a function that reports
+// the lowest spec.replicas it has had since (its size now, if it has not changed) and the last
+// one the watch delivered.
+func watchLowestReplicas(t *testing.T, ns, name string) func() (lowest, last int32) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	rs, err := env.kube.AppsV1().ReplicaSets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		cancel()
+		t.Fatalf("get replicaset %s/%s: %v", ns, name, err)
+	}
+	w, err := env.kube.AppsV1().ReplicaSets(ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + name, ResourceVersion: rs.ResourceVersion})
+	if err != nil {
+		cancel()
+		t.Fatalf("watch replicaset %s/%s: %v", ns, name, err)
+	}
+	var mu sync.Mutex
+	lowest, last := *rs.Spec.Replicas, *rs.Spec.Replicas
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if got, ok := ev.Object.(*appsv1.ReplicaSet); ok && got.Spec.Replicas != nil {
+				mu.Lock()
+				lowest, last = min(lowest, *got.Spec.Replicas), *got.Spec.Replicas
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); cancel(); <-done })
+	return func() (int32, int32) {
+		mu.Lock()
+		defer mu.Unlock()
+		return lowest, last
+	}
 }

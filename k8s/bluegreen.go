@@ -174,6 +174,26 @@ func (p *planner) rolloutBlueGreen() {
 	p.syncRolloutStatus(all, newRS)
 }
 
+// scaleBlueGreen is a scaling event's sync in a blue-green rollout, as Argo Rollouts'
+// scaleBlueGreen: the stable ReplicaSet (Canary.StableHash: what the active Service selects
+// until promotion, the warm one after it) goes to replicas, the new one to its blue-green size
+// (blueGreenSize), and every other active ReplicaSet keeps its replicas; each gets the new
+// desired-replicas annotation, so the next sync is the rollout's again. Upstream's proportional
+// scaling would share replicas + maxSurge between two full stacks instead: 10 replicas, old
+// and new at 10, scaled to 14 would take the old ReplicaSet, which the active Service
+// selects, down to 4. Here both go to 14; scaled to 6, both go to 6.
+func (p *planner) scaleBlueGreen(newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet) {
+	n := replicas(p.d)
+	for _, rs := range filterActive(old) {
+		size := rsReplicas(rs)
+		if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == p.canary.StableHash {
+			size = n
+		}
+		p.scaleReplicaSet(rs, size, true)
+	}
+	p.scaleReplicaSet(newRS, p.canary.blueGreenSize(n), true)
+}
+
 // blueGreenSize is the new ReplicaSet's size in a blue-green rollout: BlueGreenReplicas
 // (previewReplicaCount before promotion), at most replicas; replicas when 0.
 func (c *Canary) blueGreenSize(replicas int32) int32 {

@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -198,6 +199,116 @@ func TestDecideBlueGreen(t *testing.T) {
 			}
 			if tt.hold && plan.RecheckAt != nil {
 				t.Errorf("RecheckAt = %v while held, want none", plan.RecheckAt)
+			}
+		})
+	}
+}
+
+// TestDecideBlueGreenScaling: a change of replicas in the middle of a blue-green rollout scales
+// the stable ReplicaSet (the active Service's, or the warm one after promotion) to replicas
+// and the new one to its blue-green size, as Argo Rollouts' scaleBlueGreen; a ReplicaSet that
+// neither Service selects keeps its replicas. Every active one gets the new desired-replicas
+// annotation, so the next sync is the rollout's again, with nothing to scale. Without
+// StableHash (a run recorded before the blue-green-scale change), upstream's proportional
+// scaling, which took the stable stack down on a scale-up.
+func TestDecideBlueGreenScaling(t *testing.T) {
+	tests := []struct {
+		name       string
+		to         int32 // the Deployment's new replicas (was 10)
+		giveNew    int32 // the new ReplicaSet's size before the change (all available)
+		preview    int32 // Canary.BlueGreenReplicas
+		abandoned  int32 // > 0: a third ReplicaSet, an earlier preview never promoted, at this size
+		legacy     bool  // no StableHash
+		wantSteps  []string
+		wantStable int32 // the stable ReplicaSet's size after the plan
+	}{
+		{
+			name: "scaled up while paused before promotion", to: 14, giveNew: 10,
+			wantSteps:  []string{"ScaleUpReplicaSet {old} 10->14", "ScaleUpReplicaSet {new} 10->14", "UpdateDeploymentStatus"},
+			wantStable: 14,
+		},
+		{
+			name: "scaled down while paused before promotion", to: 6, giveNew: 10,
+			wantSteps:  []string{"ScaleDownReplicaSet {old} 10->6", "ScaleDownReplicaSet {new} 10->6", "UpdateDeploymentStatus"},
+			wantStable: 6,
+		},
+		{
+			// previewReplicaCount 2: the preview keeps 2 (only its annotation changes).
+			name: "previewReplicaCount keeps the preview's size", to: 14, giveNew: 2, preview: 2,
+			wantSteps:  []string{"ScaleUpReplicaSet {old} 10->14", "UpdateReplicaSet {new} 2->2", "UpdateDeploymentStatus"},
+			wantStable: 14,
+		},
+		{
+			name: "previewReplicaCount above the new replicas", to: 1, giveNew: 2, preview: 2,
+			wantSteps:  []string{"ScaleDownReplicaSet {old} 10->1", "ScaleDownReplicaSet {new} 2->1", "UpdateDeploymentStatus"},
+			wantStable: 1,
+		},
+		{
+			// 13 = 10 + maxSurge 3 is gone: the earlier preview keeps its 10 pods, the two that
+			// the Services select follow replicas.
+			name: "an earlier preview keeps its replicas", to: 12, giveNew: 10, abandoned: 10,
+			wantSteps:  []string{"ScaleUpReplicaSet {old} 10->12", "UpdateReplicaSet {abandoned} 10->10", "ScaleUpReplicaSet {new} 10->12", "UpdateDeploymentStatus"},
+			wantStable: 12,
+		},
+		{
+			name: "legacy: proportional scaling shrinks the stable stack", to: 14, giveNew: 10, legacy: true,
+			wantSteps:  []string{"ScaleDownReplicaSet {old} 10->4", "ScaleUpReplicaSet {new} 10->14", "UpdateDeploymentStatus"},
+			wantStable: 4,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := webDeployment(10, "nginx:1.1")
+			d.Annotations[RevisionAnnotation] = "3"
+			d.Status = settledStatus(d, 10)
+			d.Generation = 3
+			old := ownedRS(d, "nginx:1.0", 1, 10, 10, ago(time.Hour))
+			rss := []*appsv1.ReplicaSet{old}
+			var abandonedName string
+			if tt.abandoned > 0 {
+				a := ownedRS(d, "nginx:1.05", 2, tt.abandoned, tt.abandoned, ago(30*time.Minute))
+				abandonedName = a.Name
+				rss = append(rss, a)
+			}
+			rss = append(rss, ownedRS(d, "nginx:1.1", 3, tt.giveNew, tt.giveNew, ago(time.Minute)))
+			d.Spec.Replicas = ptrTo(tt.to)
+			c := &Canary{Hash: PodTemplateHash(&d.Spec.Template, nil), BlueGreen: true, BlueGreenReplicas: tt.preview, Hold: true, Message: "Blue-green: preview ready, paused until promoted"}
+			if !tt.legacy {
+				c.StableHash = old.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+			}
+			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: rss}, Request{Canary: c})
+			want := expand(tt.wantSteps, rsName(d, "nginx:1.1"), old.Name)
+			for i := range want {
+				want[i] = strings.ReplaceAll(want[i], "{abandoned}", abandonedName)
+			}
+			if got := describePlan(plan); !reflect.DeepEqual(got, want) {
+				t.Fatalf("steps = %q, want %q", got, want)
+			}
+			// Apply the plan, all pods available, and sync again.
+			next := make([]*appsv1.ReplicaSet, 0, len(rss))
+			for _, rs := range rss {
+				for _, s := range plan.Steps {
+					if s.ReplicaSet != nil && s.ReplicaSet.Name == rs.Name {
+						rs = s.ReplicaSet.DeepCopy()
+						n := rsReplicas(rs)
+						rs.Status = appsv1.ReplicaSetStatus{Replicas: n, ReadyReplicas: n, AvailableReplicas: n}
+					}
+				}
+				if rs.Name == old.Name && rsReplicas(rs) != tt.wantStable {
+					t.Errorf("stable ReplicaSet at %d, want %d", rsReplicas(rs), tt.wantStable)
+				}
+				if got := rs.Annotations[DesiredReplicasAnnotation]; got != fmt.Sprint(tt.to) {
+					t.Errorf("%s: desired-replicas %s, want %d", rs.Name, got, tt.to)
+				}
+				next = append(next, rs)
+			}
+			if tt.legacy {
+				return
+			}
+			for _, s := range decide(t, Snapshot{Deployment: d, ReplicaSets: next}, Request{Canary: c}).Steps {
+				if s.ReplicaSet != nil {
+					t.Errorf("the sync after the scaling writes %s, want no ReplicaSet write", describe(s))
+				}
 			}
 		})
 	}

@@ -63,7 +63,10 @@ func (p *planner) sync() {
 	// A stepped rollout at rest holds its step's sizes while paused: only a change of
 	// replicas rescales it. (Upstream's scale gives replicas + maxSurge − Σ spec to the
 	// largest ReplicaSet, which a step's rest, at exactly replicas, would always receive.)
-	if p.canary == nil || p.isScalingEvent() {
+	switch {
+	case p.canary != nil && p.canary.BlueGreen && p.canary.StableHash != "" && newRS != nil && p.isScalingEvent():
+		p.scaleBlueGreen(newRS, old)
+	case p.canary == nil || p.isScalingEvent():
 		p.scale(newRS, old)
 	}
 	if p.d.Spec.Paused && !p.rollbackPending {

@@ -82,6 +82,11 @@ type Canary struct {
 	// Weight and Scale do not apply.
 	BlueGreen         bool  `json:"blueGreen,omitempty"`
 	BlueGreenReplicas int32 `json:"blueGreenReplicas,omitempty"`
+	// StableHash (blue-green) is the stable template's pod-template-hash: on a change of
+	// replicas its ReplicaSet goes to replicas and the new one to its size (scaleBlueGreen).
+	// Empty (a run recorded before the blue-green-scale change): upstream's proportional
+	// scaling, as before.
+	StableHash string `json:"stableHash,omitempty"`
 }
 
 // StepKind names a write; each maps to one activity, and the names read well in the

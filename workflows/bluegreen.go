@@ -51,6 +51,12 @@ const WaitingForReplicaSet = "ReplicaSet"
 // blueGreenChange is the change ID that guards the blue-green branch.
 const blueGreenChange = "blue-green"
 
+// blueGreenScaleChange guards the stable template's hash in a blue-green rollout's cap
+// (Canary.StableHash): with it, a change of replicas scales the stable ReplicaSet to replicas and
+// the new one to its size; a run recorded before it scaled both stacks proportionally, and
+// replays so.
+const blueGreenScaleChange = "blue-green-scale"
+
 // blueGreenState is a blue-green rollout in progress.
 type blueGreenState struct {
 	// Hash is the template rolled out, Revision its revision; StableHash the template the
@@ -174,6 +180,9 @@ func (r *rollout) blueGreenRequest(ctx workflow.Context, d *appsv1.Deployment, h
 	case BlueGreenPreview, BlueGreenPromoting:
 	default:
 		c.Hold, c.Message = true, bg.Message
+	}
+	if workflow.GetVersion(ctx, blueGreenScaleChange, workflow.DefaultVersion, 1) >= 1 {
+		c.StableHash = bg.StableHash
 	}
 	return c, true
 }
