@@ -94,6 +94,22 @@ func memoBlueGreen(t *testing.T, id string) workflows.BlueGreenStatus {
 	return bg
 }
 
+// waitPausedHash waits for the blue-green rollout to pause before promotion and returns the
+// hash of the template it rolls out.
+func waitPausedHash(t *testing.T, ns string) string {
+	t.Helper()
+	var hash string
+	eventually(t, 60*time.Second, func() string {
+		st := queryStatus(t, ns, "web")
+		if st.BlueGreen == nil || st.BlueGreen.Phase != workflows.BlueGreenPaused {
+			return fmt.Sprintf("blueGreen %+v, want paused", st.BlueGreen)
+		}
+		hash = st.BlueGreen.Hash
+		return ""
+	})
+	return hash
+}
+
 // rsReplicasOf is the spec.replicas of the ReplicaSet running image.
 func rsReplicasOf(t *testing.T, ns, image string) int32 {
 	t.Helper()
@@ -361,15 +377,7 @@ func TestBlueGreen(t *testing.T) {
 		ns := newNamespace(t)
 		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false}`)
 		setImage(t, ns, "web", "nginx:1.26")
-		var h2 string
-		eventually(t, 60*time.Second, func() string {
-			st := queryStatus(t, ns, "web")
-			if st.BlueGreen == nil || st.BlueGreen.Phase != workflows.BlueGreenPaused {
-				return fmt.Sprintf("blueGreen %+v, want paused", st.BlueGreen)
-			}
-			h2 = st.BlueGreen.Hash
-			return ""
-		})
+		h2 := waitPausedHash(t, ns)
 		if got, want := bgState(t, ns), fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)); got != want {
 			t.Errorf("paused: %s, want %s", got, want)
 		}
@@ -401,15 +409,7 @@ func TestBlueGreen(t *testing.T) {
 		ns := newNamespace(t)
 		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"scaleDownDelaySeconds":30}`)
 		setImage(t, ns, "web", "nginx:1.26")
-		var h2 string
-		eventually(t, 60*time.Second, func() string {
-			st := queryStatus(t, ns, "web")
-			if st.BlueGreen == nil || st.BlueGreen.Phase != workflows.BlueGreenPaused {
-				return fmt.Sprintf("blueGreen %+v, want paused", st.BlueGreen)
-			}
-			h2 = st.BlueGreen.Hash
-			return ""
-		})
+		h2 := waitPausedHash(t, ns)
 		waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForPromote,
 			fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)))
 
