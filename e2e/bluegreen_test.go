@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,8 +16,10 @@ import (
 	"go.temporal.io/sdk/converter"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/workflows"
@@ -450,6 +453,64 @@ func TestBlueGreen(t *testing.T) {
 		})
 	})
 
+	t.Run("a new template before promotion", func(t *testing.T) {
+		// The earlier preview keeps its pods while the preview Service selects it, and goes to 0
+		// once the Service selects the newest template's pods (etcd orders the two writes).
+		ns := newNamespace(t)
+		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false}`)
+		setImage(t, ns, "web", "nginx:1.26")
+		h2 := waitPausedHash(t, ns)
+		waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForPromote,
+			fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)))
+
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		earlier := k8s.ReplicaSetName("web", h2)
+		rsWatch, err := env.kube.AppsV1().ReplicaSets(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + earlier})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svcWatch, err := env.kube.CoreV1().Services(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=web-preview"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		scaledDownAt := firstRevision(rsWatch, func(o any) bool {
+			rs, ok := o.(*appsv1.ReplicaSet)
+			return ok && rs.Spec.Replicas != nil && *rs.Spec.Replicas == 0
+		})
+		// The preview Service's only move from h2 is to the third template.
+		switchedAt := firstRevision(svcWatch, func(o any) bool {
+			svc, ok := o.(*corev1.Service)
+			return ok && svc.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey] != h2
+		})
+		var h3 string
+		setImage(t, ns, "web", "nginx:1.27")
+		eventually(t, 60*time.Second, func() string {
+			st := queryStatus(t, ns, "web")
+			if st.BlueGreen == nil || st.BlueGreen.Hash == h2 || st.BlueGreen.Hash == "" {
+				return fmt.Sprintf("blueGreen %+v, want the third template's", st.BlueGreen)
+			}
+			h3 = st.BlueGreen.Hash
+			return ""
+		})
+		waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForPromote,
+			fmt.Sprintf("replicasets nginx:1.27=3/3 nginx:1.26=0/0 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h3)))
+		scaled, switched := scaledDownAt(), switchedAt()
+		t.Logf("the preview Service switched at resourceVersion %d, the earlier preview went to 0 at %d", switched, scaled)
+		if switched == 0 || scaled == 0 || scaled < switched {
+			t.Errorf("the earlier preview %s went to 0 at resourceVersion %d, the preview Service switched to %s at %d: want the switch first", earlier, scaled, h3, switched)
+		}
+		waitEvent(t, ns, "web", fmt.Sprintf("ScalingReplicaSet: Scaled down replica set %s from 3 to 0", earlier))
+
+		if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
+			t.Fatalf("promote: %v\n%s", err, out)
+		}
+		d := waitComplete(t, ns, "web")
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.27" {
+			t.Errorf("image %s, want nginx:1.27", img)
+		}
+	})
+
 	t.Run("auto-rollback on a missed progress deadline", func(t *testing.T) {
 		ns := newNamespace(t)
 		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview"}`,
@@ -597,5 +658,32 @@ func watchLowestReplicas(t *testing.T, ns, name string) func() (lowest, last int
 		mu.Lock()
 		defer mu.Unlock()
 		return lowest, last
+	}
+}
+
+// firstRevision reads w in the background and returns a function that reports the
+// resourceVersion (etcd's revision, which orders writes to every object of one cluster) of the
+// first object for which match held, or 0 before any.
+func firstRevision(w watch.Interface, match func(any) bool) func() int64 {
+	var mu sync.Mutex
+	var rev int64
+	go func() {
+		for ev := range w.ResultChan() {
+			m, err := meta.Accessor(ev.Object)
+			if err != nil || !match(ev.Object) {
+				continue
+			}
+			n, err := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+			mu.Lock()
+			if rev == 0 && err == nil {
+				rev = n
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return rev
 	}
 }

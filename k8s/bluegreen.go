@@ -155,8 +155,9 @@ func ParseBlueGreen(d *appsv1.Deployment) (*BlueGreenSpec, error) {
 
 // rolloutBlueGreen is one sync of a blue-green rollout (Canary.BlueGreen): the new ReplicaSet
 // goes straight to its size (BlueGreenReplicas, or replicas), not bounded by maxSurge, as
-// Argo's blue-green runs two full stacks; the old ReplicaSets keep their replicas, none is
-// scaled up or down. 10 replicas, old at 10: the new ReplicaSet is created at 10 (20 pods);
+// Argo's blue-green runs two full stacks; the stable ReplicaSet keeps its replicas, and an
+// earlier preview (neither stable nor new) keeps them until the new one serves fully, then goes
+// to 0 (with Canary.StableHash; without it every old one keeps its replicas). 10 replicas, old at 10: the new ReplicaSet is created at 10 (20 pods);
 // once the workflow ends the rollout (no Canary), upstream's rolling update scales the old
 // one to 0 in one move (maxScaledDown = 20 − (10 − maxUnavailable) − 0 ≥ 10).
 func (p *planner) rolloutBlueGreen() {
@@ -171,6 +172,17 @@ func (p *planner) rolloutBlueGreen() {
 		p.scaleReplicaSet(newRS, p.newCap, false)
 	}
 	p.reached = rsReplicas(newRS) == p.newCap && p.availableNow(newRS) >= p.newCap
+	if p.reached && p.canary.StableHash != "" {
+		// An earlier preview, never promoted: once the new ReplicaSet serves fully, the preview
+		// Service selects it (in this sync, before the writes), the active one the stable
+		// template, and none the earlier preview, which goes to 0, as Argo Rollouts scales
+		// down the old ReplicaSets the active Service does not select.
+		for _, rs := range filterActive(old) {
+			if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != p.canary.StableHash {
+				p.scaleReplicaSet(rs, 0, false)
+			}
+		}
+	}
 	p.syncRolloutStatus(all, newRS)
 }
 

@@ -258,10 +258,7 @@ func TestDecideBlueGreenScaling(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := webDeployment(10, "nginx:1.1")
-			d.Annotations[RevisionAnnotation] = "3"
-			d.Status = settledStatus(d, 10)
-			d.Generation = 3
+			d := thirdRevision("nginx:1.1")
 			old := ownedRS(d, "nginx:1.0", 1, 10, 10, ago(time.Hour))
 			rss := []*appsv1.ReplicaSet{old}
 			var abandonedName string
@@ -306,12 +303,70 @@ func TestDecideBlueGreenScaling(t *testing.T) {
 				return
 			}
 			for _, s := range decide(t, Snapshot{Deployment: d, ReplicaSets: next}, Request{Canary: c}).Steps {
-				if s.ReplicaSet != nil {
-					t.Errorf("the sync after the scaling writes %s, want no ReplicaSet write", describe(s))
+				if s.ReplicaSet == nil {
+					continue
+				}
+				// The earlier preview goes to 0 now that the new one serves fully
+				// (TestDecideBlueGreenEarlierPreview); nothing else moves.
+				if s.ReplicaSet.Name != abandonedName || rsReplicas(s.ReplicaSet) != 0 {
+					t.Errorf("the sync after the scaling writes %s, want no ReplicaSet write but the earlier preview's to 0", describe(s))
 				}
 			}
 		})
 	}
+}
+
+// TestDecideBlueGreenEarlierPreview: a third template arrives while the second was never
+// promoted. The earlier preview keeps its pods until the new ReplicaSet serves fully (the
+// preview Service may still select it), then goes to 0; the stable one keeps its replicas.
+// Without StableHash (a run recorded before blue-green-scale) it keeps them all along.
+func TestDecideBlueGreenEarlierPreview(t *testing.T) {
+	tests := []struct {
+		name      string
+		newAvail  int32
+		legacy    bool
+		wantSteps []string
+	}{
+		{name: "the new one serves fully: the earlier preview goes to 0", newAvail: 10,
+			wantSteps: []string{"ScaleDownReplicaSet {earlier} 10->0", "UpdateDeploymentStatus"}},
+		{name: "not yet: the earlier preview keeps its pods", newAvail: 9,
+			wantSteps: []string{"UpdateDeploymentStatus"}},
+		{name: "legacy: kept", newAvail: 10, legacy: true,
+			wantSteps: []string{"UpdateDeploymentStatus"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := thirdRevision("nginx:1.2")
+			stable := ownedRS(d, "nginx:1.0", 1, 10, 10, ago(time.Hour))
+			earlier := ownedRS(d, "nginx:1.1", 2, 10, 10, ago(30*time.Minute))
+			rss := []*appsv1.ReplicaSet{stable, earlier, ownedRS(d, "nginx:1.2", 3, 10, tt.newAvail, ago(time.Minute))}
+			c := &Canary{Hash: PodTemplateHash(&d.Spec.Template, nil), BlueGreen: true, Hold: true, Message: "Blue-green: preview ready, paused until promoted"}
+			if !tt.legacy {
+				c.StableHash = stable.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+			}
+			plan := decide(t, Snapshot{Deployment: d, ReplicaSets: rss}, Request{Canary: c})
+			want := expand(tt.wantSteps, rsName(d, "nginx:1.2"), stable.Name)
+			for i := range want {
+				want[i] = strings.ReplaceAll(want[i], "{earlier}", earlier.Name)
+			}
+			if got := describePlan(plan); !reflect.DeepEqual(got, want) {
+				t.Errorf("steps = %q, want %q", got, want)
+			}
+			if plan.CanaryReached != (tt.newAvail == 10) {
+				t.Errorf("CanaryReached = %t, want %t", plan.CanaryReached, tt.newAvail == 10)
+			}
+		})
+	}
+}
+
+// thirdRevision is a 10-replica Deployment at revision 3 with image, its status that of a
+// rollout that completed at 10.
+func thirdRevision(image string) *appsv1.Deployment {
+	d := webDeployment(10, image)
+	d.Annotations[RevisionAnnotation] = "3"
+	d.Status = settledStatus(d, 10)
+	d.Generation = 3
+	return d
 }
 
 func TestServesFully(t *testing.T) {

@@ -83,9 +83,10 @@ type Canary struct {
 	BlueGreen         bool  `json:"blueGreen,omitempty"`
 	BlueGreenReplicas int32 `json:"blueGreenReplicas,omitempty"`
 	// StableHash (blue-green) is the stable template's pod-template-hash: on a change of
-	// replicas its ReplicaSet goes to replicas and the new one to its size (scaleBlueGreen).
+	// replicas its ReplicaSet goes to replicas and the new one to its size (scaleBlueGreen);
+	// an earlier preview goes to 0 once the new ReplicaSet serves fully (rolloutBlueGreen).
 	// Empty (a run recorded before the blue-green-scale change): upstream's proportional
-	// scaling, as before.
+	// scaling, and every old ReplicaSet keeps its replicas, as before.
 	StableHash string `json:"stableHash,omitempty"`
 }
 
