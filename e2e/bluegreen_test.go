@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,7 +153,9 @@ func newBlueGreen(t *testing.T, ns, annotation string, opts ...deployOpt) string
 func TestBlueGreen(t *testing.T) {
 	t.Run("promote and scale-down delay", func(t *testing.T) {
 		ns := newNamespace(t)
-		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"scaleDownDelaySeconds":15}`)
+		hook := newWebhook(t)
+		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"scaleDownDelaySeconds":15}`,
+			withAnnotation(k8s.NotifyAnnotation, fmt.Sprintf(`{"url":%q,"events":["paused","promoted","completed"]}`, hook.url)))
 		obs := observe(t, ns, 6, 3)
 		setImage(t, ns, "web", "nginx:1.26")
 
@@ -201,6 +204,11 @@ func TestBlueGreen(t *testing.T) {
 			t.Errorf("while paused: %s, want unchanged %s", got, want)
 		}
 
+		// The webhook is told the rollout waits for promote.
+		if n := hook.wait(t, ns, k8s.NotifyPaused, 2); n.Reason != "BlueGreenPhase" || !strings.Contains(n.Message, "paused until promoted") {
+			t.Errorf("paused notification %+v, want the Paused phase's", n)
+		}
+
 		out, err = updateCLI(ns, "web", workflows.UpdatePromote)
 		if err != nil {
 			t.Fatalf("temporal workflow update execute --name promote: %v\n%s", err, out)
@@ -237,6 +245,16 @@ func TestBlueGreen(t *testing.T) {
 		out, err = runKubectl("rollout", "status", "deployment/web", "-n", ns, "--timeout=10s")
 		if err != nil || !strings.Contains(out, "successfully rolled out") {
 			t.Errorf("kubectl rollout status after the delay: %v\n%s", err, out)
+		}
+		hook.wait(t, ns, k8s.NotifyPromoted, 2)
+		hook.wait(t, ns, k8s.NotifyCompleted, 2)
+		var notified []string
+		for _, n := range hook.all(ns) {
+			notified = append(notified, fmt.Sprintf("%s:%d", n.Event, n.Revision))
+		}
+		sort.Strings(notified)
+		if got, want := strings.Join(notified, ","), "completed:1,completed:2,paused:2,promoted:2"; got != want {
+			t.Errorf("notifications %s, want %s (the first rollout's completion, then the events asked for)", got, want)
 		}
 		eventually(t, 30*time.Second, func() string {
 			if got, want := bgState(t, ns), fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=0/0; active %s; preview %s", sel(h2), sel(h2)); got != want {

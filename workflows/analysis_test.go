@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -299,5 +300,28 @@ func TestInvalidNotifyAnnotation(t *testing.T) {
 	}
 	if hook.attempts != 0 {
 		t.Errorf("notify attempts %d, want 0", hook.attempts)
+	}
+}
+
+// Every notification of a stepped rollout names its revision, the first step's too: the
+// Deployment's annotation still names the previous one when that step begins.
+func TestNotifyRevision(t *testing.T) {
+	f := stepped(`[{"setWeight":50},{"pause":{}}]`)
+	f.d.Annotations[k8s.NotifyAnnotation] = `{"url":"https://hooks.example/x"}`
+	env := newEnv(t, f)
+	hook := &webhook{}
+	hook.register(env)
+	var promoted updateOutcome
+	updateAt(env, time.Hour, UpdatePromote, nil, &promoted)
+	env.ExecuteWorkflow(WorkflowType, input())
+	continuedAsNew(t, env)
+	var got []string
+	for _, in := range hook.got {
+		n := in.Notification
+		got = append(got, fmt.Sprintf("%s:%d", n.Event, n.Revision))
+	}
+	sort.Strings(got)
+	if want := "paused:2,promoted:2,stepReached:2"; strings.Join(got, ",") != want {
+		t.Errorf("notifications %v, want %s in any order", got, want)
 	}
 }

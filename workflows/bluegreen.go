@@ -137,7 +137,7 @@ func (r *rollout) blueGreenOn(ctx workflow.Context) bool {
 // stable one, as canaryRequest weighs the steps. handled is false without the annotation;
 // otherwise the cap for k8s.Decide: a freeze for an invalid annotation (warned about once per
 // value), nil once the scale-down delay passed (upstream scales the old ReplicaSets down).
-func (r *rollout) blueGreenRequest(ctx workflow.Context, d *appsv1.Deployment, hash string) (c *k8s.Canary, handled bool) {
+func (r *rollout) blueGreenRequest(ctx workflow.Context, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, hash string) (c *k8s.Canary, handled bool) {
 	if _, ok := d.Annotations[k8s.BlueGreenAnnotation]; !ok || !r.blueGreenOn(ctx) {
 		r.endBlueGreen()
 		return nil, false
@@ -162,13 +162,14 @@ func (r *rollout) blueGreenRequest(ctx workflow.Context, d *appsv1.Deployment, h
 	r.bgSpec = spec
 	if r.bg == nil || r.bg.Hash != hash {
 		r.endBlueGreen()
-		rev, _ := k8s.Revision(d.Annotations)
-		r.bg = &blueGreenState{Hash: hash, Revision: rev, StableHash: r.stableHash}
+		r.bg = &blueGreenState{Hash: hash, Revision: rolloutRevision(rss, hash), StableHash: r.stableHash}
 		r.recordStep(ctx, "BlueGreenStarted", fmt.Sprintf("Rolling out template %s blue-green: active Service %s stays on %s until promoted", hash, spec.ActiveService, r.stableHash))
 		r.enterBlueGreen(ctx, BlueGreenPreview)
 	}
 	bg := r.bg
 	bg.Spec = spec
+	// A run continued from one recorded before rolloutRevision took the Deployment's annotation.
+	bg.Revision = rolloutRevision(rss, hash)
 	c = &k8s.Canary{Hash: hash, BlueGreen: true}
 	switch bg.Phase {
 	case BlueGreenScalingDown:

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -232,5 +233,44 @@ func TestBlueGreenDelayAcrossContinueAsNew(t *testing.T) {
 	}
 	if !f.hasEvent("OldReplicaSetScaledDown") {
 		t.Error("no OldReplicaSetScaledDown event")
+	}
+}
+
+// A blue-green Deployment with the notify annotation gets its phases as notifications: each
+// phase a stepReached, the wait for promote a paused (with the rollout's revision), then
+// promoted; completion is carried to the next run, as for steps.
+func TestBlueGreenNotify(t *testing.T) {
+	f, svcs, _, _ := blueGreen(t, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"scaleDownDelaySeconds":600}`)
+	f.d.Annotations[k8s.NotifyAnnotation] = `{"url":"https://hooks.example/x"}`
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(svcs.SyncBlueGreen)
+	hook := &webhook{}
+	hook.register(env)
+	var promoted updateOutcome
+	updateAt(env, 2*time.Hour, UpdatePromote, nil, &promoted)
+	env.ExecuteWorkflow(WorkflowType, input())
+	next := continuedAsNew(t, env)
+	if !promoted.completed || promoted.err != nil {
+		t.Fatalf("promote: %+v, want completed", promoted)
+	}
+	var got []string
+	for _, in := range hook.got {
+		n := in.Notification
+		got = append(got, n.Event)
+		if n.Revision != 2 {
+			t.Errorf("%s notification %+v, want revision 2", n.Event, n)
+		}
+		if n.Event == k8s.NotifyPaused && (n.Reason != "BlueGreenPhase" || !strings.Contains(n.Message, "paused until promoted")) {
+			t.Errorf("paused notification %+v, want the Paused phase's", n)
+		}
+	}
+	// Preview, Paused, (promote) Promoting, ScaleDownDelay, ScalingDown. Each is sent from a
+	// goroutine: those of one workflow task (promoted and Promoting) arrive in either order.
+	sort.Strings(got)
+	if want := "paused,promoted,stepReached,stepReached,stepReached,stepReached"; strings.Join(got, ",") != want {
+		t.Errorf("notifications %v, want %s in any order", got, want)
+	}
+	if c := next.Carry.Notifications; len(c) != 1 || c[0].Notification.Event != k8s.NotifyCompleted {
+		t.Errorf("carried %+v, want completed", c)
 	}
 }

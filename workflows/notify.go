@@ -14,8 +14,8 @@ import (
 )
 
 // Notifications. A Deployment annotated temporal-rollout.io/notify gets a webhook on its
-// rollout's events (k8s.NotifyEvents): a step reached, a pause for promote, promote, abort, a
-// failed analysis, completion. Each delivery is a Notify activity started from a goroutine,
+// rollout's events (k8s.NotifyEvents): a step (or blue-green phase) reached, a pause for
+// promote, promote, abort, a failed analysis, completion. Each delivery is a Notify activity started from a goroutine,
 // so the rollout never waits for it; a webhook that fails is retried for a while and then
 // only logged. Without the annotation nothing is sent, and the workflow issues no command it
 // did not issue before.
@@ -88,11 +88,28 @@ func (r *rollout) notifyEvent(ctx workflow.Context, ev k8s.Event) {
 		event = k8s.NotifyAnalysisFailed
 	case "RolloutAborted":
 		event = k8s.NotifyAborted
+	case "BlueGreenPhase":
+		// A blue-green phase is a step: paused when it waits for promote.
+		if r.bg == nil {
+			return
+		}
+		event = k8s.NotifyStepReached
+		if r.bg.WaitingFor == WaitingForPromote {
+			event = k8s.NotifyPaused
+		}
+		if !cfg.Wants(event) || workflow.GetVersion(ctx, blueGreenNotifyChange, workflow.DefaultVersion, 1) < 1 {
+			return
+		}
 	default:
 		return
 	}
 	r.notify(ctx, event, ev.Reason, ev.Message)
 }
+
+// blueGreenNotifyChange guards the notifications of blue-green phases: a run recorded before
+// it sent none for them (only promoted, aborted, analysisFailed and completed), and replays so.
+// Asked only when a phase's notification is to be sent.
+const blueGreenNotifyChange = "blue-green-notify"
 
 // notifyOutcome sends "completed" when a rollout completed (not the return after an abort).
 func (r *rollout) notifyOutcome(ctx workflow.Context, outcome string) {
@@ -112,14 +129,19 @@ func (r *rollout) notify(ctx workflow.Context, event, reason, msg string) {
 		Deployment: r.in.Name, Namespace: r.in.Namespace, Cluster: r.in.Cluster, Revision: r.status.TargetRevision,
 		Event: event, Reason: reason, Message: msg, Link: r.workflowLink(ctx), Time: workflow.Now(ctx).UTC(),
 	}
+	// The rollout under way names its revision: the status's is the last sync's, the previous
+	// revision's when a new template's first step or phase begins.
 	if s := r.steps; s != nil {
-		if n.Revision == 0 {
+		if s.Revision != 0 {
 			n.Revision = s.Revision
 		}
 		if s.Step < len(r.stepList) {
 			n.Step = s.Step + 1
 		}
 		n.Steps = len(r.stepList)
+	}
+	if bg := r.bg; bg != nil && bg.Revision != 0 {
+		n.Revision = bg.Revision
 	}
 	r.deliver(ctx, &activities.NotifyInput{URL: cfg.URL, Format: cfg.Format, Notification: n})
 }

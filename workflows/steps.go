@@ -372,7 +372,7 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 		r.endBlueGreen()
 		return nil
 	}
-	if c, ok := r.blueGreenRequest(ctx, d, hash); ok {
+	if c, ok := r.blueGreenRequest(ctx, d, snap.ReplicaSets, hash); ok {
 		return c
 	}
 	steps, err := k8s.ParseSteps(d.Annotations)
@@ -404,13 +404,14 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 	if r.steps == nil || r.steps.Hash != hash {
 		r.endSteps()
 		r.stepList = steps
-		rev, _ := k8s.Revision(d.Annotations)
-		r.steps = &stepsState{Hash: hash, Revision: rev}
+		r.steps = &stepsState{Hash: hash, Revision: rolloutRevision(snap.ReplicaSets, hash)}
 		r.recordStep(ctx, "RolloutStepsStarted", fmt.Sprintf("Rolling out template %s in %d steps", hash, len(steps)))
 		r.enterStep(ctx, 0)
 	}
 	r.stepList = steps
 	s := r.steps
+	// A run continued from one recorded before rolloutRevision took the Deployment's annotation.
+	s.Revision = rolloutRevision(snap.ReplicaSets, hash)
 	if s.Full || s.Step >= len(steps) {
 		return nil
 	}
@@ -440,6 +441,26 @@ func stableHash(d *appsv1.Deployment, rss []*appsv1.ReplicaSet, hash string) str
 		}
 	}
 	return best
+}
+
+// rolloutRevision is the revision of template hash's rollout: its ReplicaSet's when that is the
+// newest, otherwise the one the sync that makes it the new ReplicaSet gives it, as upstream
+// does (the highest other revision plus one). The Deployment's own annotation names the
+// previous revision until that sync's write, so it cannot say.
+func rolloutRevision(rss []*appsv1.ReplicaSet, hash string) int64 {
+	var own, others int64
+	for _, rs := range rss {
+		rev, _ := k8s.Revision(rs.Annotations)
+		if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash {
+			own = max(own, rev)
+		} else {
+			others = max(others, rev)
+		}
+	}
+	if own > others {
+		return own
+	}
+	return others + 1
 }
 
 // afterSync moves a stepped rollout on from a sync's plan: a setWeight step whose weight is
