@@ -157,9 +157,10 @@ func ParseBlueGreen(d *appsv1.Deployment) (*BlueGreenSpec, error) {
 // goes straight to its size (BlueGreenReplicas, or replicas), not bounded by maxSurge, as
 // Argo's blue-green runs two full stacks; the stable ReplicaSet keeps its replicas, and an
 // earlier preview (neither stable nor new) keeps them until the new one serves fully, then goes
-// to 0 (with Canary.StableHash; without it every old one keeps its replicas). 10 replicas, old at 10: the new ReplicaSet is created at 10 (20 pods);
-// once the workflow ends the rollout (no Canary), upstream's rolling update scales the old
-// one to 0 in one move (maxScaledDown = 20 − (10 − maxUnavailable) − 0 ≥ 10).
+// to 0 (with Canary.StableHash; without it every old one keeps its replicas). 10 replicas,
+// old at 10: the new ReplicaSet is created at 10 (20 pods); once the workflow ends the rollout
+// (no Canary), upstream's rolling update scales the old one to 0 in one move
+// (maxScaledDown = 20 − (10 − maxUnavailable) − 0 ≥ 10).
 func (p *planner) rolloutBlueGreen() {
 	p.newCap = p.canary.blueGreenSize(replicas(p.d))
 	newRS, old := p.getNewReplicaSet(true)
