@@ -159,6 +159,44 @@ func TestStepsWeights(t *testing.T) {
 	}
 }
 
+// TestStepsScaledAtAPause: `kubectl scale` while a step holds at 30%: the step's shares apply
+// at the new size (20: 6 new, 14 old; 4: 2 and 2), the step still holds, and promote finishes
+// at the last size. On the way up, at most replicas + maxSurge pods (25) and never fewer than
+// the 10 ready before.
+func TestStepsScaledAtAPause(t *testing.T) {
+	ns := newNamespace(t)
+	recordHistories(t, ns, "web")
+	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(`[{"setWeight":30},{"pause":{}}]`)))
+	waitComplete(t, ns, "web")
+	setImage(t, ns, "web", "nginx:1.26")
+	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=3/3 nginx:1.25=7/7")
+
+	obs := observe(t, ns, 25, 10)
+	if out, err := runKubectl("scale", "deployment/web", "-n", ns, "--replicas=20"); err != nil {
+		t.Fatalf("kubectl scale --replicas=20: %v\n%s", err, out)
+	}
+	st := waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=6/6 nginx:1.25=14/14")
+	obs.stop()
+	if st.Steps.Weight != 30 {
+		t.Errorf("status steps = %+v, want weight 30 at step 2", st.Steps)
+	}
+	if out, err := runKubectl("scale", "deployment/web", "-n", ns, "--replicas=4"); err != nil {
+		t.Fatalf("kubectl scale --replicas=4: %v\n%s", err, out)
+	}
+	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=2/2 nginx:1.25=2/2")
+
+	if out, err := updateCLI(ns, "web", workflows.UpdatePromote); err != nil {
+		t.Fatalf("promote: %v\n%s", err, out)
+	}
+	d := waitComplete(t, ns, "web")
+	if got := sizes(t, ns); got != "nginx:1.26=4/4 nginx:1.25=0/0" {
+		t.Errorf("after promote: %s, want nginx:1.26=4/4 nginx:1.25=0/0", got)
+	}
+	if st := d.Status; st.Replicas != 4 || st.UpdatedReplicas != 4 || st.AvailableReplicas != 4 || st.ObservedGeneration != d.Generation {
+		t.Errorf("status %+v at generation %d, want 4/4/4 observed", st, d.Generation)
+	}
+}
+
 // TestStepsTimedPauseSurvivesWorkerKill: a timed pause is a durable timer; the worker is
 // SIGKILLed during it and restarted, and the rollout goes on when the pause ends, not later
 // and not from the start.

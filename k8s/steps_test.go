@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -403,5 +404,70 @@ func TestDecideCanaryOldScaledByHand(t *testing.T) {
 	want := []string{"ScaleUpReplicaSet " + old.Name + " 4->7", "UpdateDeploymentStatus"}
 	if got := describePlan(plan); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps = %q, want %q", got, want)
+	}
+}
+
+// TestDecideCanaryScaling: a change of replicas while a step holds. Upstream's proportional
+// scaling shares replicas + maxSurge first (within the surge), then the step's shares apply at
+// the new size: 10 replicas at 30% (new 3, old 7) scaled to 20 is old 19 and new 6 (25 = 20 +
+// maxSurge 5), then old 14; scaled to 4, old 3 and new 2 (5 = 4 + 1), then old 2. The step is
+// reached again once the new share is available, and no write takes the total above the
+// larger of the 10 pods before and replicas + maxSurge.
+func TestDecideCanaryScaling(t *testing.T) {
+	tests := []struct {
+		to    int32
+		syncs [][]string
+	}{
+		{to: 20, syncs: [][]string{
+			{"ScaleUpReplicaSet {old} 7->19", "ScaleUpReplicaSet {new} 3->6", "UpdateDeploymentStatus"},
+			{"ScaleDownReplicaSet {old} 19->14", "UpdateDeploymentStatus"},
+			{"UpdateDeploymentStatus"},
+		}},
+		{to: 4, syncs: [][]string{
+			{"ScaleDownReplicaSet {old} 7->3", "ScaleDownReplicaSet {new} 3->2", "UpdateDeploymentStatus"},
+			{"ScaleDownReplicaSet {old} 3->2", "UpdateDeploymentStatus"},
+			{"UpdateDeploymentStatus"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.to), func(t *testing.T) {
+			d := webDeployment(10, "nginx:1.1")
+			d.Annotations[RevisionAnnotation] = "2"
+			d.Status = settledStatus(d, 10)
+			d.Generation = 3
+			old := ownedRS(d, "nginx:1.0", 1, 7, 7, ago(time.Hour))
+			rss := []*appsv1.ReplicaSet{old, ownedRS(d, "nginx:1.1", 2, 3, 3, ago(time.Minute))}
+			d.Spec.Replicas = ptrTo(tt.to)
+			c := &Canary{Hash: PodTemplateHash(&d.Spec.Template, nil), Weight: 30, Hold: true, Message: "paused"}
+			limit := max(10, tt.to+MaxSurge(d))
+			for i, want := range tt.syncs {
+				plan := decide(t, Snapshot{Deployment: d, ReplicaSets: rss}, Request{Canary: c})
+				if got, want := describePlan(plan), expand(want, rsName(d, "nginx:1.1"), old.Name); !reflect.DeepEqual(got, want) {
+					t.Fatalf("sync %d: steps = %q, want %q", i, got, want)
+				}
+				if want := i > 0; plan.CanaryReached != want {
+					t.Errorf("sync %d: CanaryReached = %t, want %t", i, plan.CanaryReached, want)
+				}
+				// Apply the writes in order, every pod available at once.
+				for _, s := range plan.Steps {
+					if s.ReplicaSet == nil {
+						continue
+					}
+					var total int32
+					for j, rs := range rss {
+						if rs.Name == s.ReplicaSet.Name {
+							n := s.ReplicaSet.DeepCopy()
+							size := rsReplicas(n)
+							n.Status = appsv1.ReplicaSetStatus{Replicas: size, ReadyReplicas: size, AvailableReplicas: size}
+							rss[j] = n
+						}
+						total += rsReplicas(rss[j])
+					}
+					if total > limit {
+						t.Errorf("sync %d: %d pods after %s, above %d", i, total, describe(s), limit)
+					}
+				}
+			}
+		})
 	}
 }
