@@ -98,6 +98,19 @@ func memoBlueGreen(t *testing.T, id string) workflows.BlueGreenStatus {
 	return bg
 }
 
+// pausedBlueGreen is newBlueGreen with annotation, then nginx:1.26 rolled out up to the pause
+// before promotion, both stacks at 3 with the preview Service on the new pods; it returns the
+// two templates' hashes.
+func pausedBlueGreen(t *testing.T, ns, annotation string) (h1, h2 string) {
+	t.Helper()
+	h1 = newBlueGreen(t, ns, annotation)
+	setImage(t, ns, "web", "nginx:1.26")
+	h2 = waitPausedHash(t, ns)
+	waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForPromote,
+		fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)))
+	return h1, h2
+}
+
 // waitPausedHash waits for the blue-green rollout to pause before promotion and returns the
 // hash of the template it rolls out.
 func waitPausedHash(t *testing.T, ns string) string {
@@ -395,19 +408,39 @@ func TestBlueGreen(t *testing.T) {
 	})
 
 	t.Run("abort before promotion", func(t *testing.T) {
+		// The preview's pods stay abortScaleDownDelaySeconds (8) once both Services are back
+		// on the stable pods, then go.
 		ns := newNamespace(t)
-		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false}`)
-		setImage(t, ns, "web", "nginx:1.26")
-		h2 := waitPausedHash(t, ns)
-		if got, want := bgState(t, ns), fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)); got != want {
-			t.Errorf("paused: %s, want %s", got, want)
-		}
+		h1, _ := pausedBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"abortScaleDownDelaySeconds":8}`)
+		aborted := time.Now()
 		if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"preview looks wrong"}`); err != nil {
 			t.Fatalf("abort: %v\n%s", err, out)
+		}
+		// Held: the template and both Services back on the stable pods, the preview's still up.
+		var until time.Time
+		eventually(t, 60*time.Second, func() string {
+			if got, want := bgState(t, ns), fmt.Sprintf("replicasets nginx:1.25=3/3 nginx:1.26=3/3; active %s; preview %s", sel(h1), sel(h1)); got != want {
+				return fmt.Sprintf("held: %s, want %s", got, want)
+			}
+			st := queryStatus(t, ns, "web")
+			if st.AbortScaleDownAt == nil {
+				return "no abortScaleDownAt in the status"
+			}
+			until = *st.AbortScaleDownAt
+			return ""
+		})
+		if img := getDeployment(t, ns, "web").Spec.Template.Spec.Containers[0].Image; img != "nginx:1.25" {
+			t.Errorf("image while held = %s, want nginx:1.25", img)
+		}
+		if left := until.Sub(aborted); left < 7*time.Second || left > 12*time.Second {
+			t.Errorf("abortScaleDownAt %s, %s after the abort command, want about 8s", until.Format(time.RFC3339Nano), left)
 		}
 		d := waitComplete(t, ns, "web")
 		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.25" {
 			t.Errorf("image after the abort = %s, want nginx:1.25", img)
+		}
+		if done := time.Now(); done.Before(until) {
+			t.Errorf("complete at %s, before the hold ended at %s", done.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))
 		}
 		eventually(t, 60*time.Second, func() string {
 			if got, want := bgState(t, ns), fmt.Sprintf("replicasets nginx:1.25=3/3 nginx:1.26=0/0; active %s; preview %s", sel(h1), sel(h1)); got != want {
@@ -420,6 +453,7 @@ func TestBlueGreen(t *testing.T) {
 		}
 		waitEvent(t, ns, "web", "RolloutAborted: Rollout of revision 2 aborted: aborted by user: preview looks wrong")
 		waitEvent(t, ns, "web", "PreviewSwitched: Preview Service web-preview selects pod-template-hash "+h1)
+		waitEvent(t, ns, "web", "BlueGreenPhase: Blue-green: abortScaleDownDelaySeconds 8 passed; scaling the aborted ReplicaSet down")
 	})
 
 	t.Run("replicas changed mid-rollout", func(t *testing.T) {
@@ -428,11 +462,7 @@ func TestBlueGreen(t *testing.T) {
 		// proportional scaling took it from 3 to 2 pods here: replicas 5 + maxSurge 2 = 7
 		// shared between two stacks of 3).
 		ns := newNamespace(t)
-		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"scaleDownDelaySeconds":30}`)
-		setImage(t, ns, "web", "nginx:1.26")
-		h2 := waitPausedHash(t, ns)
-		waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForPromote,
-			fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)))
+		h1, h2 := pausedBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"scaleDownDelaySeconds":30}`)
 
 		stable := k8s.ReplicaSetName("web", h1)
 		low := watchLowestReplicas(t, ns, stable)
@@ -475,11 +505,7 @@ func TestBlueGreen(t *testing.T) {
 		// The earlier preview keeps its pods while the preview Service selects it, and goes to 0
 		// once the Service selects the newest template's pods (etcd orders the two writes).
 		ns := newNamespace(t)
-		h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false}`)
-		setImage(t, ns, "web", "nginx:1.26")
-		h2 := waitPausedHash(t, ns)
-		waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForPromote,
-			fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)))
+		h1, h2 := pausedBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false}`)
 
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

@@ -27,7 +27,8 @@ const BlueGreenAnnotation = "temporal-rollout.io/blue-green"
 // DefaultScaleDownDelay is Argo Rollouts' default scaleDownDelaySeconds.
 const DefaultScaleDownDelay = 30 * time.Second
 
-// maxBlueGreenSeconds bounds autoPromotionSeconds and scaleDownDelaySeconds (a day).
+// maxBlueGreenSeconds bounds autoPromotionSeconds, scaleDownDelaySeconds and
+// abortScaleDownDelaySeconds (a day).
 const maxBlueGreenSeconds = 86400
 
 // BlueGreenSpec is the blue-green annotation.
@@ -48,6 +49,11 @@ type BlueGreenSpec struct {
 	// ScaleDownDelaySeconds (default 30) keeps the old ReplicaSet at full size after the
 	// active Service switched, so a rollback switches back to warm pods.
 	ScaleDownDelaySeconds *int32 `json:"scaleDownDelaySeconds,omitempty"`
+	// AbortScaleDownDelaySeconds (default 30, as Argo's) keeps the aborted ReplicaSet's pods
+	// that long after an abort, once both Services select the stable pods again, so requests
+	// already routed to them finish. 0 scales it down at once (Argo's 0, "never", would leave a
+	// Deployment that never completes).
+	AbortScaleDownDelaySeconds *int32 `json:"abortScaleDownDelaySeconds,omitempty"`
 	// PreviewReplicaCount runs the new ReplicaSet at this size until promotion (default: all
 	// replicas); on promotion it goes to full size, and the active Service switches once all
 	// of it is available.
@@ -70,6 +76,14 @@ func (s *BlueGreenSpec) ScaleDownDelay() time.Duration {
 		return DefaultScaleDownDelay
 	}
 	return time.Duration(*s.ScaleDownDelaySeconds) * time.Second
+}
+
+// AbortScaleDownDelay is abortScaleDownDelaySeconds, or its default (DefaultScaleDownDelay).
+func (s *BlueGreenSpec) AbortScaleDownDelay() time.Duration {
+	if s.AbortScaleDownDelaySeconds == nil {
+		return DefaultScaleDownDelay
+	}
+	return time.Duration(*s.AbortScaleDownDelaySeconds) * time.Second
 }
 
 // PreviewReplicas is the new ReplicaSet's size before promotion: previewReplicaCount, at most
@@ -121,6 +135,9 @@ func ParseBlueGreen(d *appsv1.Deployment) (*BlueGreenSpec, error) {
 	}
 	if p := spec.ScaleDownDelaySeconds; p != nil && (*p < 0 || *p > maxBlueGreenSeconds) {
 		errs = append(errs, fmt.Errorf("scaleDownDelaySeconds %d is not between 0 and %d", *p, maxBlueGreenSeconds))
+	}
+	if p := spec.AbortScaleDownDelaySeconds; p != nil && (*p < 0 || *p > maxBlueGreenSeconds) {
+		errs = append(errs, fmt.Errorf("abortScaleDownDelaySeconds %d is not between 0 and %d", *p, maxBlueGreenSeconds))
 	}
 	if p := spec.PreviewReplicaCount; p != nil && *p < 1 {
 		errs = append(errs, fmt.Errorf("previewReplicaCount %d is below 1", *p))

@@ -28,18 +28,18 @@ func TestParseBlueGreen(t *testing.T) {
 		{
 			name: "defaults, as Argo's", give: `{"activeService":"web"}`,
 			want: func(t *testing.T, s *BlueGreenSpec) {
-				if !s.AutoPromotes() || s.ScaleDownDelay() != 30*time.Second || s.PreviewReplicas(10) != 10 || s.PreviewService != "" {
-					t.Errorf("defaults: autoPromotes %t, delay %s, preview replicas %d, preview %q; want true, 30s, 10, none",
-						s.AutoPromotes(), s.ScaleDownDelay(), s.PreviewReplicas(10), s.PreviewService)
+				if !s.AutoPromotes() || s.ScaleDownDelay() != 30*time.Second || s.AbortScaleDownDelay() != 30*time.Second || s.PreviewReplicas(10) != 10 || s.PreviewService != "" {
+					t.Errorf("defaults: autoPromotes %t, delay %s, abort delay %s, preview replicas %d, preview %q; want true, 30s, 30s, 10, none",
+						s.AutoPromotes(), s.ScaleDownDelay(), s.AbortScaleDownDelay(), s.PreviewReplicas(10), s.PreviewService)
 				}
 			},
 		},
 		{
 			name: "every field",
-			give: `{"activeService":"web","previewService":"web-preview","autoPromotionSeconds":20,"scaleDownDelaySeconds":0,"previewReplicaCount":2,
+			give: `{"activeService":"web","previewService":"web-preview","autoPromotionSeconds":20,"scaleDownDelaySeconds":0,"abortScaleDownDelaySeconds":5,"previewReplicaCount":2,
 				"prePromotionAnalysis":{"query":"up","min":1},"postPromotionAnalysis":{"web":{"url":"http://m/x","jsonPath":"$.v"},"max":0.05,"count":3,"failureLimit":1}}`,
 			want: func(t *testing.T, s *BlueGreenSpec) {
-				if s.ScaleDownDelay() != 0 || s.PreviewReplicas(10) != 2 || s.PreviewReplicas(1) != 1 || s.AutoPromotionSeconds != 20 || !s.AutoPromotes() {
+				if s.ScaleDownDelay() != 0 || s.AbortScaleDownDelay() != 5*time.Second || s.PreviewReplicas(10) != 2 || s.PreviewReplicas(1) != 1 || s.AutoPromotionSeconds != 20 || !s.AutoPromotes() {
 					t.Errorf("spec = %+v", s)
 				}
 				// The analyses take the steps' defaults.
@@ -56,10 +56,11 @@ func TestParseBlueGreen(t *testing.T) {
 		{name: "trailing data", give: `{"activeService":"web"} {}`, wantErr: []string{"has data after the object"}},
 		{
 			name: "every problem named",
-			give: `{"previewService":"Web_Preview","autoPromotionSeconds":-1,"scaleDownDelaySeconds":100000,"previewReplicaCount":0,
+			give: `{"previewService":"Web_Preview","autoPromotionSeconds":-1,"scaleDownDelaySeconds":100000,"abortScaleDownDelaySeconds":-2,"previewReplicaCount":0,
 				"prePromotionAnalysis":{"query":"up"},"postPromotionAnalysis":{"query":"","max":1}}`,
 			wantErr: []string{"activeService is missing", `previewService "Web_Preview" is not a valid Service name`,
 				"autoPromotionSeconds -1 is not between 0 and 86400", "scaleDownDelaySeconds 100000 is not between 0 and 86400",
+				"abortScaleDownDelaySeconds -2 is not between 0 and 86400",
 				"previewReplicaCount 0 is below 1", "prePromotionAnalysis: neither min nor max is set", "postPromotionAnalysis: query is empty"},
 		},
 		{name: "same services", give: `{"activeService":"web","previewService":"web"}`, wantErr: []string{`activeService and previewService are both "web"`}},

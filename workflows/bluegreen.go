@@ -57,6 +57,14 @@ const blueGreenChange = "blue-green"
 // replays so.
 const blueGreenScaleChange = "blue-green-scale"
 
+// blueGreenAbortDelayChange guards the hold of a blue-green abort (abortScaleDownDelaySeconds):
+// a run recorded before it scaled the aborted ReplicaSet down at once, and replays so. Asked
+// when a blue-green rollout is aborted with a delay above 0.
+const blueGreenAbortDelayChange = "blue-green-abort-delay"
+
+// abortHoldTimer is what bgTimerFor names while the timer is an abort's hold.
+const abortHoldTimer = "AbortHold"
+
 // blueGreenState is a blue-green rollout in progress.
 type blueGreenState struct {
 	// Hash is the template rolled out, Revision its revision; StableHash the template the
@@ -431,9 +439,30 @@ func (r *rollout) startBlueGreenAnalysis(ctx workflow.Context) {
 	r.bgWaits.startAnalysis(ctx, meas)
 }
 
+// startAbortHold starts the timer that ends an abort's hold (abortState.Until) on the phase
+// waits, which the aborted blue-green rollout no longer uses.
+func (r *rollout) startAbortHold(ctx workflow.Context) {
+	r.bgWaits.startTimer(ctx, *r.abort.Until)
+	r.bgTimerFor = abortHoldTimer
+}
+
+// endAbortHold lets the aborted ReplicaSet go once its hold passed.
+func (r *rollout) endAbortHold(ctx workflow.Context) {
+	r.bgTimerFor = ""
+	if ab := r.abort; ab != nil && ab.Until != nil {
+		ab.Until = nil
+		r.recordStep(ctx, "BlueGreenPhase", fmt.Sprintf("Blue-green: abortScaleDownDelaySeconds %d passed; scaling the aborted ReplicaSet down", ab.Delay))
+		r.dirty = true
+	}
+}
+
 // resumeBlueGreenWaits restarts, in a run continued from another, the timer or analysis the
-// phase waits for: a timer waits only what is left of it.
+// phase waits for, or an abort's hold: a timer waits only what is left of it.
 func (r *rollout) resumeBlueGreenWaits(ctx workflow.Context) {
+	if ab := r.abort; ab != nil && ab.Until != nil {
+		r.startAbortHold(ctx)
+		return
+	}
 	bg := r.bg
 	if bg == nil || bg.Spec == nil {
 		return
@@ -450,6 +479,10 @@ func (r *rollout) resumeBlueGreenWaits(ctx workflow.Context) {
 // addBlueGreenWaits adds the phase's timer and analysis to a selector.
 func (r *rollout) addBlueGreenWaits(ctx workflow.Context, sel workflow.Selector) {
 	r.bgWaits.addTo(ctx, sel, func() {
+		if r.bgTimerFor == abortHoldTimer {
+			r.endAbortHold(ctx)
+			return
+		}
 		bg := r.bg
 		if bg == nil || bg.Phase != r.bgTimerFor || r.bgSpec == nil {
 			return

@@ -274,3 +274,59 @@ func TestBlueGreenNotify(t *testing.T) {
 		t.Errorf("carried %+v, want completed", c)
 	}
 }
+
+// An abort keeps the aborted ReplicaSet's pods for abortScaleDownDelaySeconds once the
+// template is back on the stable one (the Services select the stable pods at once), on a
+// durable timer, then scales it down; 0 scales it down at once.
+func TestBlueGreenAbortDelay(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		delay string // abortScaleDownDelaySeconds, "" for the default (30)
+		hold  time.Duration
+	}{
+		{name: "10 minutes", delay: `,"abortScaleDownDelaySeconds":600`, hold: 10 * time.Minute},
+		{name: "default", hold: 30 * time.Second},
+		{name: "none", delay: `,"abortScaleDownDelaySeconds":0`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, svcs, h1, _ := blueGreen(t, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false`+tt.delay+`}`)
+			env := newEnv(t, f)
+			env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(svcs.SyncBlueGreen)
+			var aborted updateOutcome
+			updateAt(env, time.Hour, UpdateAbort, map[string]string{"reason": "preview looks wrong"}, &aborted)
+			var downAt time.Duration
+			var sawHold bool
+			for i := time.Duration(1); i <= 30; i++ {
+				when := time.Hour + i*30*time.Second
+				at(env, when, func() {
+					if downAt == 0 && f.replicasByImage()["nginx:v2"] == 0 {
+						downAt = when - time.Hour
+					}
+					if st := queryStatus(t, env); st.AbortScaleDownAt != nil {
+						sawHold = true
+					}
+				})
+			}
+			env.ExecuteWorkflow(WorkflowType, input())
+			continuedAsNew(t, env)
+			if !aborted.completed || aborted.err != nil {
+				t.Fatalf("abort: %+v, want completed", aborted)
+			}
+			assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
+			if svcs.selects["web"] != h1 || svcs.selects["web-preview"] != h1 {
+				t.Errorf("services %v, want both on %s", svcs.selects, h1)
+			}
+			// Sampled every 30 s after the abort: never before the hold ends, and within the fake
+			// cluster's pace (1m30s without a hold) after it.
+			if downAt <= tt.hold || downAt > tt.hold+2*time.Minute {
+				t.Errorf("the aborted ReplicaSet was at 0 %s after the abort, want after %s and within 2m of it", downAt, tt.hold)
+			}
+			if sawHold != (tt.hold > 0) {
+				t.Errorf("status abortScaleDownAt seen %t, want %t", sawHold, tt.hold > 0)
+			}
+			if tt.hold > 0 && !f.hasEvent("BlueGreenPhase") {
+				t.Errorf("no BlueGreenPhase event")
+			}
+		})
+	}
+}

@@ -249,6 +249,9 @@ type Status struct {
 	Steps *StepsStatus `json:"steps,omitempty"`
 	// AbortReason says why the last rollout was aborted.
 	AbortReason string `json:"abortReason,omitempty"`
+	// AbortScaleDownAt: after a blue-green abort, the aborted ReplicaSet keeps its pods until
+	// then (abortScaleDownDelaySeconds).
+	AbortScaleDownAt *time.Time `json:"abortScaleDownAt,omitempty"`
 	// AnnotationError names an invalid rollout annotation that holds the rollout.
 	AnnotationError string `json:"annotationError,omitempty"`
 	// Traffic: with the temporal-rollout.io/traffic annotation, the route's weights, header

@@ -339,6 +339,9 @@ func (r *rollout) queryStatus() Status {
 	st.AnnotationError = r.annotationError
 	st.Traffic = r.traffic
 	st.BlueGreen = r.blueGreenStatus()
+	if r.abort != nil {
+		st.AbortScaleDownAt = r.abort.Until
+	}
 	return st
 }
 

@@ -81,6 +81,10 @@ type abortState struct {
 	Reason string `json:"reason"`
 	// Hash is the template that was aborted.
 	Hash string `json:"hash"`
+	// Until (a blue-green abort, abortScaleDownDelaySeconds Delay) ends the hold of the
+	// aborted ReplicaSet's pods, on a durable timer; nil once it passed, or without a hold.
+	Until *time.Time `json:"until,omitempty"`
+	Delay int32      `json:"delay,omitempty"`
 }
 
 // PromoteRequest is the promote update's payload: {} goes to the next step, {"full":true}
@@ -366,6 +370,14 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 		// A new template arrived after the abort: the user moved on; it rolls out as any other.
 		r.log.Info("New template during an abort; the abort is over", "reason", r.abort.Reason)
 		r.abort = nil
+	}
+	if ab := r.abort; ab != nil && ab.Until != nil && hash == r.stableHash {
+		// Back on the stable template, the aborted ReplicaSet keeps its pods until the hold
+		// ends (a blue-green cap on the stable template scales nothing down).
+		r.endSteps()
+		r.endBlueGreen()
+		return &k8s.Canary{Hash: hash, BlueGreen: true, Hold: true, Message: fmt.Sprintf(
+			"Blue-green: aborted; the aborted ReplicaSet keeps its pods until %s (abortScaleDownDelaySeconds %d)", ab.Until.Format(time.RFC3339), ab.Delay)}
 	}
 	if r.abort != nil || hash == r.stableHash || r.stableHash == "" {
 		r.endSteps()
@@ -699,9 +711,18 @@ func (r *rollout) startAbort(ctx workflow.Context, reason string) {
 			rev = rs.Revision
 		}
 	}
+	spec := r.bgSpec
+	blueGreen := r.bg != nil && spec != nil
 	r.endSteps()
 	r.endBlueGreen()
 	r.abort = &abortState{Reason: reason, Hash: r.lastHash}
+	if blueGreen {
+		if d := spec.AbortScaleDownDelay(); d > 0 && workflow.GetVersion(ctx, blueGreenAbortDelayChange, workflow.DefaultVersion, 1) >= 1 {
+			until := workflow.Now(ctx).Add(d).UTC()
+			r.abort.Until, r.abort.Delay = &until, int32(d/time.Second)
+			r.startAbortHold(ctx)
+		}
+	}
 	r.aborted = nil
 	r.rollbackTo = &rev
 	r.dirty = true
