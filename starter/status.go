@@ -160,8 +160,13 @@ func renderStatus(st workflows.Status) string {
 		renderBlueGreen(row, st, bg)
 	}
 	// Why it stopped, or what went wrong.
+	hold := ""
+	if at := st.AbortScaleDownAt; at != nil {
+		hold = at.UTC().Format(time.RFC3339) + " (abortScaleDownDelaySeconds)"
+	}
 	for _, f := range []struct{ key, value string }{
 		{"Abort reason", st.AbortReason},
+		{"Aborted pods until", hold},
 		{"Annotation error", st.AnnotationError},
 		{"Last error", st.LastError},
 		{"Ignored signal", st.IgnoredSignal},

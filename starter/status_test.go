@@ -147,19 +147,21 @@ Syncs:      0
 			name: "why it stopped",
 			give: workflows.Status{Namespace: "shop", Name: "web", Phase: "Invalid", CurrentRevision: 3, TargetRevision: 3, Replicas: 4, Syncs: 2,
 				AbortReason: "aborted by user: error rate", AnnotationError: "temporal-rollout.io/steps: step 1: setWeight 120 is not in 0..100",
-				LastError: "scale replicaset shop/web-7c9d to 4: conflict", IgnoredSignal: "rollback: revision -1", Message: "rollout held"},
-			want: `Name:              web
-Namespace:         shop
-Phase:             Invalid
-Paused:            false
-Revision:          3
-Replicas:          4
-Abort reason:      aborted by user: error rate
-Annotation error:  temporal-rollout.io/steps: step 1: setWeight 120 is not in 0..100
-Last error:        scale replicaset shop/web-7c9d to 4: conflict
-Ignored signal:    rollback: revision -1
-Message:           rollout held
-Syncs:             2
+				LastError: "scale replicaset shop/web-7c9d to 4: conflict", IgnoredSignal: "rollback: revision -1", Message: "rollout held",
+				AbortScaleDownAt: ptrTime(time.Date(2026, 11, 27, 18, 0, 30, 0, time.UTC))},
+			want: `Name:                web
+Namespace:           shop
+Phase:               Invalid
+Paused:              false
+Revision:            3
+Replicas:            4
+Abort reason:        aborted by user: error rate
+Aborted pods until:  2026-11-27T18:00:30Z (abortScaleDownDelaySeconds)
+Annotation error:    temporal-rollout.io/steps: step 1: setWeight 120 is not in 0..100
+Last error:          scale replicaset shop/web-7c9d to 4: conflict
+Ignored signal:      rollback: revision -1
+Message:             rollout held
+Syncs:               2
 `,
 		},
 		{
@@ -280,3 +282,5 @@ func TestWatchStatusInterrupted(t *testing.T) {
 		t.Errorf("watchStatus() printed\n%s\nwant\n%s", got, want)
 	}
 }
+
+func ptrTime(t time.Time) *time.Time { return &t }
