@@ -168,16 +168,18 @@ func (r *rollout) blueGreenRequest(ctx workflow.Context, d *appsv1.Deployment, r
 	}
 	r.warned, r.annotationError = "", ""
 	r.bgSpec = spec
+	// Set at every sync: a run continued from one recorded before rolloutRevision took the
+	// Deployment's annotation.
+	rev := rolloutRevision(rss, hash)
 	if r.bg == nil || r.bg.Hash != hash {
 		r.endBlueGreen()
-		r.bg = &blueGreenState{Hash: hash, Revision: rolloutRevision(rss, hash), StableHash: r.stableHash}
+		r.bg = &blueGreenState{Hash: hash, Revision: rev, StableHash: r.stableHash}
 		r.recordStep(ctx, "BlueGreenStarted", fmt.Sprintf("Rolling out template %s blue-green: active Service %s stays on %s until promoted", hash, spec.ActiveService, r.stableHash))
 		r.enterBlueGreen(ctx, BlueGreenPreview)
 	}
 	bg := r.bg
 	bg.Spec = spec
-	// A run continued from one recorded before rolloutRevision took the Deployment's annotation.
-	bg.Revision = rolloutRevision(rss, hash)
+	bg.Revision = rev
 	c = &k8s.Canary{Hash: hash, BlueGreen: true}
 	switch bg.Phase {
 	case BlueGreenScalingDown:

@@ -413,17 +413,19 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 		r.endSteps()
 		return nil
 	}
+	// Set at every sync: a run continued from one recorded before rolloutRevision took the
+	// Deployment's annotation.
+	rev := rolloutRevision(snap.ReplicaSets, hash)
 	if r.steps == nil || r.steps.Hash != hash {
 		r.endSteps()
 		r.stepList = steps
-		r.steps = &stepsState{Hash: hash, Revision: rolloutRevision(snap.ReplicaSets, hash)}
+		r.steps = &stepsState{Hash: hash, Revision: rev}
 		r.recordStep(ctx, "RolloutStepsStarted", fmt.Sprintf("Rolling out template %s in %d steps", hash, len(steps)))
 		r.enterStep(ctx, 0)
 	}
 	r.stepList = steps
 	s := r.steps
-	// A run continued from one recorded before rolloutRevision took the Deployment's annotation.
-	s.Revision = rolloutRevision(snap.ReplicaSets, hash)
+	s.Revision = rev
 	if s.Full || s.Step >= len(steps) {
 		return nil
 	}
