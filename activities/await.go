@@ -37,6 +37,33 @@ type AwaitInput struct {
 	// decided on. Set only for a full-mode rollout with no steps and no pending rollback.
 	Inline     bool  `json:"inline,omitempty"`
 	Generation int64 `json:"generation,omitempty"`
+	// Traffic: the route as the last sync left it and what it asked; a change of the pods that
+	// would move the route (k8s.DecideTraffic) calls for a sync, held rollout or not.
+	Traffic *AwaitTraffic `json:"traffic,omitempty"`
+}
+
+// AwaitTraffic is a routed rollout's traffic as the wait weighs it: what the last sync asked,
+// the canary's weight it left on the route, and the traffic change IDs in force for the run
+// (a change not listed is).
+type AwaitTraffic struct {
+	Ask     k8s.TrafficAsk  `json:"ask"`
+	Weight  int32           `json:"weight"`
+	Changes map[string]bool `json:"changes,omitempty"`
+}
+
+// moves reports whether a sync on plan would move the route, and whether the route carries
+// the step's weight as far as the sizes allow (k8s.TrafficStepReached).
+func (t *AwaitTraffic) moves(rss []*appsv1.ReplicaSet, plan k8s.Plan) (move, reached bool) {
+	dec := k8s.DecideTraffic(t.Ask, rss, plan, func(change string) bool {
+		on, asked := t.Changes[change]
+		return on || !asked
+	})
+	reached = true
+	if t.Ask.Canary != t.Ask.Stable {
+		sizes := k8s.SizesAfter(rss, plan)
+		reached = k8s.TrafficStepReached(t.Weight, t.Ask.Target, sizes[t.Ask.Canary], sizes[t.Ask.Stable])
+	}
+	return dec.Weight != t.Weight, reached
 }
 
 // Await reasons: why AwaitChange returned.
@@ -189,8 +216,14 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 			canary := in.Request.Canary
 			stepReached := canary != nil && !canary.Hold && plan.CanaryReached
 			annotated := in.RolloutAnnotations != nil && *in.RolloutAnnotations != k8s.RolloutAnnotations(d.Annotations)
+			routeMoves := false
+			if in.Traffic != nil {
+				var reached bool
+				routeMoves, reached = in.Traffic.moves(snap.ReplicaSets, plan)
+				stepReached = stepReached && reached
+			}
 			switch {
-			case plan.CanaryStale || stepReached || annotated:
+			case plan.CanaryStale || stepReached || annotated || routeMoves:
 				// The template changed under a stepped rollout, or the rollout reached its
 				// step's weight: the workflow takes its next step.
 				return res.decide(plan, a.redactSnapshot(snap)), nil

@@ -45,8 +45,12 @@ type SyncTrafficInput struct {
 	// Handover: the sync's plan takes the stable ReplicaSet's last pods and the canary takes
 	// all traffic first (k8s.TrafficHandover); route moves are checked against AvailableAfter
 	// alone.
-	Handover bool        `json:"handover,omitempty"`
-	Events   []k8s.Event `json:"events,omitempty"`
+	Handover bool `json:"handover,omitempty"`
+	// Abort: an abort's weights (k8s.AbortWeight): the canary keeps what the stable pods
+	// cannot take yet, and the moves are checked for pods behind every weight
+	// (k8s.CheckServed).
+	Abort  bool        `json:"abort,omitempty"`
+	Events []k8s.Event `json:"events,omitempty"`
 }
 
 // TrafficMoveResult is one move as carried out: the move, whether it wrote, and the invariant
@@ -158,9 +162,11 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 				return res, classify(fmt.Sprintf("move httproute %s/%s to canary weight %d", ns, spec.HTTPRoute.Name, m.Route.CanaryWeight), err)
 			}
 			route, mr.Wrote = out, true
-			// Traffic taken off the canary: the pods it leaves may go once this sync's plan
-			// runs, so wait until the gateways have the route as written.
-			if m.Route.CanaryWeight < cur.Route.CanaryWeight || len(m.Route.HeaderRoutes) < len(cur.Route.HeaderRoutes) {
+			// Traffic taken off a side: the pods it leaves may go once this sync's plan runs
+			// (the canary's, or at a handover the stable's last), so wait until the gateways
+			// have the route as written.
+			if m.Route.CanaryWeight < cur.Route.CanaryWeight || len(m.Route.HeaderRoutes) < len(cur.Route.HeaderRoutes) ||
+				(in.Handover && m.Route.CanaryWeight > cur.Route.CanaryWeight) {
 				route, _ = awaitGateways(ctx, routes, out)
 			}
 		}
@@ -321,6 +327,21 @@ func trafficErr(what string, err error) error {
 // A handover (in.Handover) is checked once the plan has run alone: the canary takes all
 // traffic as the stable's last pods go.
 func checkBoth(spec k8s.TrafficSpec, stableHash, canaryHash string, canaryWeight int32, in SyncTrafficInput) error {
+	if in.Abort {
+		for i, avail := range []map[string]int32{in.Available, in.AvailableAfter} {
+			if avail == nil {
+				continue
+			}
+			s, c := backends(spec, stableHash, canaryHash, canaryWeight, avail)
+			if err := k8s.CheckServed(s, c); err != nil {
+				if i == 1 {
+					err = fmt.Errorf("after the sync's writes: %w", err)
+				}
+				return err
+			}
+		}
+		return nil
+	}
 	if in.Handover && in.AvailableAfter != nil {
 		s2, c2 := backends(spec, stableHash, canaryHash, canaryWeight, in.AvailableAfter)
 		if err := k8s.CheckTraffic(s2, c2); err != nil {

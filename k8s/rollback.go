@@ -3,6 +3,7 @@ package k8s
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -59,12 +60,12 @@ func (p *planner) rollbackToRevision(rev int64) {
 		p.foundOK = false
 		kept := map[string]string{}
 		for k, v := range d.Annotations {
-			if annotationsToSkip[k] {
+			if keptOnRollback(k) {
 				kept[k] = v
 			}
 		}
 		for k, v := range rs.Annotations {
-			if !annotationsToSkip[k] {
+			if !keptOnRollback(k) {
 				kept[k] = v
 			}
 		}
@@ -109,4 +110,17 @@ func (p *planner) alreadyRolledBack(rev int64) int64 {
 		}
 	}
 	return 0
+}
+
+// RolloutAnnotationPrefix starts every annotation of ours on a Deployment: the rollout's
+// strategy (steps, traffic, blue-green, auto-rollback, notify) and managed mode's.
+const RolloutAnnotationPrefix = "temporal-rollout.io/"
+
+// keptOnRollback reports whether a rollback keeps the Deployment's own annotation k rather
+// than the one the ReplicaSet it returns to recorded: upstream's skip list, and ours. The
+// rollout strategy is the Deployment's, not its template's: an abort of the rollout that added
+// the traffic and steps annotations keeps both, so the next rollout is still routed and
+// stepped (upstream's rollback copies the ReplicaSet's annotations and would drop them).
+func keptOnRollback(k string) bool {
+	return annotationsToSkip[k] || strings.HasPrefix(k, RolloutAnnotationPrefix)
 }

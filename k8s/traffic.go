@@ -440,3 +440,161 @@ func TrafficMoves(spec TrafficSpec, cur, want TrafficState) []TrafficMove {
 	r := want.Route
 	return append(moves, TrafficMove{Route: &r})
 }
+
+// Change IDs of the traffic decision (workflow.GetVersion in the workflow, docs/versioning.md).
+// DecideTraffic asks for each only where its branch would change the weight, so a run
+// recorded before a change replays as it ran.
+const (
+	ChangeTrafficHandover     = "traffic-handover"
+	ChangeTrafficStablePodsUp = "traffic-stable-pods-up"
+	// ChangeTrafficFollowsPods: a side with no available pod gets no weight (FollowPods).
+	ChangeTrafficFollowsPods = "traffic-follows-pods"
+	// ChangeTrafficAbort: an abort moves the weight back in step with the stable pods
+	// (AbortWeight) instead of sending everything to the stable Service at once.
+	ChangeTrafficAbort = "traffic-abort-follows-pods"
+)
+
+// TrafficAsk is what a sync asks of the route: the Services' templates and the step's weight.
+// Aborted is the aborted template's hash while an abort is under way ("" otherwise); the
+// sync then asks for Canary = Stable and Target 0, and DecideTraffic keeps the canary Service
+// on the aborted pods until they have none (AbortWeight).
+type TrafficAsk struct {
+	Target  int32  `json:"target"`
+	Stable  string `json:"stable"`
+	Canary  string `json:"canary"`
+	Aborted string `json:"aborted,omitempty"`
+}
+
+// TrafficDecision is the route a sync writes: the canary's weight and the Services'
+// templates, with the pods it was weighed on.
+type TrafficDecision struct {
+	Weight int32
+	Stable string
+	Canary string
+	// Handover: the canary takes all traffic as the stable's last pods go (TrafficHandover);
+	// the moves are checked once the plan has run.
+	Handover bool
+	// Abort: weighed for an abort (AbortWeight); the moves are checked for pods behind every
+	// weight only (CheckServed).
+	Abort bool
+	// Available and After are the available pods before and after the plan's writes
+	// (AvailablePods, AvailableAfter), the stable's pods still up counted (PodsUp).
+	Available, After map[string]int32
+}
+
+// DecideTraffic is the route a sync wants for its plan: the step's weight capped by the
+// canary's share of the available pods (TrafficWeight) before and after the plan's writes,
+// the handover (TrafficHandover), and no weight on a side with no available pod (FollowPods);
+// during an abort, AbortWeight. on(change) reports whether a change is in force for the run
+// (workflow.GetVersion in the workflow); it is asked only where the change alters the weight.
+// The workflow's sync and AwaitChange both decide with it, so the wait wakes the workflow
+// when the route should move.
+func DecideTraffic(ask TrafficAsk, rss []*appsv1.ReplicaSet, plan Plan, on func(change string) bool) TrafficDecision {
+	stable, canary, target := ask.Stable, ask.Canary, ask.Target
+	avail, after := AvailablePods(rss), AvailableAfter(rss, plan)
+	d := TrafficDecision{Stable: stable, Canary: canary, Available: avail, After: after}
+	if ab := ask.Aborted; ab != "" && ab != stable && avail[ab] > 0 && on(ChangeTrafficAbort) {
+		d.Canary, d.Abort = ab, true
+		d.Weight = AbortWeight(after[ab], after[stable])
+		return d
+	}
+	weight := min(TrafficWeight(target, avail[canary], avail[stable]), TrafficWeight(target, after[canary], after[stable]))
+	handover := TrafficHandover(target, stable, canary, avail, after) && on(ChangeTrafficHandover)
+	if up := PodsUp(rss)[stable]; canary != stable && up > avail[stable] && on(ChangeTrafficStablePodsUp) {
+		avail[stable] = up
+		weight = min(weight, TrafficWeight(target, after[canary], up))
+		handover = handover || (TrafficHandover(target, stable, canary, avail, after) && on(ChangeTrafficHandover))
+	}
+	if handover {
+		weight = 100
+	}
+	if canary != stable {
+		if f := FollowPods(weight, min(avail[canary], after[canary]), after[stable]); f != weight && on(ChangeTrafficFollowsPods) {
+			handover = handover || (f == 100 && avail[stable] > 0)
+			weight = f
+		}
+	}
+	d.Weight, d.Handover = weight, handover
+	return d
+}
+
+// FollowPods keeps weight off a side with no available pod: the canary with none gets 0, the
+// stable with none (and the canary with some) leaves the canary 100. Otherwise the weight
+// stands. 1 replica without surge at setWeight 20: the one pod is the canary's
+// (StepShares), so the canary carries 100%, not 20% with 80% on a stable Service with no pod.
+func FollowPods(weight, canaryAvailable, stableAvailable int32) int32 {
+	switch {
+	case canaryAvailable <= 0:
+		return 0
+	case stableAvailable <= 0:
+		return 100
+	}
+	return weight
+}
+
+// AbortWeight is the canary's weight while an abort brings the stable ReplicaSet back: the
+// stable Service takes its share of the available pods (rounded down) and the aborted canary
+// keeps the rest, so neither side has weight without pods and the stable takes traffic only
+// as fast as its pods come back.
+//
+//	setWeight 100 aborted, stable 0 of 10 available, canary 10: 100 (all stays on the canary)
+//	stable 3 available, canary 9: 100 − floor(300/12) = 75
+//	stable 10, canary 0 (the plan scales its last pod away): 0
+func AbortWeight(canaryAvailable, stableAvailable int32) int32 {
+	switch {
+	case canaryAvailable <= 0:
+		return 0
+	case stableAvailable <= 0:
+		return 100
+	}
+	return 100 - int32(100*int64(stableAvailable)/(int64(canaryAvailable)+int64(stableAvailable)))
+}
+
+// TrafficStepReached reports whether the route carries a setWeight step's weight as far as
+// the ReplicaSets' sizes allow: the weight DecideTraffic gives once every pod of both is
+// available (FollowPods(TrafficWeight(target, canary, stable))). A step passes only then, so
+// the pause or analysis after it sees the weight it asked for. 10 replicas at setWeight 50
+// (5 and 5): 50; 1 replica without surge at setWeight 20 (1 and 0): 100.
+func TrafficStepReached(routeWeight, target, canarySize, stableSize int32) bool {
+	return routeWeight >= FollowPods(TrafficWeight(target, canarySize, stableSize), canarySize, stableSize)
+}
+
+// CheckServed reports whether every backend with weight has an available pod: the check of an
+// abort's moves (AbortWeight), where the canary keeps more than its share until the stable
+// pods are back.
+func CheckServed(stable, canary Backend) error {
+	var errs []error
+	if stable.Weight < 0 || canary.Weight < 0 || stable.Weight+canary.Weight != 100 {
+		errs = append(errs, fmt.Errorf("weights stable %d and canary %d do not add up to 100", stable.Weight, canary.Weight))
+	}
+	if stable.Hash != canary.Hash && stable.Available+canary.Available > 0 {
+		for _, b := range []Backend{stable, canary} {
+			if b.Weight > 0 && b.Available <= 0 {
+				errs = append(errs, fmt.Errorf("%s takes %d%% of the traffic with no available pod", b.Service, b.Weight))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SizesAfter is each ReplicaSet's replicas by pod-template-hash once a sync's plan has run.
+func SizesAfter(rss []*appsv1.ReplicaSet, plan Plan) map[string]int32 {
+	out := map[string]int32{}
+	for _, rs := range rss {
+		if h := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; h != "" {
+			out[h] += rsReplicas(rs)
+		}
+	}
+	for _, s := range plan.Steps {
+		switch s.Kind {
+		case StepScaleDown, StepScaleUp, StepUpdateRS, StepCreate:
+		default:
+			continue
+		}
+		if s.ReplicaSet == nil || s.ReplicaSet.Spec.Replicas == nil {
+			continue
+		}
+		out[s.ReplicaSet.Labels[appsv1.DefaultDeploymentUniqueLabelKey]] = *s.ReplicaSet.Spec.Replicas
+	}
+	return out
+}

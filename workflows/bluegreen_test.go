@@ -118,9 +118,9 @@ func TestBlueGreenRollout(t *testing.T) {
 }
 
 // A rollback during the scale-down delay switches the active Service back to the warm old
-// ReplicaSet before the new one scales down; the old one is never scaled. The rollback
-// restores the old ReplicaSet's annotations: with the blue-green annotation (it was created
-// with it), or without (created before it): the Services go back to it either way.
+// ReplicaSet before the new one scales down; the old one is never scaled. The rollback keeps
+// the Deployment's own blue-green annotation whether the old ReplicaSet was created with it or
+// before it (k8s.keptOnRollback): the strategy is the Deployment's, not its template's.
 func TestBlueGreenRollbackToWarm(t *testing.T) {
 	for _, carries := range []bool{true, false} {
 		t.Run(fmt.Sprintf("old ReplicaSet carries the annotation %t", carries), func(t *testing.T) {
@@ -153,12 +153,11 @@ func TestBlueGreenRollbackToWarm(t *testing.T) {
 					t.Errorf("a scale-up (call %d) after the rollback: the warm ReplicaSet needed none", i)
 				}
 			}
-			if got := f.annotation(k8s.BlueGreenAnnotation) != ""; got != carries {
-				t.Errorf("annotation after the rollback present %t, want %t", got, carries)
+			if got := f.annotation(k8s.BlueGreenAnnotation); got != ann {
+				t.Errorf("annotation after the rollback %q, want the Deployment's own %q", got, ann)
 			}
-			// Without the annotation the Services are left to the user once back.
-			if sv := next.Carry.BlueGreenServices; carries != (sv != nil) {
-				t.Errorf("carried services %+v, want them only while annotated", sv)
+			if sv := next.Carry.BlueGreenServices; sv == nil || sv.ActiveSelects != h1 {
+				t.Errorf("carried services %+v, want the active Service on %s", sv, h1)
 			}
 		})
 	}

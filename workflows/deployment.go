@@ -101,6 +101,10 @@ type rollout struct {
 
 	// traffic: the route as the last traffic move left it (traffic.go).
 	traffic *TrafficStatus
+	// trafficAsk: what the last traffic move asked (k8s.DecideTraffic), for AwaitChange to
+	// weigh the route the same way; trafficChanges: the traffic change IDs asked in this run.
+	trafficAsk     *k8s.TrafficAsk
+	trafficChanges map[string]bool
 	// notifier: the webhook of the notify annotation (notify.go).
 	notifier notifier
 }

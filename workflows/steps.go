@@ -496,7 +496,7 @@ func (r *rollout) afterSync(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Pl
 		r.endSteps()
 		return
 	}
-	if s := r.steps; s != nil && !s.Full && s.WaitingFor == WaitingForWeight && plan.CanaryReached {
+	if s := r.steps; s != nil && !s.Full && s.WaitingFor == WaitingForWeight && plan.CanaryReached && r.trafficStepReached(ctx, snap, plan) {
 		r.recordStep(ctx, "RolloutStepReached", fmt.Sprintf("Step %d of %d (%s) reached", s.Step+1, len(r.stepList), r.currentStep()))
 		r.nextStep(ctx)
 		r.dirty = true

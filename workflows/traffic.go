@@ -66,28 +66,14 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 		target = r.weight()
 		headers = k8s.ActiveHeaderRoutes(r.stepList, s.Step)
 	}
-	// The weight holds before the plan's writes and after them.
-	avail, after := k8s.AvailablePods(snap.ReplicaSets), k8s.AvailableAfter(snap.ReplicaSets, plan)
-	weight := min(k8s.TrafficWeight(target, avail[canary], avail[stable]), k8s.TrafficWeight(target, after[canary], after[stable]))
-	// The stable's last pods go in this sync: the canary takes everything first
-	// (k8s.TrafficHandover). Runs recorded before this change kept the stable's last share.
-	handover := k8s.TrafficHandover(target, stable, canary, avail, after) &&
-		workflow.GetVersion(ctx, "traffic-handover", workflow.DefaultVersion, 1) == 1
-	// The stable's pods still up after its ReplicaSet scaled down (k8s.PodsUp) serve until
-	// they go: the canary's share is of them too. Runs recorded before this change weighed
-	// the stable at its size.
-	if up := k8s.PodsUp(snap.ReplicaSets)[stable]; canary != stable && up > avail[stable] &&
-		workflow.GetVersion(ctx, "traffic-stable-pods-up", workflow.DefaultVersion, 1) == 1 {
-		avail[stable] = up
-		weight = min(weight, k8s.TrafficWeight(target, after[canary], up))
-		handover = handover || (k8s.TrafficHandover(target, stable, canary, avail, after) &&
-			workflow.GetVersion(ctx, "traffic-handover", workflow.DefaultVersion, 1) == 1)
+	ask := k8s.TrafficAsk{Target: target, Stable: stable, Canary: canary}
+	if r.abort != nil {
+		ask.Aborted = r.abort.Hash
 	}
-	if handover {
-		weight = 100
-	}
+	dec := k8s.DecideTraffic(ask, snap.ReplicaSets, plan, r.trafficChange(ctx))
+	canary, weight, avail, after, handover := dec.Canary, dec.Weight, dec.Available, dec.After, dec.Handover
 	want := k8s.TrafficState{StableHash: stable, CanaryHash: canary, Route: k8s.RouteState{CanaryWeight: weight, HeaderRoutes: headers}}
-	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after, Handover: handover}
+	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after, Handover: handover, Abort: dec.Abort}
 	routeName := fmt.Sprintf("%s rule %d", spec.HTTPRoute.Name, spec.HTTPRoute.Rule)
 	changed := r.traffic == nil || r.traffic.Route != routeName || r.traffic.CanaryWeight != want.Route.CanaryWeight ||
 		r.traffic.Stable.Hash != stable || r.traffic.Canary.Hash != canary || headerNames(r.traffic.HeaderRoutes) != headerNames(headers)
@@ -112,11 +98,46 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 		st.Check = res.Check
 	}
 	r.traffic = st
+	r.trafficAsk = &ask
 	if changed {
 		r.upsertStepState(ctx)
 	}
 	return nil
 }
+
+// trafficChange is DecideTraffic's question for the run: is this change in force? It asks
+// workflow.GetVersion, and remembers the answer for AwaitChange (AwaitInput.Traffic), which
+// decides the same way.
+func (r *rollout) trafficChange(ctx workflow.Context) func(string) bool {
+	return func(change string) bool {
+		on := workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
+		if r.trafficChanges == nil {
+			r.trafficChanges = map[string]bool{}
+		}
+		r.trafficChanges[change] = on
+		return on
+	}
+}
+
+// trafficStepReached reports whether the route carries the current setWeight step's weight as
+// far as the ReplicaSets' sizes allow (k8s.TrafficStepReached): a step passes only then, as in
+// Argo Rollouts, so the pause or analysis after it sees the weight it asked for. True without
+// traffic routing.
+func (r *rollout) trafficStepReached(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Plan) bool {
+	ask := r.trafficAsk
+	if r.traffic == nil || ask == nil || ask.Canary == ask.Stable {
+		return true
+	}
+	sizes := k8s.SizesAfter(snap.ReplicaSets, plan)
+	if k8s.TrafficStepReached(r.traffic.CanaryWeight, ask.Target, sizes[ask.Canary], sizes[ask.Stable]) {
+		return true
+	}
+	return !r.trafficChange(ctx)(changeTrafficStepWeight)
+}
+
+// changeTrafficStepWeight: a setWeight step with traffic routing passes once the route
+// carries its weight (trafficStepReached); before, once the ReplicaSets were at their sizes.
+const changeTrafficStepWeight = "traffic-step-weight"
 
 func headerNames(hs []k8s.HeaderRoute) string {
 	names := make([]string, len(hs))

@@ -20,7 +20,10 @@ const testTraffic = `{"httpRoute":{"name":"web"},"stableService":"web-stable","c
 type trafficMove struct {
 	want                  k8s.TrafficState
 	canaryAvail, stableAv int32
-	at                    int
+	// after: the available pods once the sync's plan has run, as the workflow weighed them.
+	after map[string]int32
+	abort bool
+	at    int
 }
 
 // fakeRoute plays the HTTPRoute and the Services for the fake cluster.
@@ -38,7 +41,8 @@ func (r *fakeRoute) SyncTraffic(_ context.Context, in activities.SyncTrafficInpu
 	for _, rs := range f.rss {
 		avail[rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]] += rs.Status.AvailableReplicas
 	}
-	r.moves = append(r.moves, trafficMove{want: in.Want, canaryAvail: avail[in.Want.CanaryHash], stableAv: avail[in.Want.StableHash], at: len(f.order)})
+	r.moves = append(r.moves, trafficMove{want: in.Want, canaryAvail: avail[in.Want.CanaryHash], stableAv: avail[in.Want.StableHash],
+		after: in.AvailableAfter, abort: in.Abort, at: len(f.order)})
 	res := activities.SyncTrafficResult{Before: r.state, After: in.Want}
 	r.state = in.Want
 	stable := k8s.Backend{Service: in.Spec.StableService, Hash: in.Want.StableHash, Weight: 100 - in.Want.Route.CanaryWeight, Available: in.Available[in.Want.StableHash]}
@@ -53,8 +57,8 @@ func (r *fakeRoute) SyncTraffic(_ context.Context, in activities.SyncTrafficInpu
 
 // A setWeight step raises the route's canary weight only once the canary pods are available
 // (they come up between syncs here), the status shows the weights and the header route, and
-// an abort sends every request back to the stable Service before the canary ReplicaSet
-// scales down.
+// an abort moves the traffic back to the stable Service as its pods come back, never leaving a
+// weight on a side without pods.
 func TestTrafficRouting(t *testing.T) {
 	f := stepped(`[{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"setWeight":30},{"pause":{}}]`)
 	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
@@ -120,21 +124,9 @@ func TestTrafficRouting(t *testing.T) {
 	if raisedAt < 0 || !sawHeld {
 		t.Errorf("moves %+v: want the weight held at 0 while the canary pods were not available, then 30", route.moves)
 	}
-	// Abort: the route back to 100/0, and no header route, before the canary scales down.
-	firstDown, back := -1, -1
-	for i, act := range f.order {
-		if act == "ScaleDownReplicaSet" && i > route.moves[raisedAt].at && firstDown < 0 {
-			firstDown = i
-		}
-	}
-	for _, m := range route.moves[raisedAt:] {
-		if m.want.Route.CanaryWeight == 0 && len(m.want.Route.HeaderRoutes) == 0 && back < 0 {
-			back = m.at
-		}
-	}
-	if back < 0 || firstDown < 0 || back > firstDown {
-		t.Errorf("abort: traffic back to stable at call %d, first scale-down at %d; want the traffic first (order %v)", back, firstDown, f.order)
-	}
+	// Abort: every move has available pods behind each weight, before and after its sync's
+	// writes, and the canary's weight goes as its pods go.
+	servedMoves(t, route.moves[raisedAt:])
 	if last := route.state; last.StableHash != h1 || last.CanaryHash != h1 || last.Route.CanaryWeight != 0 || len(last.Route.HeaderRoutes) > 0 {
 		t.Errorf("after abort: route %+v, want both Services on %s, weight 0, no header route", last, h1)
 	}
@@ -225,5 +217,103 @@ func TestTrafficStableGoingPods(t *testing.T) {
 		if int64(w)*int64(m.canaryAvail+m.stableAv) > 100*int64(m.canaryAvail) {
 			t.Errorf("move %d: canary weight %d on %d of %d pods up (%d stable)", i, w, m.canaryAvail, m.canaryAvail+m.stableAv, m.stableAv)
 		}
+	}
+}
+
+// servedMoves checks that every traffic move had available pods behind each weight: before the
+// sync's writes (the fake cluster's pods) and after them (what the workflow weighed).
+func servedMoves(t *testing.T, moves []trafficMove) {
+	t.Helper()
+	for i, m := range moves {
+		if m.want.CanaryHash == m.want.StableHash {
+			continue
+		}
+		w := m.want.Route.CanaryWeight
+		for _, side := range []struct {
+			name          string
+			weight        int32
+			before, after int32
+		}{
+			{"canary", w, m.canaryAvail, m.after[m.want.CanaryHash]},
+			{"stable", 100 - w, m.stableAv, m.after[m.want.StableHash]},
+		} {
+			if side.weight > 0 && (side.before <= 0 || (m.after != nil && side.after <= 0)) {
+				t.Errorf("move %d (%+v): %s has weight %d with %d pods available before the writes, %d after",
+					i, m.want, side.name, side.weight, side.before, side.after)
+			}
+		}
+	}
+}
+
+// lagPods makes new pods of every ReplicaSet unavailable until the next wait (the ReplicaSet
+// controller and the kubelet take a while); pods going are gone at once.
+func lagPods(f *fakeCluster) {
+	lagging := map[string]int32{}
+	f.afterWrite = func(activity string) {
+		if activity != "ScaleUpReplicaSet" && activity != "CreateReplicaSet" && activity != "ScaleDownReplicaSet" {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, rs := range f.rss {
+			h := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+			if prev, ok := lagging[h]; ok || activity == "CreateReplicaSet" {
+				rs.Status.AvailableReplicas = min(prev, rs.Status.AvailableReplicas, *rs.Spec.Replicas)
+				rs.Status.ReadyReplicas = rs.Status.AvailableReplicas
+			}
+		}
+	}
+	f.beforeAwait = func() {
+		for _, rs := range f.rss {
+			settle(rs)
+			lagging[rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]] = rs.Status.AvailableReplicas
+		}
+	}
+}
+
+// An abort at setWeight 100 (the stable ReplicaSet at 0, every pod the canary's) moves the
+// traffic back as the stable pods come back: the canary keeps what the stable pods cannot take
+// yet, and no move leaves a weight on a side with no available pod. Before, the route went
+// 100/0 to the stable Service at once, with no pod behind it.
+func TestTrafficAbortFollowsStablePods(t *testing.T) {
+	f := stepped(`[{"setWeight":100},{"pause":{}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	v1, v2 := podTemplate("nginx:v1"), podTemplate("nginx:v2")
+	h1, h2 := k8s.PodTemplateHash(&v1, nil), k8s.PodTemplateHash(&v2, nil)
+	lagPods(f)
+	route := &fakeRoute{f: f}
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	abortAt := -1
+	at(env, time.Hour, func() {
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForPromote, "in the pause: steps %+v, want waiting for promote", st.Steps)
+		check(t, st.Steps.Traffic != nil && st.Steps.Traffic.CanaryWeight == 100, "in the pause: traffic %+v, want the canary at 100", st.Steps.Traffic)
+		abortAt = len(route.moves)
+	})
+	var aborted updateOutcome
+	updateAt(env, 2*time.Hour, UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
+	env.ExecuteWorkflow(WorkflowType, input())
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
+	if !aborted.completed || aborted.err != nil {
+		t.Fatalf("abort: %+v, want completed", aborted)
+	}
+	if abortAt < 0 || abortAt >= len(route.moves) {
+		t.Fatalf("no traffic move after the abort (moves %d, abort at %d)", len(route.moves), abortAt)
+	}
+	servedMoves(t, route.moves)
+	// The weight came back in steps: at least one move split the traffic between the two.
+	split := false
+	for _, m := range route.moves[abortAt:] {
+		if w := m.want.Route.CanaryWeight; m.abort && w > 0 && w < 100 {
+			split = true
+		}
+	}
+	if !split {
+		t.Errorf("abort moves %+v: want the traffic back in steps (a move between 0 and 100)", route.moves[abortAt:])
+	}
+	if last := route.state; last.StableHash != h1 || last.CanaryHash != h1 || last.Route.CanaryWeight != 0 {
+		t.Errorf("after abort: route %+v, want both Services on %s (not %s), weight 0", last, h1, h2)
 	}
 }

@@ -101,6 +101,11 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 	// Deployment stays at the generation this sync decided on.
 	in.Inline = !r.managed && r.canaryReq == nil && r.rollbackTo == nil && r.traffic == nil && r.bg == nil && r.abort == nil
 	in.Generation = r.generation
+	// With traffic routing, the wait also wakes the workflow when the route should move (the
+	// pods it weighs changed, k8s.DecideTraffic), so a held rollout keeps following them.
+	if r.traffic != nil && r.trafficAsk != nil && r.trafficChange(ctx)(k8s.ChangeTrafficFollowsPods) {
+		in.Traffic = &activities.AwaitTraffic{Ask: *r.trafficAsk, Weight: r.traffic.CanaryWeight, Changes: r.trafficChanges}
+	}
 	if r.localWait > 0 && !r.awaitRemote && !r.recordRollback && !r.recordUpdate {
 		in.MaxWait = r.localWait
 		lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, localAwaitOptions(r.localWait)))
