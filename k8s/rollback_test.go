@@ -188,3 +188,35 @@ func TestDecideRollbackAlreadyWritten(t *testing.T) {
 		})
 	}
 }
+
+// A rollback keeps the Deployment's own temporal-rollout.io annotations (the strategy: steps,
+// traffic, blue-green) and takes the rest from the ReplicaSet, as upstream does: aborting the
+// rollout that added the traffic and steps annotations does not remove them. An annotation of
+// ours that the ReplicaSet has and the Deployment no longer has is not brought back.
+func TestDecideRollbackKeepsRolloutAnnotations(t *testing.T) {
+	d := webDeployment(10, "nginx:1.1")
+	d.Annotations[RevisionAnnotation] = "2"
+	d.Annotations[ChangeCauseAnnotation] = "deploy 1.1"
+	d.Annotations[TrafficAnnotation] = `{"httpRoute":{"name":"web"},"stableService":"s","canaryService":"c"}`
+	d.Annotations[StepsAnnotation] = `[{"setWeight":20},{"pause":{}}]`
+	d.Status = settledStatus(d, 10)
+	rs1 := ownedRS(d, "nginx:1.0", 1, 0, 0, ago(2*time.Hour))
+	rs1.Annotations = map[string]string{RevisionAnnotation: "1", ChangeCauseAnnotation: "deploy 1.0", AutoRollbackAnnotation: "true"}
+	rs2 := ownedRS(d, "nginx:1.1", 2, 10, 10, ago(time.Hour))
+	for k, v := range d.Annotations {
+		if !annotationsToSkip[k] {
+			rs2.Annotations[k] = v
+		}
+	}
+	plan := decide(t, Snapshot{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{rs1, rs2}}, Request{RollbackTo: ptrTo(int64(1))})
+	if got, want := describePlan(plan), []string{"RollbackDeployment"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("steps = %q, want %q", got, want)
+	}
+	want := map[string]string{
+		RevisionAnnotation: "2", ChangeCauseAnnotation: "deploy 1.0",
+		TrafficAnnotation: d.Annotations[TrafficAnnotation], StepsAnnotation: d.Annotations[StepsAnnotation],
+	}
+	if got := plan.Steps[0].Deployment.Annotations; !reflect.DeepEqual(got, want) {
+		t.Errorf("annotations = %v, want %v", got, want)
+	}
+}
