@@ -57,6 +57,11 @@ const blueGreenChange = "blue-green"
 // replays so.
 const blueGreenScaleChange = "blue-green-scale"
 
+// blueGreenPromotedStableChange: a new template that comes after the active Service switched to
+// the promoted template makes the promoted one stable (blueGreenRequest); before, the rollout
+// started from the template before it and switched production back to it.
+const blueGreenPromotedStableChange = "blue-green-promoted-stable"
+
 // blueGreenAbortDelayChange guards the hold of a blue-green abort (abortScaleDownDelaySeconds):
 // a run recorded before it scaled the aborted ReplicaSet down at once, and replays so. Asked
 // when a blue-green rollout is aborted with a delay above 0.
@@ -172,6 +177,14 @@ func (r *rollout) blueGreenRequest(ctx workflow.Context, d *appsv1.Deployment, r
 	// Deployment's annotation.
 	rev := rolloutRevision(rss, hash)
 	if r.bg == nil || r.bg.Hash != hash {
+		if prev := r.bg; prev != nil && prev.Promoted && prev.Hash != r.stableHash && r.bgServices != nil &&
+			r.bgServices.ActiveSelects == prev.Hash && workflow.GetVersion(ctx, blueGreenPromotedStableChange, workflow.DefaultVersion, 1) >= 1 {
+			// A new template after the active Service switched to the promoted one (in the
+			// scale-down delay): the promoted ReplicaSet serves production, so it is the
+			// stable one the new rollout starts from, not the one before it.
+			r.recordStep(ctx, "BlueGreenPhase", fmt.Sprintf("Blue-green: new template %s while %s serves production; %s is the stable template", hash, prev.Hash, prev.Hash))
+			r.stableHash = prev.Hash
+		}
 		r.endBlueGreen()
 		r.bg = &blueGreenState{Hash: hash, Revision: rev, StableHash: r.stableHash}
 		r.recordStep(ctx, "BlueGreenStarted", fmt.Sprintf("Rolling out template %s blue-green: active Service %s stays on %s until promoted", hash, spec.ActiveService, r.stableHash))

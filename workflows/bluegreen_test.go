@@ -329,3 +329,47 @@ func TestBlueGreenAbortDelay(t *testing.T) {
 		})
 	}
 }
+
+// A new template during the scale-down delay (v1 → v2 promoted, the active Service on v2, then
+// kubectl set image v3) starts the next rollout from v2, which serves production: the active
+// Service stays on v2 and v2 keeps its pods; v3 goes to the preview. Before, the rollout
+// started from v1: the active Service went back to v1 and v2 was scaled to 0.
+func TestBlueGreenNewTemplateInScaleDownDelay(t *testing.T) {
+	ann := `{"activeService":"web","previewService":"web-preview","scaleDownDelaySeconds":3600,"autoPromotionSeconds":600}`
+	f, svcs, h1, h2 := blueGreen(t, ann)
+	v3 := podTemplate("nginx:v3")
+	h3 := k8s.PodTemplateHash(&v3, nil)
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(svcs.SyncBlueGreen)
+	at(env, 30*time.Minute, func() {
+		st := queryStatus(t, env)
+		check(t, st.BlueGreen != nil && st.BlueGreen.Phase == BlueGreenScaleDownDelay && svcs.selects["web"] == h2,
+			"auto-promoted: blueGreen %+v, want in the delay with the active Service on %s", st.BlueGreen, h2)
+	})
+	at(env, 40*time.Minute, func() {
+		f.setImage("nginx:v3")
+		env.SignalWorkflow(SignalTrigger, nil)
+	})
+	at(env, 40*time.Minute+time.Second, func() {
+		st := queryStatus(t, env)
+		check(t, st.BlueGreen != nil && st.BlueGreen.StableHash == h2, "after v3: blueGreen %+v, want the rollout of %s from %s", st.BlueGreen, h3, h2)
+		check(t, svcs.selects["web"] == h2, "after v3: services %v, want active on %s (v2)", svcs.selects, h2)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, rs := range f.rss {
+			if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h2 && *rs.Spec.Replicas != 10 {
+				t.Errorf("after v3: v2 at %d replicas, want 10 (it serves production)", *rs.Spec.Replicas)
+			}
+		}
+	})
+	endByDeletion(env, f, 2*time.Hour)
+	env.ExecuteWorkflow(WorkflowType, input())
+	if svcs.selects["web"] != h3 {
+		t.Errorf("at the end: services %v, want active on %s (v3, auto-promoted)", svcs.selects, h3)
+	}
+	for _, sw := range svcs.switches {
+		if sw.service == "web" && sw.hash == h1 && sw.at > 0 {
+			t.Errorf("switches %+v: the active Service went back to v1 (%s)", svcs.switches, h1)
+		}
+	}
+}
