@@ -56,6 +56,51 @@ type State struct {
 	Runs   int            `json:"runs,omitempty"`
 }
 
+// changeResumeOnlyContinued: a run takes Spec.Resume only when it was continued as new
+// (docs/versioning.md).
+const changeResumeOnlyContinued = "release-resume-only-continued"
+
+// check says what in the state would index out of range or dereference nil in this
+// release's run: a state the workflow handed over never does, a hand-made one may.
+func (st *State) check(spec *Spec) error {
+	switch {
+	case st.Status.Name != spec.Name:
+		return fmt.Errorf("it is release %q's, not %q's", st.Status.Name, spec.Name)
+	case len(st.Status.Waves) != len(spec.Waves):
+		return fmt.Errorf("%d waves, the release has %d", len(st.Status.Waves), len(spec.Waves))
+	case st.Current < 0 || st.Current >= len(spec.Waves):
+		return fmt.Errorf("current wave %d is not one of the release's %d (0-based)", st.Current, len(spec.Waves))
+	case len(st.Points) != len(st.Status.Targets):
+		return fmt.Errorf("%d restore points for %d targets", len(st.Points), len(st.Status.Targets))
+	case !st.Resolved && len(st.Status.Targets) > 0:
+		return fmt.Errorf("%d targets, but the targets were not read", len(st.Status.Targets))
+	}
+	waves := map[string]int{}
+	for i, w := range spec.Waves {
+		if st.Status.Waves[i].Name != w.Name {
+			return fmt.Errorf("wave %d is %q, the release's is %q", i+1, st.Status.Waves[i].Name, w.Name)
+		}
+		waves[w.Name] = 0
+	}
+	for i, t := range st.Status.Targets {
+		if _, ok := waves[t.Wave]; !ok {
+			return fmt.Errorf("target %d (%s) is in wave %q, which the release does not have", i, targetString(t.Cluster, t.Namespace, t.Name), t.Wave)
+		}
+		waves[t.Wave]++
+		if st.Points[i].Changed && st.Points[i].Before == nil {
+			return fmt.Errorf("target %d (%s) is changed but has no template to restore", i, targetString(t.Cluster, t.Namespace, t.Name))
+		}
+	}
+	if st.Resolved {
+		for _, w := range spec.Waves {
+			if waves[w.Name] == 0 {
+				return fmt.Errorf("wave %q has no targets", w.Name)
+			}
+		}
+	}
+	return nil
+}
+
 // restorePoint is what a target was before the release changed it.
 type restorePoint struct {
 	UID types.UID `json:"uid,omitempty"`
@@ -87,6 +132,18 @@ func ReleaseWorkflow(ctx workflow.Context, spec Spec) (Result, error) {
 	}
 	if id := workflow.GetInfo(ctx).WorkflowExecution.ID; id != WorkflowID(spec.Name) {
 		return Result{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("workflow ID %q: a release named %q runs as %q", id, spec.Name, WorkflowID(spec.Name)), ErrInvalid, nil)
+	}
+	if resume != nil {
+		// Resumed state is the workflow's own, handed over by continue-as-new. A start that
+		// passes it (temporal workflow start with "resume") would skip approvals, so it is
+		// refused; runs started so before the check keep the old branch.
+		if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" &&
+			workflow.GetVersion(ctx, changeResumeOnlyContinued, workflow.DefaultVersion, 1) >= 1 {
+			return Result{}, temporal.NewNonRetryableApplicationError("invalid release: resume is the state a run hands over by continue-as-new, and this run was not continued as new; start a release without resume", ErrInvalid, nil)
+		}
+		if err := resume.check(&spec); err != nil {
+			return Result{}, temporal.NewNonRetryableApplicationError("invalid release: resumed state: "+err.Error(), ErrInvalid, nil)
+		}
 	}
 	r := &run{spec: spec, st: resume}
 	if r.st == nil {

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
@@ -676,6 +677,7 @@ func TestResumedRunContinues(t *testing.T) {
 		Points: []restorePoint{{Changed: true, Before: &before}, {}, {}},
 	}
 	f.failRollout["b"] = "nginx:1.27"
+	env.SetContinuedExecutionRunID("run-1")
 	env.ExecuteWorkflow(ReleaseWorkflow, spec)
 	if r := result(t, env); r.Phase != PhaseRolledBack {
 		t.Fatalf("result = %+v", r)
@@ -762,4 +764,96 @@ func TestContinuesAsNewBetweenWaves(t *testing.T) {
 		t.Fatalf("handed over %+v", next.Resume)
 	}
 	equalLines(t, "first run", f.lines("apply"), []string{"0s apply /shop/a nginx:1.27"})
+}
+
+// resumedAtWave1 is the state a run would hand over after wave 1 of twoWaves with wave 2
+// needing two approvers, both approvals filled in by hand.
+func resumedAtWave1(spec Spec) *State {
+	before := template("nginx:1.26")
+	return &State{
+		Current: 1, Resolved: true, Runs: 1,
+		Status: Status{Name: spec.Name, Phase: PhaseBaking, Wave: 1,
+			Waves: []WaveStatus{{Name: "first", State: WaveDone}, {Name: "second", State: WavePending, ApprovalsNeeded: 2,
+				Approvals: []ApprovalAt{{Approver: "mallory"}, {Approver: "trudy"}}}},
+			Targets: []TargetStatus{
+				{Namespace: "shop", Name: "a", Wave: "first", State: TargetDone, RevisionBefore: 3},
+				{Cluster: "eu", Namespace: "shop", Name: "b", Wave: "second", State: TargetPending},
+				{Cluster: "eu", Namespace: "shop", Name: "c", Wave: "second", State: TargetPending},
+			}},
+		Points: []restorePoint{{Changed: true, Before: &before}, {}, {}},
+	}
+}
+
+// TestResumeRefusedOnAStart: a start (not a continue-as-new) that passes resumed state, here
+// with wave 2's two approvals filled in, fails as invalid before anything runs; the same with
+// empty waves, which used to panic (index out of range) on every workflow task.
+func TestResumeRefusedOnAStart(t *testing.T) {
+	const want = "invalid release: resume is the state a run hands over by continue-as-new, and this run was not continued as new; start a release without resume"
+	tests := []struct {
+		name string
+		give func(*State)
+	}{
+		{"approvals filled in", func(*State) {}},
+		{"empty waves", func(st *State) { st.Status.Waves = nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := twoWaves(t, func(s *Spec) { s.Waves[1].Approval = &Approval{Approvers: 2} })
+			env := newEnv(t, spec)
+			f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+			spec.Resume = resumedAtWave1(spec)
+			tt.give(spec.Resume)
+			env.ExecuteWorkflow(ReleaseWorkflow, spec)
+			if !env.IsWorkflowCompleted() {
+				t.Fatal("the workflow did not complete")
+			}
+			var appErr *temporal.ApplicationError
+			if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Message() != want || appErr.Type() != ErrInvalid || !appErr.NonRetryable() {
+				t.Fatalf("error = %v, want non-retryable %s: %s", err, ErrInvalid, want)
+			}
+			if got := f.lines("apply", "restore"); len(got) != 0 {
+				t.Errorf("changes %v, want none", got)
+			}
+		})
+	}
+}
+
+// TestResumedStateMalformed: a continued run whose state does not fit the release fails as
+// invalid, naming what is wrong, and never panics.
+func TestResumedStateMalformed(t *testing.T) {
+	tests := []struct {
+		name string
+		give func(*State)
+		want string
+	}{
+		{"empty waves", func(st *State) { st.Status.Waves = nil }, "0 waves, the release has 2"},
+		{"current past the waves", func(st *State) { st.Current = 2 }, "current wave 2 is not one of the release's 2 (0-based)"},
+		{"negative current", func(st *State) { st.Current = -1 }, "current wave -1 is not one of the release's 2 (0-based)"},
+		{"points missing", func(st *State) { st.Points = st.Points[:1] }, "1 restore points for 3 targets"},
+		{"changed without a template", func(st *State) { st.Points[0].Before = nil }, "target 0 (shop/a) is changed but has no template to restore"},
+		{"a wave without targets", func(st *State) { st.Status.Targets, st.Points = st.Status.Targets[:1], st.Points[:1] }, `wave "second" has no targets`},
+		{"another release's", func(st *State) { st.Status.Name = "other" }, `it is release "other"'s, not "web-1-27"'s`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := twoWaves(t, nil)
+			env := newEnv(t, spec)
+			f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+			spec.Resume = resumedAtWave1(spec)
+			tt.give(spec.Resume)
+			env.SetContinuedExecutionRunID("run-1")
+			env.ExecuteWorkflow(ReleaseWorkflow, spec)
+			if !env.IsWorkflowCompleted() {
+				t.Fatal("the workflow did not complete")
+			}
+			want := "invalid release: resumed state: " + tt.want
+			var appErr *temporal.ApplicationError
+			if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Message() != want || appErr.Type() != ErrInvalid || !appErr.NonRetryable() {
+				t.Fatalf("error = %v, want non-retryable %s: %s", err, ErrInvalid, want)
+			}
+			if got := f.lines("apply", "restore"); len(got) != 0 {
+				t.Errorf("changes %v, want none", got)
+			}
+		})
+	}
 }
