@@ -684,6 +684,8 @@ func (r *run) view() Status {
 	s := r.st.Status
 	s.Waves = append([]WaveStatus(nil), s.Waves...)
 	s.Targets = append([]TargetStatus(nil), s.Targets...)
+	change := r.spec.Change
+	s.Change, s.ChangeDigest = &change, ChangeDigest(change)
 	return s
 }
 
@@ -713,13 +715,18 @@ func (r *run) register(ctx workflow.Context) error {
 			if err := parseUpdate(raw, &req); err != nil {
 				return err
 			}
-			return r.canApprove(req)
+			_, err := r.canApprove(req)
+			return err
 		}, func(ctx workflow.Context, raw json.RawMessage) {
 			var req ApproveRequest
 			_ = parseUpdate(raw, &req)
+			// The validator accepted it in this workflow task: the same check gives the
+			// same approval.
+			ap, _ := r.canApprove(req)
+			ap.At = workflow.Now(ctx)
 			ws := &r.st.Status.Waves[r.st.Current]
-			ws.Approvals = append(ws.Approvals, ApprovalAt{Approver: strings.TrimSpace(req.Approver), At: workflow.Now(ctx)})
-			workflow.GetLogger(ctx).Info("Release wave approved", "release", r.spec.Name, "wave", ws.Name, "approver", req.Approver)
+			ws.Approvals = append(ws.Approvals, ap)
+			workflow.GetLogger(ctx).Info("Release wave approved", "release", r.spec.Name, "wave", ws.Name, "approver", ap.Approver, "principal", ap.Principal, "signed", ap.Signed)
 		}},
 		{UpdatePause, func(raw json.RawMessage) error {
 			var req ReasonRequest
@@ -798,37 +805,70 @@ func (r *run) register(ctx workflow.Context) error {
 	return nil
 }
 
-// canApprove: an approver may approve the wave waiting for approval, once.
-func (r *run) canApprove(req ApproveRequest) error {
+// canApprove: an approver may approve the wave waiting for approval, once, under its
+// normalized name; not the release's author; only one approval.from admits; and, when the
+// wave has signers, only with a signature of this approval by a key the list gives it. It
+// returns the approval to record (without its time), or why not. Pure: it reads the request,
+// the spec and the state.
+func (r *run) canApprove(req ApproveRequest) (ApprovalAt, error) {
 	if err := r.over(); err != nil {
-		return err
+		return ApprovalAt{}, err
 	}
 	approver := strings.TrimSpace(req.Approver)
 	if approver == "" {
-		return fmt.Errorf(`approve needs the approver: {"approver":"<name>"}`)
+		return ApprovalAt{}, fmt.Errorf(`approve needs the approver: {"approver":"<name>"}`)
 	}
 	wi := r.st.Current
 	if wi >= len(r.st.Status.Waves) {
-		return fmt.Errorf("every wave has started")
+		return ApprovalAt{}, fmt.Errorf("every wave has started")
 	}
 	ws := &r.st.Status.Waves[wi]
 	if req.Wave != "" && req.Wave != ws.Name && req.Wave != strconv.Itoa(wi+1) {
-		return fmt.Errorf("wave %q is not the current wave (%d, %s)", req.Wave, wi+1, ws.Name)
+		return ApprovalAt{}, fmt.Errorf("wave %q is not the current wave (%d, %s)", req.Wave, wi+1, ws.Name)
 	}
 	switch {
 	case ws.ApprovalsNeeded == 0:
-		return fmt.Errorf("wave %d (%s) needs no approval", wi+1, ws.Name)
+		return ApprovalAt{}, fmt.Errorf("wave %d (%s) needs no approval", wi+1, ws.Name)
 	case ws.State != WavePending && ws.State != WaveWaiting:
-		return fmt.Errorf("wave %d (%s) has started", wi+1, ws.Name)
+		return ApprovalAt{}, fmt.Errorf("wave %d (%s) has started", wi+1, ws.Name)
 	case len(ws.Approvals) >= ws.ApprovalsNeeded:
-		return fmt.Errorf("wave %d (%s) already has its %d approvals", wi+1, ws.Name, ws.ApprovalsNeeded)
+		return ApprovalAt{}, fmt.Errorf("wave %d (%s) already has its %d approvals", wi+1, ws.Name, ws.ApprovalsNeeded)
+	}
+	principal := NormalizeApprover(approver)
+	if principal == "" {
+		return ApprovalAt{}, fmt.Errorf("approver %q is no name", approver)
+	}
+	ap := ApprovalAt{Approver: approver, Principal: principal}
+	var gate Approval
+	if w := &r.spec.Waves[wi]; w.Approval != nil {
+		gate = *w.Approval
+	}
+	if gate.Signers != "" {
+		signers, err := ParseAllowedSigners(gate.Signers)
+		if err != nil {
+			return ApprovalAt{}, fmt.Errorf("wave %d (%s): approval.signers: %w", wi+1, ws.Name, err)
+		}
+		if strings.TrimSpace(req.Signature) == "" {
+			return ApprovalAt{}, fmt.Errorf("wave %d (%s) takes signed approvals only (approval.signers): sign with `starter release approve --sign-key KEY`", wi+1, ws.Name)
+		}
+		msg := ApprovalMessage(r.spec.Name, ws.Name, ChangeDigest(r.spec.Change))
+		if err := verifyApproval(req.Signature, msg, principal, signers); err != nil {
+			return ApprovalAt{}, fmt.Errorf("%s's signed approval of wave %d (%s) rejected: %w", principal, wi+1, ws.Name, err)
+		}
+		ap.Signed = true
+	}
+	if r.spec.Author != "" && NormalizeApprover(r.spec.Author) == principal {
+		return ApprovalAt{}, fmt.Errorf("%s started the release (as %s): its author cannot approve it", principal, r.spec.Author)
+	}
+	if may := r.spec.mayApprove(gate.From); may != nil && !containsString(may, principal) {
+		return ApprovalAt{}, fmt.Errorf("%s may not approve wave %d (%s): approval.from admits %s", principal, wi+1, ws.Name, strings.Join(may, ", "))
 	}
 	for _, a := range ws.Approvals {
-		if a.Approver == approver {
-			return fmt.Errorf("%s already approved wave %d (%s); it needs %d distinct approvers", approver, wi+1, ws.Name, ws.ApprovalsNeeded)
+		if NormalizeApprover(a.Approver) == principal {
+			return ApprovalAt{}, fmt.Errorf("%s already approved wave %d (%s) (as %s); it needs %d distinct approvers", principal, wi+1, ws.Name, a.Approver, ws.ApprovalsNeeded)
 		}
 	}
-	return nil
+	return ap, nil
 }
 
 // parseUpdate decodes an update's payload strictly: unknown fields and trailing data are
