@@ -17,8 +17,11 @@ const (
 	QueryStatus = "status"
 	// UpdateApprove approves the wave waiting for approval: {"approver":"alice"} or
 	// {"approver":"alice","wave":"canary"} (a wave's name or its 1-based number, checked
-	// against the waiting one). A wave needs approval.approvers distinct approvers. Rejected
-	// when no wave waits for approval, or the approver already approved it.
+	// against the waiting one), with "signature" (an armored SSH signature of
+	// ApprovalMessage) when the wave's approval has signers. A wave needs approval.approvers
+	// distinct approvers, distinct by NormalizeApprover. Rejected, with the reason, when no
+	// wave waits for approval, the approver already approved it, is the release's author, is
+	// not in approval.from, or the signature is missing, forged or for another approval.
 	UpdateApprove = "approve"
 	// UpdatePause holds the release before its next Deployment and its next wave
 	// ({"reason":"..."} optional); rollouts under way finish. Rejected when already paused.
@@ -49,6 +52,11 @@ type ApproveRequest struct {
 	Approver string `json:"approver"`
 	// Wave, when set, must name the wave waiting for approval (its name or 1-based number).
 	Wave string `json:"wave,omitempty"`
+	// Signature is the approver's SSH signature (SSHSIG, armored, namespace
+	// SignatureNamespace) of ApprovalMessage(release, wave name, ChangeDigest(change)):
+	// required when the wave's approval has signers, not checked otherwise. It stays in the
+	// update's payload in the history, so the history proves who approved what.
+	Signature string `json:"signature,omitempty"`
 }
 
 // ReasonRequest is the payload of pause and abort.
@@ -128,6 +136,10 @@ type Status struct {
 	FreezeReason string         `json:"freezeReason,omitempty"`
 	Waves        []WaveStatus   `json:"waves"`
 	Targets      []TargetStatus `json:"targets"`
+	// Change and ChangeDigest are the release's change and its ChangeDigest, in the status
+	// query's answer only (not in the state a run hands over): what a signed approval signs.
+	Change       *Change `json:"change,omitempty"`
+	ChangeDigest string  `json:"changeDigest,omitempty"`
 }
 
 // WaveStatus is one wave's progress.
@@ -144,8 +156,12 @@ type WaveStatus struct {
 
 // ApprovalAt is one approval.
 type ApprovalAt struct {
-	Approver string    `json:"approver"`
-	At       time.Time `json:"at"`
+	// Approver is the name as the approval gave it; Principal the normalized name it counts
+	// as (NormalizeApprover). Signed: its signature was verified against approval.signers.
+	Approver  string    `json:"approver"`
+	Principal string    `json:"principal,omitempty"`
+	Signed    bool      `json:"signed,omitempty"`
+	At        time.Time `json:"at"`
 }
 
 // TargetStatus is one Deployment's state in the release.

@@ -72,7 +72,15 @@ type Spec struct {
 	// ClusterTimeout (default 10m) and RolloutTimeout (default 30m): see the defaults above.
 	ClusterTimeout k8s.Duration `json:"clusterTimeout,omitempty"`
 	RolloutTimeout k8s.Duration `json:"rolloutTimeout,omitempty"`
-	// Resume is the state a run hands over by Continue-As-New. Users leave it out.
+	// Groups name sets of approvers that a wave's approval.from may name:
+	// {sre: [alice, bob], leads: [carol]}. Members compare normalized (NormalizeApprover).
+	Groups map[string][]string `json:"groups,omitempty"`
+	// Author is who started the release: `starter release apply` sets it to its --identity
+	// (the Temporal client's identity in the start event too). The author cannot approve the
+	// release's waves. A release file does not set it.
+	Author string `json:"author,omitempty"`
+	// Resume is the state a run hands over by Continue-As-New. Users leave it out; a run that
+	// was not continued as new refuses it.
 	Resume *State `json:"resume,omitempty"`
 }
 
@@ -116,9 +124,24 @@ type Wave struct {
 }
 
 // Approval is a wave's approval gate.
+//
+//	approval:
+//	  approvers: 2
+//	  from: [sre, carol]           # people, or groups of the release's groups
+//	  signers: |                   # an SSH allowed-signers list: approvals must be signed
+//	    alice@example.com ssh-ed25519 AAAAC3Nza...
+//	    carol ssh-ed25519 AAAAC3Nza...
 type Approval struct {
-	// Approvers is how many distinct approvers the wave needs (default 1).
+	// Approvers is how many distinct approvers the wave needs (default 1). Approvers are
+	// distinct by their normalized names (NormalizeApprover): alice@laptop and Alice@bastion
+	// are one.
 	Approvers int `json:"approvers,omitempty"`
+	// From, when set, names who may approve: people (normalized names) or groups (keys of
+	// the release's groups). Empty: anyone but the release's author.
+	From []string `json:"from,omitempty"`
+	// Signers, when set, is an SSH allowed-signers list (ParseAllowedSigners): each approval
+	// must carry an SSH signature of ApprovalMessage by a key the list gives the approver.
+	Signers string `json:"signers,omitempty"`
 }
 
 // FreezeWindow is a recurring window in which no wave starts: a cron expression or an RRULE
@@ -146,6 +169,9 @@ func Parse(b []byte) (Spec, error) {
 	}
 	if s.Resume != nil {
 		return s, errors.New("read release file: resume is the workflow's own state, not a field of a release file")
+	}
+	if s.Author != "" {
+		return s, errors.New("read release file: author is set by `starter release apply` from its --identity, not a field of a release file")
 	}
 	return s, nil
 }
@@ -286,10 +312,39 @@ func (s *Spec) Validate() error {
 		if w.Approval != nil && (w.Approval.Approvers < 0 || w.Approval.Approvers > MaxApprovers) {
 			bad("%s: approval.approvers %d is not between 1 and %d", where, w.Approval.Approvers, MaxApprovers)
 		}
+		if w.Approval != nil {
+			for _, f := range w.Approval.From {
+				if _, group := s.Groups[f]; !group && NormalizeApprover(f) == "" {
+					bad("%s: approval.from: %q is neither a group nor a name", where, f)
+				}
+			}
+			if may := s.mayApprove(w.Approval.From); may != nil && len(may) < w.approvers() {
+				bad("%s: approval.from admits %d approvers (%s); the wave needs %d", where, len(may), strings.Join(may, ", "), w.approvers())
+			}
+			if w.Approval.Signers != "" {
+				if _, err := ParseAllowedSigners(w.Approval.Signers); err != nil {
+					bad("%s: approval.signers: %v", where, err)
+				}
+			}
+		}
 	}
 	for _, g := range s.Targets {
 		if _, ok := inWave[g.Name]; g.Name != "" && !ok {
 			bad("targets (%s): the group is in no wave", g.Name)
+		}
+	}
+
+	for _, g := range sortedKeys(s.Groups) {
+		switch {
+		case strings.TrimSpace(g) == "":
+			bad("groups: a group's name is empty")
+		case len(s.Groups[g]) == 0:
+			bad("groups.%s: no members", g)
+		}
+		for _, m := range s.Groups[g] {
+			if NormalizeApprover(m) == "" {
+				bad("groups.%s: member %q is empty", g, m)
+			}
 		}
 	}
 
@@ -367,7 +422,7 @@ func targetString(cluster, ns, name string) string {
 	return cluster + ":" + ns + "/" + name
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	// Only collects the keys, sorted below.
 	//workflowcheck:ignore

@@ -56,6 +56,51 @@ type State struct {
 	Runs   int            `json:"runs,omitempty"`
 }
 
+// changeResumeOnlyContinued: a run takes Spec.Resume only when it was continued as new
+// (docs/versioning.md).
+const changeResumeOnlyContinued = "release-resume-only-continued"
+
+// check says what in the state would index out of range or dereference nil in this
+// release's run: a state the workflow handed over never does, a hand-made one may.
+func (st *State) check(spec *Spec) error {
+	switch {
+	case st.Status.Name != spec.Name:
+		return fmt.Errorf("it is release %q's, not %q's", st.Status.Name, spec.Name)
+	case len(st.Status.Waves) != len(spec.Waves):
+		return fmt.Errorf("%d waves, the release has %d", len(st.Status.Waves), len(spec.Waves))
+	case st.Current < 0 || st.Current >= len(spec.Waves):
+		return fmt.Errorf("current wave %d is not one of the release's %d (0-based)", st.Current, len(spec.Waves))
+	case len(st.Points) != len(st.Status.Targets):
+		return fmt.Errorf("%d restore points for %d targets", len(st.Points), len(st.Status.Targets))
+	case !st.Resolved && len(st.Status.Targets) > 0:
+		return fmt.Errorf("%d targets, but the targets were not read", len(st.Status.Targets))
+	}
+	waves := map[string]int{}
+	for i, w := range spec.Waves {
+		if st.Status.Waves[i].Name != w.Name {
+			return fmt.Errorf("wave %d is %q, the release's is %q", i+1, st.Status.Waves[i].Name, w.Name)
+		}
+		waves[w.Name] = 0
+	}
+	for i, t := range st.Status.Targets {
+		if _, ok := waves[t.Wave]; !ok {
+			return fmt.Errorf("target %d (%s) is in wave %q, which the release does not have", i, targetString(t.Cluster, t.Namespace, t.Name), t.Wave)
+		}
+		waves[t.Wave]++
+		if st.Points[i].Changed && st.Points[i].Before == nil {
+			return fmt.Errorf("target %d (%s) is changed but has no template to restore", i, targetString(t.Cluster, t.Namespace, t.Name))
+		}
+	}
+	if st.Resolved {
+		for _, w := range spec.Waves {
+			if waves[w.Name] == 0 {
+				return fmt.Errorf("wave %q has no targets", w.Name)
+			}
+		}
+	}
+	return nil
+}
+
 // restorePoint is what a target was before the release changed it.
 type restorePoint struct {
 	UID types.UID `json:"uid,omitempty"`
@@ -87,6 +132,18 @@ func ReleaseWorkflow(ctx workflow.Context, spec Spec) (Result, error) {
 	}
 	if id := workflow.GetInfo(ctx).WorkflowExecution.ID; id != WorkflowID(spec.Name) {
 		return Result{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("workflow ID %q: a release named %q runs as %q", id, spec.Name, WorkflowID(spec.Name)), ErrInvalid, nil)
+	}
+	if resume != nil {
+		// Resumed state is the workflow's own, handed over by continue-as-new. A start that
+		// passes it (temporal workflow start with "resume") would skip approvals, so it is
+		// refused; runs started so before the check keep the old branch.
+		if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" &&
+			workflow.GetVersion(ctx, changeResumeOnlyContinued, workflow.DefaultVersion, 1) >= 1 {
+			return Result{}, temporal.NewNonRetryableApplicationError("invalid release: resume is the state a run hands over by continue-as-new, and this run was not continued as new; start a release without resume", ErrInvalid, nil)
+		}
+		if err := resume.check(&spec); err != nil {
+			return Result{}, temporal.NewNonRetryableApplicationError("invalid release: resumed state: "+err.Error(), ErrInvalid, nil)
+		}
 	}
 	r := &run{spec: spec, st: resume}
 	if r.st == nil {
@@ -627,6 +684,8 @@ func (r *run) view() Status {
 	s := r.st.Status
 	s.Waves = append([]WaveStatus(nil), s.Waves...)
 	s.Targets = append([]TargetStatus(nil), s.Targets...)
+	change := r.spec.Change
+	s.Change, s.ChangeDigest = &change, ChangeDigest(change)
 	return s
 }
 
@@ -656,13 +715,18 @@ func (r *run) register(ctx workflow.Context) error {
 			if err := parseUpdate(raw, &req); err != nil {
 				return err
 			}
-			return r.canApprove(req)
+			_, err := r.canApprove(req)
+			return err
 		}, func(ctx workflow.Context, raw json.RawMessage) {
 			var req ApproveRequest
 			_ = parseUpdate(raw, &req)
+			// The validator accepted it in this workflow task: the same check gives the
+			// same approval.
+			ap, _ := r.canApprove(req)
+			ap.At = workflow.Now(ctx)
 			ws := &r.st.Status.Waves[r.st.Current]
-			ws.Approvals = append(ws.Approvals, ApprovalAt{Approver: strings.TrimSpace(req.Approver), At: workflow.Now(ctx)})
-			workflow.GetLogger(ctx).Info("Release wave approved", "release", r.spec.Name, "wave", ws.Name, "approver", req.Approver)
+			ws.Approvals = append(ws.Approvals, ap)
+			workflow.GetLogger(ctx).Info("Release wave approved", "release", r.spec.Name, "wave", ws.Name, "approver", ap.Approver, "principal", ap.Principal, "signed", ap.Signed)
 		}},
 		{UpdatePause, func(raw json.RawMessage) error {
 			var req ReasonRequest
@@ -741,37 +805,70 @@ func (r *run) register(ctx workflow.Context) error {
 	return nil
 }
 
-// canApprove: an approver may approve the wave waiting for approval, once.
-func (r *run) canApprove(req ApproveRequest) error {
+// canApprove: an approver may approve the wave waiting for approval, once, under its
+// normalized name; not the release's author; only one approval.from admits; and, when the
+// wave has signers, only with a signature of this approval by a key the list gives it. It
+// returns the approval to record (without its time), or why not. Pure: it reads the request,
+// the spec and the state.
+func (r *run) canApprove(req ApproveRequest) (ApprovalAt, error) {
 	if err := r.over(); err != nil {
-		return err
+		return ApprovalAt{}, err
 	}
 	approver := strings.TrimSpace(req.Approver)
 	if approver == "" {
-		return fmt.Errorf(`approve needs the approver: {"approver":"<name>"}`)
+		return ApprovalAt{}, fmt.Errorf(`approve needs the approver: {"approver":"<name>"}`)
 	}
 	wi := r.st.Current
 	if wi >= len(r.st.Status.Waves) {
-		return fmt.Errorf("every wave has started")
+		return ApprovalAt{}, fmt.Errorf("every wave has started")
 	}
 	ws := &r.st.Status.Waves[wi]
 	if req.Wave != "" && req.Wave != ws.Name && req.Wave != strconv.Itoa(wi+1) {
-		return fmt.Errorf("wave %q is not the current wave (%d, %s)", req.Wave, wi+1, ws.Name)
+		return ApprovalAt{}, fmt.Errorf("wave %q is not the current wave (%d, %s)", req.Wave, wi+1, ws.Name)
 	}
 	switch {
 	case ws.ApprovalsNeeded == 0:
-		return fmt.Errorf("wave %d (%s) needs no approval", wi+1, ws.Name)
+		return ApprovalAt{}, fmt.Errorf("wave %d (%s) needs no approval", wi+1, ws.Name)
 	case ws.State != WavePending && ws.State != WaveWaiting:
-		return fmt.Errorf("wave %d (%s) has started", wi+1, ws.Name)
+		return ApprovalAt{}, fmt.Errorf("wave %d (%s) has started", wi+1, ws.Name)
 	case len(ws.Approvals) >= ws.ApprovalsNeeded:
-		return fmt.Errorf("wave %d (%s) already has its %d approvals", wi+1, ws.Name, ws.ApprovalsNeeded)
+		return ApprovalAt{}, fmt.Errorf("wave %d (%s) already has its %d approvals", wi+1, ws.Name, ws.ApprovalsNeeded)
+	}
+	principal := NormalizeApprover(approver)
+	if principal == "" {
+		return ApprovalAt{}, fmt.Errorf("approver %q is no name", approver)
+	}
+	ap := ApprovalAt{Approver: approver, Principal: principal}
+	var gate Approval
+	if w := &r.spec.Waves[wi]; w.Approval != nil {
+		gate = *w.Approval
+	}
+	if gate.Signers != "" {
+		signers, err := ParseAllowedSigners(gate.Signers)
+		if err != nil {
+			return ApprovalAt{}, fmt.Errorf("wave %d (%s): approval.signers: %w", wi+1, ws.Name, err)
+		}
+		if strings.TrimSpace(req.Signature) == "" {
+			return ApprovalAt{}, fmt.Errorf("wave %d (%s) takes signed approvals only (approval.signers): sign with `starter release approve --sign-key KEY`", wi+1, ws.Name)
+		}
+		msg := ApprovalMessage(r.spec.Name, ws.Name, ChangeDigest(r.spec.Change))
+		if err := verifyApproval(req.Signature, msg, principal, signers); err != nil {
+			return ApprovalAt{}, fmt.Errorf("%s's signed approval of wave %d (%s) rejected: %w", principal, wi+1, ws.Name, err)
+		}
+		ap.Signed = true
+	}
+	if r.spec.Author != "" && NormalizeApprover(r.spec.Author) == principal {
+		return ApprovalAt{}, fmt.Errorf("%s started the release (as %s): its author cannot approve it", principal, r.spec.Author)
+	}
+	if may := r.spec.mayApprove(gate.From); may != nil && !containsString(may, principal) {
+		return ApprovalAt{}, fmt.Errorf("%s may not approve wave %d (%s): approval.from admits %s", principal, wi+1, ws.Name, strings.Join(may, ", "))
 	}
 	for _, a := range ws.Approvals {
-		if a.Approver == approver {
-			return fmt.Errorf("%s already approved wave %d (%s); it needs %d distinct approvers", approver, wi+1, ws.Name, ws.ApprovalsNeeded)
+		if NormalizeApprover(a.Approver) == principal {
+			return ApprovalAt{}, fmt.Errorf("%s already approved wave %d (%s) (as %s); it needs %d distinct approvers", principal, wi+1, ws.Name, a.Approver, ws.ApprovalsNeeded)
 		}
 	}
-	return nil
+	return ap, nil
 }
 
 // parseUpdate decodes an update's payload strictly: unknown fields and trailing data are

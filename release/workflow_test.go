@@ -1,7 +1,9 @@
 package release
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"sort"
@@ -14,8 +16,10 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -676,6 +680,7 @@ func TestResumedRunContinues(t *testing.T) {
 		Points: []restorePoint{{Changed: true, Before: &before}, {}, {}},
 	}
 	f.failRollout["b"] = "nginx:1.27"
+	env.SetContinuedExecutionRunID("run-1")
 	env.ExecuteWorkflow(ReleaseWorkflow, spec)
 	if r := result(t, env); r.Phase != PhaseRolledBack {
 		t.Fatalf("result = %+v", r)
@@ -762,4 +767,248 @@ func TestContinuesAsNewBetweenWaves(t *testing.T) {
 		t.Fatalf("handed over %+v", next.Resume)
 	}
 	equalLines(t, "first run", f.lines("apply"), []string{"0s apply /shop/a nginx:1.27"})
+}
+
+// resumedAtWave1 is the state a run would hand over after wave 1 of twoWaves with wave 2
+// needing two approvers, both approvals filled in by hand.
+func resumedAtWave1(spec Spec) *State {
+	before := template("nginx:1.26")
+	return &State{
+		Current: 1, Resolved: true, Runs: 1,
+		Status: Status{Name: spec.Name, Phase: PhaseBaking, Wave: 1,
+			Waves: []WaveStatus{{Name: "first", State: WaveDone}, {Name: "second", State: WavePending, ApprovalsNeeded: 2,
+				Approvals: []ApprovalAt{{Approver: "mallory"}, {Approver: "trudy"}}}},
+			Targets: []TargetStatus{
+				{Namespace: "shop", Name: "a", Wave: "first", State: TargetDone, RevisionBefore: 3},
+				{Cluster: "eu", Namespace: "shop", Name: "b", Wave: "second", State: TargetPending},
+				{Cluster: "eu", Namespace: "shop", Name: "c", Wave: "second", State: TargetPending},
+			}},
+		Points: []restorePoint{{Changed: true, Before: &before}, {}, {}},
+	}
+}
+
+// TestResumeRefusedOnAStart: a start (not a continue-as-new) that passes resumed state, here
+// with wave 2's two approvals filled in, fails as invalid before anything runs; the same with
+// empty waves, which used to panic (index out of range) on every workflow task.
+func TestResumeRefusedOnAStart(t *testing.T) {
+	const want = "invalid release: resume is the state a run hands over by continue-as-new, and this run was not continued as new; start a release without resume"
+	tests := []struct {
+		name string
+		give func(*State)
+	}{
+		{"approvals filled in", func(*State) {}},
+		{"empty waves", func(st *State) { st.Status.Waves = nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := twoWaves(t, func(s *Spec) { s.Waves[1].Approval = &Approval{Approvers: 2} })
+			env := newEnv(t, spec)
+			f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+			spec.Resume = resumedAtWave1(spec)
+			tt.give(spec.Resume)
+			env.ExecuteWorkflow(ReleaseWorkflow, spec)
+			if !env.IsWorkflowCompleted() {
+				t.Fatal("the workflow did not complete")
+			}
+			var appErr *temporal.ApplicationError
+			if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Message() != want || appErr.Type() != ErrInvalid || !appErr.NonRetryable() {
+				t.Fatalf("error = %v, want non-retryable %s: %s", err, ErrInvalid, want)
+			}
+			if got := f.lines("apply", "restore"); len(got) != 0 {
+				t.Errorf("changes %v, want none", got)
+			}
+		})
+	}
+}
+
+// TestResumedStateMalformed: a continued run whose state does not fit the release fails as
+// invalid, naming what is wrong, and never panics.
+func TestResumedStateMalformed(t *testing.T) {
+	tests := []struct {
+		name string
+		give func(*State)
+		want string
+	}{
+		{"empty waves", func(st *State) { st.Status.Waves = nil }, "0 waves, the release has 2"},
+		{"current past the waves", func(st *State) { st.Current = 2 }, "current wave 2 is not one of the release's 2 (0-based)"},
+		{"negative current", func(st *State) { st.Current = -1 }, "current wave -1 is not one of the release's 2 (0-based)"},
+		{"points missing", func(st *State) { st.Points = st.Points[:1] }, "1 restore points for 3 targets"},
+		{"changed without a template", func(st *State) { st.Points[0].Before = nil }, "target 0 (shop/a) is changed but has no template to restore"},
+		{"a wave without targets", func(st *State) { st.Status.Targets, st.Points = st.Status.Targets[:1], st.Points[:1] }, `wave "second" has no targets`},
+		{"another release's", func(st *State) { st.Status.Name = "other" }, `it is release "other"'s, not "web-1-27"'s`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := twoWaves(t, nil)
+			env := newEnv(t, spec)
+			f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+			spec.Resume = resumedAtWave1(spec)
+			tt.give(spec.Resume)
+			env.SetContinuedExecutionRunID("run-1")
+			env.ExecuteWorkflow(ReleaseWorkflow, spec)
+			if !env.IsWorkflowCompleted() {
+				t.Fatal("the workflow did not complete")
+			}
+			want := "invalid release: resumed state: " + tt.want
+			var appErr *temporal.ApplicationError
+			if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Message() != want || appErr.Type() != ErrInvalid || !appErr.NonRetryable() {
+				t.Fatalf("error = %v, want non-retryable %s: %s", err, ErrInvalid, want)
+			}
+			if got := f.lines("apply", "restore"); len(got) != 0 {
+				t.Errorf("changes %v, want none", got)
+			}
+		})
+	}
+}
+
+// TestApproverNamesNormalized: alice@laptop and Alice@bastion are one approver (alice); a
+// wave needing two waits for bob.
+func TestApproverNamesNormalized(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) { s.Waves[0].Approval = &Approval{Approvers: 2} })
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	alice := update(env, time.Minute, UpdateApprove, ApproveRequest{Approver: "alice@laptop"})
+	again := update(env, 2*time.Minute, UpdateApprove, ApproveRequest{Approver: "Alice@bastion"})
+	bob := update(env, 3*time.Minute, UpdateApprove, ApproveRequest{Approver: "bob"})
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseSucceeded {
+		t.Fatalf("result = %+v", r)
+	}
+	if alice.rejected != nil || bob.rejected != nil {
+		t.Fatalf("alice rejected %v, bob rejected %v", alice.rejected, bob.rejected)
+	}
+	if want := "alice already approved wave 1 (first) (as alice@laptop); it needs 2 distinct approvers"; again.rejected == nil || again.rejected.Error() != want {
+		t.Errorf("Alice@bastion: rejected = %v, want %q", again.rejected, want)
+	}
+	got := bob.status.Waves[0].Approvals
+	if len(got) != 2 || got[0].Approver != "alice@laptop" || got[0].Principal != "alice" || got[1].Principal != "bob" || got[0].Signed {
+		t.Errorf("approvals %+v, want alice@laptop (alice), bob, unsigned", got)
+	}
+	equalLines(t, "wave 1", f.lines("apply /shop/a"), []string{"3m0s apply /shop/a nginx:1.27"})
+}
+
+// TestAuthorCannotApprove: the release's author (apply's --identity) cannot approve it, under
+// any spelling of the name.
+func TestAuthorCannotApprove(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) { s.Waves[0].Approval = &Approval{}; s.Author = "alice@laptop" })
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	self := update(env, time.Minute, UpdateApprove, ApproveRequest{Approver: "ALICE@bastion"})
+	bob := update(env, 2*time.Minute, UpdateApprove, ApproveRequest{Approver: "bob@bastion"})
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseSucceeded {
+		t.Fatalf("result = %+v", r)
+	}
+	if want := "alice started the release (as alice@laptop): its author cannot approve it"; self.rejected == nil || self.rejected.Error() != want {
+		t.Errorf("author: rejected = %v, want %q", self.rejected, want)
+	}
+	if bob.rejected != nil {
+		t.Fatalf("bob rejected: %v", bob.rejected)
+	}
+	equalLines(t, "wave 1", f.lines("apply /shop/a"), []string{"2m0s apply /shop/a nginx:1.27"})
+}
+
+// TestApprovalFrom: approval.from names a group of the release and a person; others are
+// rejected.
+func TestApprovalFrom(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) {
+		s.Groups = map[string][]string{"sre": {"alice@example.com", "Bob"}}
+		s.Waves[0].Approval = &Approval{Approvers: 2, From: []string{"sre", "carol"}}
+	})
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	mallory := update(env, time.Minute, UpdateApprove, ApproveRequest{Approver: "mallory@laptop"})
+	carol := update(env, 2*time.Minute, UpdateApprove, ApproveRequest{Approver: "Carol@bastion"})
+	bob := update(env, 3*time.Minute, UpdateApprove, ApproveRequest{Approver: "bob@laptop"})
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseSucceeded {
+		t.Fatalf("result = %+v", r)
+	}
+	if want := "mallory may not approve wave 1 (first): approval.from admits alice, bob, carol"; mallory.rejected == nil || mallory.rejected.Error() != want {
+		t.Errorf("mallory: rejected = %v, want %q", mallory.rejected, want)
+	}
+	if carol.rejected != nil || bob.rejected != nil {
+		t.Fatalf("carol rejected %v, bob rejected %v", carol.rejected, bob.rejected)
+	}
+	equalLines(t, "wave 1", f.lines("apply /shop/a"), []string{"3m0s apply /shop/a nginx:1.27"})
+}
+
+// testSigner is an ed25519 SSH key from a fixed seed.
+func testSigner(t *testing.T, seed byte) ssh.Signer {
+	t.Helper()
+	s, err := ssh.NewSignerFromKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func sign(t *testing.T, s ssh.Signer, spec Spec, wave string) string {
+	t.Helper()
+	sig, err := SignApproval(s, ApprovalMessage(spec.Name, wave, ChangeDigest(spec.Change)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sig
+}
+
+// TestSignedApprovals: both waves take signed approvals from alice and bob (an allowed-signers
+// list). Unsigned, signed with a key not listed (mallory's), signed with bob's key as alice,
+// and alice's signature of wave 1 sent again for wave 2 are rejected with their reasons;
+// alice's signature for wave 1 and bob's for wave 2 are accepted and recorded as signed.
+func TestSignedApprovals(t *testing.T) {
+	alice, bob, mallory := testSigner(t, 1), testSigner(t, 2), testSigner(t, 3)
+	signers := "# who may approve\n" +
+		"alice@example.com " + string(ssh.MarshalAuthorizedKey(alice.PublicKey())) +
+		`bob namespaces="git,temporal-rollout-approval" ` + string(ssh.MarshalAuthorizedKey(bob.PublicKey()))
+	spec := twoWaves(t, func(s *Spec) {
+		s.Waves[0].Approval = &Approval{Signers: signers}
+		s.Waves[1].Approval = &Approval{Signers: signers}
+	})
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	aliceWave1 := sign(t, alice, spec, "first")
+	unsigned := update(env, time.Minute, UpdateApprove, ApproveRequest{Approver: "alice@laptop"})
+	forged := update(env, 2*time.Minute, UpdateApprove, ApproveRequest{Approver: "alice@laptop", Signature: sign(t, mallory, spec, "first")})
+	bobAsAlice := update(env, 3*time.Minute, UpdateApprove, ApproveRequest{Approver: "alice", Signature: sign(t, bob, spec, "first")})
+	valid := update(env, 4*time.Minute, UpdateApprove, ApproveRequest{Approver: "alice@laptop", Signature: aliceWave1})
+	// Wave 1 ran at 4m and baked 10m: wave 2 waits from 14m.
+	replayed := update(env, 20*time.Minute, UpdateApprove, ApproveRequest{Approver: "alice@laptop", Signature: aliceWave1})
+	bobWave2 := update(env, 21*time.Minute, UpdateApprove, ApproveRequest{Approver: "bob@bastion", Wave: "second", Signature: sign(t, bob, spec, "second")})
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseSucceeded {
+		t.Fatalf("result = %+v", r)
+	}
+	digest := ChangeDigest(spec.Change)
+	fp := func(s ssh.Signer) string { return ssh.FingerprintSHA256(s.PublicKey()) }
+	tests := []struct {
+		name string
+		got  *updateResult
+		want string
+	}{
+		{"unsigned", unsigned, "wave 1 (first) takes signed approvals only (approval.signers): sign with `starter release approve --sign-key KEY`"},
+		{"forged", forged, "alice's signed approval of wave 1 (first) rejected: forged: signed with key " + fp(mallory) + ", which approval.signers does not list for alice"},
+		{"bob as alice", bobAsAlice, "alice's signed approval of wave 1 (first) rejected: forged: signed with key " + fp(bob) + ", which approval.signers does not list for alice"},
+		{"replayed", replayed, "alice's signed approval of wave 2 (second) rejected: alice's key " + fp(alice) + " did not sign this approval (temporal-rollout approval, release web-1-27, wave second, change " + digest + "): the signature is for another release, wave or change (replayed), or damaged"},
+	}
+	for _, tt := range tests {
+		if tt.got.rejected == nil || tt.got.rejected.Error() != tt.want {
+			t.Errorf("%s: rejected = %v\nwant %s", tt.name, tt.got.rejected, tt.want)
+		}
+	}
+	if valid.rejected != nil || bobWave2.rejected != nil {
+		t.Fatalf("valid rejected %v; bob's wave 2 rejected %v", valid.rejected, bobWave2.rejected)
+	}
+	st := query(t, env)
+	if a := st.Waves[0].Approvals; len(a) != 1 || a[0].Principal != "alice" || !a[0].Signed {
+		t.Errorf("wave 1 approvals %+v, want alice, signed", a)
+	}
+	if a := st.Waves[1].Approvals; len(a) != 1 || a[0].Principal != "bob" || !a[0].Signed {
+		t.Errorf("wave 2 approvals %+v, want bob, signed", a)
+	}
+	equalSet(t, "applies", f.lines("apply"), []string{
+		"4m0s apply /shop/a nginx:1.27",
+		"21m0s apply eu/shop/b nginx:1.27",
+		"21m0s apply eu/shop/c nginx:1.27",
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/lifecycle"
@@ -125,7 +127,7 @@ func readRelease(path string, stdin io.Reader) (release.Spec, error) {
 }
 
 func newReleaseApplyCmd() *cobra.Command {
-	var file string
+	var file, identity string
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE",
@@ -133,13 +135,15 @@ func newReleaseApplyCmd() *cobra.Command {
 		Long: `Read a release file (YAML or JSON; - is stdin), validate it, print every problem and exit 2 if
 there is one (nothing is started), or start the workflow release/<name> on the "releases" task
 queue. --dry-run stops after the validation. A release of that name already running is an
-error.`,
+error. --identity (default user@host) is the release's author, recorded in its input and as the
+client's identity in the start event: the author cannot approve the release.`,
 		Example: `  starter release apply -f release.yaml
   starter release apply --dry-run -f release.yaml`,
 		Args: noArgs, ValidArgsFunction: cobra.NoFileCompletions,
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "the release file (YAML or JSON); - reads stdin")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate only")
+	identityFlag(cmd, &identity)
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	fs := temporalFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -158,7 +162,12 @@ error.`,
 		if err != nil {
 			return err
 		}
-		tc, err := dial(cmd.Context(), cfg)
+		if strings.TrimSpace(identity) == "" {
+			return usageErrorf("--identity is empty")
+		}
+		// The author: it cannot approve the release (docs/releases.md#approvals).
+		spec.Author = identity
+		tc, err := dialAs(cmd.Context(), cfg, identity)
 		if err != nil {
 			return err
 		}
@@ -293,31 +302,106 @@ func releaseUpdate(ctx context.Context, tc client.Client, w io.Writer, id, name 
 }
 
 func newReleaseApproveCmd() *cobra.Command {
-	var wave, identity string
+	var wave, identity, signKey string
 	cmd := &cobra.Command{
 		Use:   "approve NAME",
 		Short: "Approve the wave waiting for approval, as --identity",
 		Long: `Approve the release's wave that waits for approval. The approver is --identity (default
 user@host), recorded in the release's status and, as the update's caller, in the workflow's
-history. A wave needs approval.approvers distinct approvers. --wave (a name or a 1-based
-number) guards against approving another wave than the one you mean. Rejected, exit 1, when
-no wave waits for approval or you approved it already.`,
+history. A wave needs approval.approvers distinct approvers, compared by name lowercased and
+cut at '@' (alice@laptop and Alice@bastion are one). --wave (a name or a 1-based number) guards
+against approving another wave than the one you mean.
+
+--sign-key KEY (an OpenSSH private key file, not passphrase-protected) signs the approval: the
+command reads the release's change from its status, prints what it signs (release, wave,
+change and its digest) on stderr, and sends an SSH signature (as ssh-keygen -Y sign -n
+temporal-rollout-approval makes) of that message. A wave whose approval has signers takes
+only signed approvals, by a key its list gives --identity.
+
+Rejected, exit 1, with the reason, when no wave waits for approval, you approved it already,
+you are the release's author, approval.from does not name you, or the signature is missing,
+made with a key not listed for you, or made for another release, wave or change.`,
 		Example: `  starter release approve web-1-27 --wave canary
-  starter release approve web-1-27 --identity alice@example.com`,
+  starter release approve web-1-27 --identity alice@example.com
+  starter release approve web-1-27 --wave canary --sign-key ~/.ssh/id_ed25519`,
 		Args: oneRelease, ValidArgsFunction: cobra.NoFileCompletions,
 	}
 	cmd.Flags().StringVar(&wave, "wave", "", "the wave to approve (name or 1-based number); it must be the one waiting")
+	cmd.Flags().StringVar(&signKey, "sign-key", "", "sign the approval with this OpenSSH private key file")
+	_ = cmd.MarkFlagFilename("sign-key")
 	identityFlag(cmd, &identity)
 	fs := temporalFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if strings.TrimSpace(identity) == "" {
 			return usageErrorf("--identity is empty")
 		}
+		var signer ssh.Signer
+		if signKey != "" {
+			b, err := os.ReadFile(signKey)
+			if err != nil {
+				return usageErrorf("--sign-key: %v", err)
+			}
+			if signer, err = ssh.ParsePrivateKey(b); err != nil {
+				return usageErrorf("--sign-key %s: %v (a passphrase-protected key is not supported)", signKey, err)
+			}
+		}
 		return onRelease(cmd, fs, identity, func(ctx context.Context, tc client.Client, id string) error {
-			return releaseUpdate(ctx, tc, cmd.OutOrStdout(), id, release.UpdateApprove, release.ApproveRequest{Approver: identity, Wave: wave})
+			req := release.ApproveRequest{Approver: identity, Wave: wave}
+			if signer != nil {
+				sig, err := signApproval(ctx, tc, cmd.ErrOrStderr(), id, wave, signer)
+				if err != nil {
+					return err
+				}
+				req.Signature = sig
+			}
+			return releaseUpdate(ctx, tc, cmd.OutOrStdout(), id, release.UpdateApprove, req)
 		})
 	}
 	return cmd
+}
+
+// signApproval signs the approval of the wave the release waits at (or --wave) for the
+// release's change as its status reports it, and says on w what it signs.
+func signApproval(ctx context.Context, tc client.Client, w io.Writer, id, wave string, signer ssh.Signer) (string, error) {
+	v, err := tc.QueryWorkflow(ctx, id, "", release.QueryStatus)
+	if err != nil {
+		return "", fmt.Errorf("query status of %s: %w", id, err)
+	}
+	var st release.Status
+	if err := v.Get(&st); err != nil {
+		return "", fmt.Errorf("decode status of %s: %w", id, err)
+	}
+	name, err := approvalWave(st, wave)
+	if err != nil {
+		return "", err
+	}
+	if st.Change == nil {
+		return "", fmt.Errorf("sign the approval of %s: its status has no change (a worker older than --sign-key)", id)
+	}
+	digest := release.ChangeDigest(*st.Change)
+	if digest != st.ChangeDigest {
+		return "", fmt.Errorf("sign the approval of %s: the change's digest is %s here and %s in the workflow; the worker and this starter differ", id, digest, st.ChangeDigest)
+	}
+	change, _ := json.Marshal(st.Change)
+	fmt.Fprintf(w, "signing the approval of release %s, wave %s, change %s (%s) with key %s\n", st.Name, name, change, digest, ssh.FingerprintSHA256(signer.PublicKey()))
+	return release.SignApproval(signer, release.ApprovalMessage(st.Name, name, digest))
+}
+
+// approvalWave is the name of the wave to approve: --wave (a name or 1-based number) or the
+// wave the release is at.
+func approvalWave(st release.Status, wave string) (string, error) {
+	if wave == "" {
+		if st.Wave < 1 || st.Wave > len(st.Waves) {
+			return "", fmt.Errorf("release %s is at no wave (phase %s)", st.Name, st.Phase)
+		}
+		return st.Waves[st.Wave-1].Name, nil
+	}
+	for i, wv := range st.Waves {
+		if wv.Name == wave || strconv.Itoa(i+1) == wave {
+			return wv.Name, nil
+		}
+	}
+	return "", fmt.Errorf("release %s has no wave %q", st.Name, wave)
 }
 
 // newReleaseUpdateCmd is pause, resume, abort or skip-bake.

@@ -122,3 +122,21 @@ func TestWriteReleaseStatus(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func TestApprovalWave(t *testing.T) {
+	st := release.Status{Name: "web", Phase: release.PhaseWaiting, Wave: 2, Waves: []release.WaveStatus{{Name: "canary"}, {Name: "eu"}}}
+	tests := []struct {
+		name, give, want, wantErr string
+	}{
+		{name: "the waiting wave", want: "eu"},
+		{name: "by name", give: "canary", want: "canary"},
+		{name: "by number", give: "1", want: "canary"},
+		{name: "no such wave", give: "us", wantErr: `release web has no wave "us"`},
+	}
+	for _, tt := range tests {
+		got, err := approvalWave(st, tt.give)
+		if got != tt.want || (err == nil) != (tt.wantErr == "") || (err != nil && err.Error() != tt.wantErr) {
+			t.Errorf("%s: got %q, %v; want %q, %q", tt.name, got, err, tt.want, tt.wantErr)
+		}
+	}
+}

@@ -1,0 +1,298 @@
+package release
+
+// This file is who may approve a wave and how a signed approval is checked: the normalized
+// approver name, approval.from and the release's groups, and SSH signatures (the SSHSIG format
+// of `ssh-keygen -Y sign`, checked against an allowed-signers list as git checks signed
+// commits). Everything here is pure: the workflow's approve validator calls it, and so does
+// `starter release approve --sign-key`, so both sides compute the same message and digest.
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// SignatureNamespace is the SSHSIG namespace of an approval signature (ssh-keygen's -n): a
+// signature made for git ("git") or anything else does not verify as an approval.
+const SignatureNamespace = "temporal-rollout-approval"
+
+// NormalizeApprover is the name an approver counts as: trimmed, lowercased, and cut at the
+// first '@'. "alice@laptop", "Alice@bastion" and "ALICE" are all "alice": the part after '@'
+// is the host `starter`'s default identity (user@host) adds, or a mail domain, never a second
+// person. Two people who share a local part count as one approver; name them apart
+// (alice.smith, alice.jones).
+func NormalizeApprover(name string) string {
+	n := strings.ToLower(strings.TrimSpace(name))
+	n, _, _ = strings.Cut(n, "@")
+	return strings.TrimSpace(n)
+}
+
+// ChangeDigest is "sha256:<hex>" of the change in canonical JSON (object keys sorted, no
+// blanks): the images, or the patch decoded and re-encoded, so the same change spelled in
+// other YAML or JSON has the same digest. A signed approval names it.
+func ChangeDigest(c Change) string {
+	var canon struct {
+		Images map[string]string `json:"images,omitempty"`
+		Patch  any               `json:"patch,omitempty"`
+	}
+	canon.Images = c.Images
+	if len(c.Patch) > 0 {
+		var v any
+		if err := json.Unmarshal(c.Patch, &v); err == nil {
+			canon.Patch = v
+		} else {
+			canon.Patch = string(c.Patch)
+		}
+	}
+	b, _ := json.Marshal(canon) // maps marshal with sorted keys
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ApprovalMessage is what an approver signs for one wave of one release:
+//
+//	temporal-rollout approval
+//	release web-1-27
+//	wave canary
+//	change sha256:9f86d0...
+//
+// so a signature approves that wave of that release with that change and nothing else.
+func ApprovalMessage(release, wave, changeDigest string) []byte {
+	return fmt.Appendf(nil, "temporal-rollout approval\nrelease %s\nwave %s\nchange %s\n", release, wave, changeDigest)
+}
+
+// AllowedSigner is one line of an allowed-signers list: the principals (normalized) and
+// their key.
+type AllowedSigner struct {
+	Principals []string
+	Key        ssh.PublicKey
+}
+
+// ParseAllowedSigners reads an allowed-signers list in ssh-keygen's format (the one git's
+// gpg.ssh.allowedSignersFile uses), one signer a line:
+//
+//	alice@example.com,alice@corp ssh-ed25519 AAAAC3Nza... alice's laptop
+//	bob namespaces="temporal-rollout-approval,git" ssh-ed25519 AAAAC3Nza...
+//
+// Blank lines and lines starting with '#' are skipped. Of the options, namespaces is
+// honoured (a line whose namespaces leave out temporal-rollout-approval is skipped);
+// cert-authority, valid-after and valid-before, and principal patterns (* and ?), are
+// refused: they are not implemented, and a signer list must not say more than is checked.
+func ParseAllowedSigners(list string) ([]AllowedSigner, error) {
+	var out []AllowedSigner
+	for n, line := range strings.Split(list, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		s, ok, err := parseSignerLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n+1, err)
+		}
+		if ok {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no signer for namespace " + SignatureNamespace)
+	}
+	return out, nil
+}
+
+func parseSignerLine(line string) (AllowedSigner, bool, error) {
+	var principals, rest string
+	if strings.HasPrefix(line, `"`) {
+		end := strings.Index(line[1:], `"`)
+		if end < 0 {
+			return AllowedSigner{}, false, errors.New("unterminated quoted principals")
+		}
+		principals, rest = line[1:end+1], line[end+2:]
+	} else {
+		principals, rest, _ = strings.Cut(line, " ")
+	}
+	var s AllowedSigner
+	for _, p := range strings.Split(principals, ",") {
+		if strings.ContainsAny(p, "*?!") {
+			return s, false, fmt.Errorf("principal pattern %q: patterns are not supported, name each principal", p)
+		}
+		if np := NormalizeApprover(p); np != "" {
+			s.Principals = append(s.Principals, np)
+		}
+	}
+	if len(s.Principals) == 0 {
+		return s, false, errors.New("no principal")
+	}
+	key, _, options, _, err := ssh.ParseAuthorizedKey([]byte(strings.TrimSpace(rest)))
+	if err != nil {
+		return s, false, fmt.Errorf("principals %s: key: %w", principals, err)
+	}
+	s.Key = key
+	for _, o := range options {
+		name, value, _ := strings.Cut(o, "=")
+		switch strings.ToLower(name) {
+		case "namespaces":
+			found := false
+			for _, ns := range strings.Split(strings.Trim(value, `"`), ",") {
+				found = found || strings.TrimSpace(ns) == SignatureNamespace
+			}
+			if !found {
+				return s, false, nil
+			}
+		default:
+			return s, false, fmt.Errorf("principals %s: option %q is not supported (only namespaces)", principals, o)
+		}
+	}
+	return s, true, nil
+}
+
+// SignApproval signs msg as `ssh-keygen -Y sign -n temporal-rollout-approval` would, and
+// returns the armored signature ("-----BEGIN SSH SIGNATURE-----"). RSA keys sign with
+// rsa-sha2-512.
+func SignApproval(signer ssh.Signer, msg []byte) (string, error) {
+	return signApproval(signer, msg, rand.Reader)
+}
+
+func signApproval(signer ssh.Signer, msg []byte, random io.Reader) (string, error) {
+	data := sshsigSignedData(SignatureNamespace, "sha512", msg)
+	var sig *ssh.Signature
+	var err error
+	if as, ok := signer.(ssh.AlgorithmSigner); ok && signer.PublicKey().Type() == ssh.KeyAlgoRSA {
+		sig, err = as.SignWithAlgorithm(random, data, ssh.KeyAlgoRSASHA512)
+	} else {
+		sig, err = signer.Sign(random, data)
+	}
+	if err != nil {
+		return "", fmt.Errorf("sign approval: %w", err)
+	}
+	blob := ssh.Marshal(struct {
+		Magic     [6]byte
+		Version   uint32
+		PublicKey []byte
+		Namespace string
+		Reserved  string
+		Hash      string
+		Signature []byte
+	}{sshsigMagic, 1, signer.PublicKey().Marshal(), SignatureNamespace, "", "sha512", ssh.Marshal(sig)})
+	return string(pem.EncodeToMemory(&pem.Block{Type: "SSH SIGNATURE", Bytes: blob})), nil
+}
+
+var sshsigMagic = [6]byte{'S', 'S', 'H', 'S', 'I', 'G'}
+
+// sshsigSignedData is the blob an SSHSIG signature signs (PROTOCOL.sshsig): the magic, the
+// namespace, a reserved string, the hash algorithm and the message's hash.
+func sshsigSignedData(namespace, hash string, msg []byte) []byte {
+	var h []byte
+	switch hash {
+	case "sha256":
+		s := sha256.Sum256(msg)
+		h = s[:]
+	default:
+		s := sha512.Sum512(msg)
+		h = s[:]
+	}
+	return ssh.Marshal(struct {
+		Magic     [6]byte
+		Namespace string
+		Reserved  string
+		Hash      string
+		H         []byte
+	}{sshsigMagic, namespace, "", hash, h})
+}
+
+// verifyApproval checks an armored SSHSIG signature of msg by approver (normalized) against
+// the allowed signers, and says why it fails: not a signature, the wrong namespace, a key
+// the list does not give the approver (forged), or a signature of another message (replayed
+// from another release, wave or change, or damaged). Deterministic: it reads only its
+// arguments.
+func verifyApproval(armored string, msg []byte, approver string, signers []AllowedSigner) error {
+	block, _ := pem.Decode([]byte(strings.TrimSpace(armored)))
+	if block == nil || block.Type != "SSH SIGNATURE" {
+		return errors.New("the signature is not an armored SSH signature (-----BEGIN SSH SIGNATURE-----)")
+	}
+	var sig struct {
+		Magic     [6]byte
+		Version   uint32
+		PublicKey []byte
+		Namespace string
+		Reserved  string
+		Hash      string
+		Signature []byte
+	}
+	if err := ssh.Unmarshal(block.Bytes, &sig); err != nil || sig.Magic != sshsigMagic || sig.Version != 1 {
+		return errors.New("the signature is not an SSHSIG signature, version 1")
+	}
+	if sig.Namespace != SignatureNamespace {
+		return fmt.Errorf("the signature is for namespace %q, not %q", sig.Namespace, SignatureNamespace)
+	}
+	if sig.Hash != "sha256" && sig.Hash != "sha512" {
+		return fmt.Errorf("the signature's hash %q is neither sha256 nor sha512", sig.Hash)
+	}
+	key, err := ssh.ParsePublicKey(sig.PublicKey)
+	if err != nil {
+		return fmt.Errorf("the signature's public key: %w", err)
+	}
+	var s ssh.Signature
+	if err := ssh.Unmarshal(sig.Signature, &s); err != nil {
+		return fmt.Errorf("the signature's signature blob: %w", err)
+	}
+	listed := false
+	for _, a := range signers {
+		if bytes.Equal(a.Key.Marshal(), key.Marshal()) && containsString(a.Principals, approver) {
+			listed = true
+			break
+		}
+	}
+	if !listed {
+		return fmt.Errorf("forged: signed with key %s, which approval.signers does not list for %s", ssh.FingerprintSHA256(key), approver)
+	}
+	if err := key.Verify(sshsigSignedData(sig.Namespace, sig.Hash, msg), &s); err != nil {
+		return fmt.Errorf("%s's key %s did not sign this approval (%s): the signature is for another release, wave or change (replayed), or damaged", approver, ssh.FingerprintSHA256(key), strings.ReplaceAll(strings.TrimSpace(string(msg)), "\n", ", "))
+	}
+	return nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// mayApprove is the normalized names approval.from admits: its people, and the members of
+// its groups (Spec.Groups); nil when from is empty (anyone).
+func (s *Spec) mayApprove(from []string) []string {
+	if len(from) == 0 {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, f := range from {
+		if members, ok := s.Groups[f]; ok {
+			for _, m := range members {
+				set[NormalizeApprover(m)] = true
+			}
+			continue
+		}
+		set[NormalizeApprover(f)] = true
+	}
+	names := make([]string, 0, len(set))
+	// Only collects the keys, sorted below.
+	//workflowcheck:ignore
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
