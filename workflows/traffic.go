@@ -27,19 +27,43 @@ func checkTraffic(annotations map[string]string, steps []k8s.RolloutStep) error 
 	return k8s.TrafficSteps(spec, steps)
 }
 
-// enterTrafficStep passes a setHeaderRoute or setCanaryScale step at once (as Argo Rollouts
-// does): the sync that follows writes the route or scales the canary. It reports whether step
-// i was one.
+// enterTrafficStep enters a setHeaderRoute or setCanaryScale step. Since
+// changeTrafficStepPods it waits, as a setWeight step does, until the canary has its pods
+// available and the route carries what the step asks (trafficStepReached): a pause after it
+// starts only then, and a header route goes only to a canary with available pods. Before, it
+// passed at once (as Argo Rollouts does) and the sync that followed wrote the route or scaled
+// the canary. It reports whether step i was one.
 func (r *rollout) enterTrafficStep(ctx workflow.Context, i int, prefix string) bool {
 	step := r.stepList[i]
 	if step.SetHeaderRoute == nil && step.SetCanaryScale == nil {
 		return false
 	}
+	r.dirty = true
+	if workflow.GetVersion(ctx, changeTrafficStepPods, workflow.DefaultVersion, 1) == 1 {
+		r.steps.WaitingFor, r.steps.Message = WaitingForWeight, prefix+": waiting for the canary's pods"
+		r.recordStep(ctx, "RolloutStep", r.steps.Message)
+		return true
+	}
 	r.steps.WaitingFor, r.steps.Message = "", prefix+": set"
 	r.recordStep(ctx, "RolloutStep", r.steps.Message)
-	r.dirty = true
 	r.enterStep(ctx, i+1)
 	return true
+}
+
+// changeTrafficStepPods: setCanaryScale and setHeaderRoute steps wait for the canary's pods
+// (enterTrafficStep), and header routes go only to a canary with available pods.
+const changeTrafficStepPods = "traffic-step-waits-pods"
+
+// headerStep reports whether the current step is a setHeaderRoute that adds a route: it
+// passes only once the canary has available pods and the route carries the header routes
+// (unless the canary has no pods at this step: its header route is written once it has).
+func (r *rollout) headerStep() bool {
+	s := r.steps
+	if s == nil || s.Full || s.Step >= len(r.stepList) {
+		return false
+	}
+	h := r.stepList[s.Step].SetHeaderRoute
+	return h != nil && len(h.Match) > 0
 }
 
 // syncTraffic moves the traffic for a sync's plan (nothing without a valid traffic
@@ -65,6 +89,12 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	case s != nil && !s.Full && s.Step < len(r.stepList):
 		target = r.weight()
 		headers = k8s.ActiveHeaderRoutes(r.stepList, s.Step)
+		// A header route goes only to a canary with available pods, before and after the
+		// plan's writes.
+		if len(headers) > 0 && min(k8s.AvailablePods(snap.ReplicaSets)[canary], k8s.AvailableAfter(snap.ReplicaSets, plan)[canary]) <= 0 &&
+			workflow.GetVersion(ctx, changeTrafficStepPods, workflow.DefaultVersion, 1) == 1 {
+			headers = nil
+		}
 	}
 	ask := k8s.TrafficAsk{Target: target, Stable: stable, Canary: canary}
 	if r.abort != nil {
@@ -129,7 +159,13 @@ func (r *rollout) trafficStepReached(ctx workflow.Context, snap k8s.Snapshot, pl
 		return true
 	}
 	sizes := k8s.SizesAfter(snap.ReplicaSets, plan)
-	if k8s.TrafficStepReached(r.traffic.CanaryWeight, ask.Target, sizes[ask.Canary], sizes[ask.Stable]) {
+	reached := k8s.TrafficStepReached(r.traffic.CanaryWeight, ask.Target, sizes[ask.Canary], sizes[ask.Stable])
+	if r.headerStep() && sizes[ask.Canary] > 0 {
+		// A canary with no pods at this step gets its header route once it has some.
+		want := k8s.ActiveHeaderRoutes(r.stepList, r.steps.Step)
+		reached = reached && headerNames(r.traffic.HeaderRoutes) == headerNames(want)
+	}
+	if reached {
 		return true
 	}
 	return !r.trafficChange(ctx)(changeTrafficStepWeight)

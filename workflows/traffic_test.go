@@ -317,3 +317,53 @@ func TestTrafficAbortFollowsStablePods(t *testing.T) {
 		t.Errorf("after abort: route %+v, want both Services on %s (not %s), weight 0", last, h1, h2)
 	}
 }
+
+// setCanaryScale passes once the canary has its pods available, and a header route goes only
+// to a canary with available pods: [setCanaryScale 2, setHeaderRoute, pause 10m] starts the
+// pause's timer only after both. Before, both steps passed at once: the timer ran and the
+// header rule was written before the canary ReplicaSet had a pod.
+func TestTrafficStepsWaitForCanaryPods(t *testing.T) {
+	f := stepped(`[{"setCanaryScale":{"replicas":2}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"pause":{"duration":"10m"}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	lagPods(f)
+	route := &fakeRoute{f: f}
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	var started time.Time
+	at(env, 30*time.Second, func() {
+		st := queryStatus(t, env)
+		started = env.Now().Add(-30 * time.Second)
+		check(t, st.Steps != nil && st.Steps.Step == 1 && st.Steps.WaitingFor == WaitingForWeight,
+			"before the canary's pods are available: steps %+v, want step 1 waiting for them", st.Steps)
+		check(t, st.Steps == nil || st.Steps.PauseUntil == nil, "before the canary's pods: the pause's timer started (%v)", st.Steps.PauseUntil)
+	})
+	var pausedAt time.Time
+	at(env, 5*time.Minute, func() {
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForTimer && st.Steps.PauseUntil != nil,
+			"once the canary's pods are available: steps %+v, want the pause's timer", st.Steps)
+		if st.Steps != nil && st.Steps.PauseUntil != nil {
+			pausedAt = st.Steps.PauseUntil.Add(-10 * time.Minute)
+		}
+		tr := st.Steps.Traffic
+		check(t, tr != nil && len(tr.HeaderRoutes) == 1 && tr.Canary.Available == 2, "in the pause: traffic %+v, want the header route on 2 canary pods", tr)
+	})
+	endByDeletion(env, f, time.Hour)
+	env.ExecuteWorkflow(WorkflowType, input())
+	if pausedAt.IsZero() || pausedAt.Before(started.Add(time.Minute)) {
+		t.Errorf("the pause's timer started at %v (workflow start %v); want after the canary's pods came up (a wait later)", pausedAt, started)
+	}
+	headers := 0
+	for i, m := range route.moves {
+		if len(m.want.Route.HeaderRoutes) == 0 {
+			continue
+		}
+		headers++
+		if m.canaryAvail <= 0 || (m.after != nil && m.after[m.want.CanaryHash] <= 0) {
+			t.Errorf("move %d: header routes %v to a canary with %d available pods (%d after)", i, m.want.Route.HeaderRoutes, m.canaryAvail, m.after[m.want.CanaryHash])
+		}
+	}
+	if headers == 0 {
+		t.Errorf("no move wrote the header route")
+	}
+}
