@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/k8s"
@@ -365,5 +366,65 @@ func TestTrafficStepsWaitForCanaryPods(t *testing.T) {
 	}
 	if headers == 0 {
 		t.Errorf("no move wrote the header route")
+	}
+}
+
+// A setWeight step passes only once the route carries its weight: 10 replicas, maxSurge 2,
+// maxUnavailable 1, [setWeight 20, pause 3s, setWeight 50, pause {}], the stable's pods going
+// only after a wait once scaled down (they serve until then, k8s.PodsUp). Every wait of the
+// indefinite pause starts with the route at 50. Before, the step passed when the ReplicaSets
+// were at their sizes, with the route still weighing the stable's going pods (41 on the real
+// stack), and the pause held it there.
+func TestTrafficStepPassesAtItsWeight(t *testing.T) {
+	f := stepped(`[{"setWeight":20},{"pause":{"duration":"3s"}},{"setWeight":50},{"pause":{}}]`)
+	surge, unavailable := intstr.FromInt32(2), intstr.FromInt32(1)
+	f.d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	v1 := podTemplate("nginx:v1")
+	h1 := k8s.PodTemplateHash(&v1, nil)
+	up := int32(-1)
+	f.afterWrite = func(activity string) {
+		if activity != "ScaleDownReplicaSet" {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, rs := range f.rss {
+			if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h1 && up > rs.Status.AvailableReplicas {
+				rs.Status.AvailableReplicas, rs.Status.ReadyReplicas = up, up
+			}
+		}
+	}
+	route := &fakeRoute{f: f}
+	var atAwait []int32
+	f.beforeAwait = func() {
+		atAwait = append(atAwait, route.state.Route.CanaryWeight)
+		for _, rs := range f.rss {
+			settle(rs)
+			if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h1 {
+				up = rs.Status.AvailableReplicas
+			}
+		}
+	}
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	at(env, time.Hour, func() {
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.Step == 4 && st.Steps.WaitingFor == WaitingForPromote, "steps %+v, want waiting for promote at step 4", st.Steps)
+		check(t, st.Steps.Traffic != nil && st.Steps.Traffic.CanaryWeight == 50, "in the pause: traffic %+v, want the canary at 50", st.Steps.Traffic)
+	})
+	endByDeletion(env, f, 2*time.Hour)
+	env.ExecuteWorkflow(WorkflowType, input())
+	held := 0
+	for i, in := range f.awaits {
+		if c := in.Request.Canary; c != nil && c.Hold && strings.Contains(c.Message, "paused until promoted") {
+			held++
+			if atAwait[i] != 50 {
+				t.Errorf("wait %d of the indefinite pause began with the route at %d, want 50", i, atAwait[i])
+			}
+		}
+	}
+	if held == 0 {
+		t.Fatalf("no wait in the indefinite pause")
 	}
 }
