@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -99,6 +100,9 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 		svcs[name] = svc
 	}
 	cur, err := readTraffic(route, spec, svcs)
+	if errors.Is(err, errOtherRule) {
+		a.record(in.Deployment, []k8s.Event{{Type: "Warning", Reason: "InvalidRolloutAnnotation", Message: "Traffic not moved: " + err.Error()}})
+	}
 	if err != nil {
 		return SyncTrafficResult{}, nonRetryable(ErrTraffic, "read traffic of %s: %v", in.Deployment, err)
 	}
@@ -405,15 +409,60 @@ func readTraffic(route *unstructured.Unstructured, spec k8s.TrafficSpec, svcs ma
 	if sw+cw > 0 {
 		st.Route.CanaryWeight = int32(cw * 100 / (sw + cw))
 	}
-	for _, r := range rules {
+	for i, r := range rules {
 		rule, _ := r.(map[string]any)
-		name, _ := rule["name"].(string)
-		if !strings.HasPrefix(name, headerRulePrefix) {
+		if i == spec.HTTPRoute.Rule {
 			continue
 		}
-		st.Route.HeaderRoutes = append(st.Route.HeaderRoutes, k8s.HeaderRoute{Name: strings.TrimPrefix(name, headerRulePrefix), Match: headerMatches(rule)})
+		if ownedRule(rule, spec) {
+			name, _ := rule["name"].(string)
+			st.Route.HeaderRoutes = append(st.Route.HeaderRoutes, k8s.HeaderRoute{Name: strings.TrimPrefix(name, headerRulePrefix), Match: headerMatches(rule)})
+			continue
+		}
+		// Another rule that sends to either Service would keep its traffic there whatever the
+		// rollout does (the stable Service's pods scaled away under it): refused.
+		refs, _, _ := unstructured.NestedSlice(rule, "backendRefs")
+		for _, x := range refs {
+			ref, _ := x.(map[string]any)
+			if n, _ := ref["name"].(string); n == spec.StableService || n == spec.CanaryService {
+				return st, fmt.Errorf("%w: httproute %s rule %d also sends to Service %s; the rollout moves only rule %d (httpRoute.rule): send rule %d to other Services, or give each route its own Services",
+					errOtherRule, route.GetName(), i, n, spec.HTTPRoute.Rule, i)
+			}
+		}
 	}
 	return st, nil
+}
+
+// errOtherRule: a rule the rollout does not manage sends to its Services.
+var errOtherRule = errors.New("another rule routes to the rollout's Services")
+
+// ownedRule reports whether a rule is one of the header routes' rules: named with
+// headerRulePrefix, or, where the cluster's Gateway API CRDs predate HTTPRouteRule.name (before
+// v1.4, which prune the field), of their shape: no name, matches that all test headers, and one
+// backendRef, to the canary Service.
+func ownedRule(rule map[string]any, spec k8s.TrafficSpec) bool {
+	name, hasName := rule["name"].(string)
+	if hasName && name != "" {
+		return strings.HasPrefix(name, headerRulePrefix)
+	}
+	refs, _, _ := unstructured.NestedSlice(rule, "backendRefs")
+	if len(refs) != 1 {
+		return false
+	}
+	if ref, _ := refs[0].(map[string]any); ref["name"] != spec.CanaryService {
+		return false
+	}
+	matches, _, _ := unstructured.NestedSlice(rule, "matches")
+	if len(matches) == 0 {
+		return false
+	}
+	for _, m := range matches {
+		mm, _ := m.(map[string]any)
+		if hs, _, _ := unstructured.NestedSlice(mm, "headers"); len(hs) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // headerMatches is a managed rule's header matches (its first match's headers).
@@ -483,9 +532,9 @@ func writeRoute(route *unstructured.Unstructured, spec k8s.TrafficSpec, want k8s
 	// The managed header rules go last, in want's order, each the weighted rule's matches with
 	// the headers added, to the canary Service alone.
 	kept := rules[:0:0]
-	for _, r := range rules {
+	for i, r := range rules {
 		m, _ := r.(map[string]any)
-		if name, _ := m["name"].(string); strings.HasPrefix(name, headerRulePrefix) {
+		if i != spec.HTTPRoute.Rule && ownedRule(m, spec) {
 			continue
 		}
 		kept = append(kept, r)
