@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"flag"
+	"os"
 	"strings"
 	"testing"
 
@@ -57,5 +59,37 @@ func TestUsageFlagNames(t *testing.T) {
 	help := usage(newFlagSet())
 	if !strings.Contains(help, "      --watch   ") {
 		t.Errorf("the usage does not show --watch as a flag without argument:\n%s", help)
+	}
+}
+
+// workerReference is the worker's generated reference, beside the starter's.
+const workerReference = "../docs/reference/cli/worker.md"
+
+var updateReference = flag.Bool("update", false, "rewrite "+workerReference+" from the flags")
+
+//go:generate go test -run ^TestCLIReference$ -update .
+
+// reference is worker.md: the worker's help, which is its flag set's (pflag, not cobra).
+func reference() string {
+	return "<!-- Generated from the worker's flags by `go generate ./worker/`; do not edit. -->\n\n" +
+		"## worker\n\n```\n" + usage(newFlagSet()) + "```\n\n### SEE ALSO\n\n* [starter](starter.md)\t - the command line\n"
+}
+
+// TestCLIReference: docs/reference/cli/worker.md is the worker's help today. On a difference:
+// go generate ./worker/.
+func TestCLIReference(t *testing.T) {
+	want := reference()
+	if *updateReference {
+		if err := os.WriteFile(workerReference, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(workerReference)
+	if err != nil {
+		t.Fatalf("%v; run go generate ./worker/", err)
+	}
+	if string(got) != want {
+		t.Errorf("%s differs from the worker's flags; run go generate ./worker/", workerReference)
 	}
 }
