@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
@@ -157,4 +158,68 @@ func TestCLIDocFlags(t *testing.T) {
 			known[m[1]] = true
 		}
 	}
+}
+
+// TestCLIDocDefaults: the defaults in docs/cli.md's flag tables are the commands' (a flag on
+// several commands may show any of its defaults; an empty, false or zero default may be
+// described instead, "in-cluster", "all").
+func TestCLIDocDefaults(t *testing.T) {
+	defaults := map[string][]*pflag.Flag{}
+	var visit func(*cobra.Command)
+	visit = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) { defaults[f.Name] = append(defaults[f.Name], f) })
+		for _, sub := range c.Commands() {
+			visit(sub)
+		}
+	}
+	visit(newRootCmd())
+	b, err := os.ReadFile("../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagRe := regexp.MustCompile("`--([a-z][a-z0-9-]*)`")
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if !strings.HasPrefix(line, "| `--") || len(cells) < 3 {
+			continue
+		}
+		names := flagRe.FindAllStringSubmatch(cells[0], -1)
+		values := strings.Split(strings.TrimSpace(cells[1]), ", ")
+		for i, m := range names {
+			cell := strings.TrimSpace(cells[1])
+			if len(values) == len(names) {
+				cell = values[i]
+			}
+			fs := defaults[m[1]]
+			if len(fs) == 0 {
+				t.Errorf("docs/cli.md: --%s is no flag of a starter command", m[1])
+				continue
+			}
+			if !anyDefault(fs, strings.Trim(cell, "` ")) {
+				t.Errorf("docs/cli.md: --%s default %q, the commands' %q", m[1], cell, fs[0].DefValue)
+			}
+		}
+	}
+}
+
+func anyDefault(fs []*pflag.Flag, cell string) bool {
+	for _, f := range fs {
+		switch {
+		case f.Value.Type() == "duration":
+			want, _ := time.ParseDuration(f.DefValue)
+			if cell == "0" {
+				cell = "0s"
+			}
+			if got, err := time.ParseDuration(cell); err == nil && got == want {
+				return true
+			}
+		case cell == f.DefValue:
+			return true
+		case f.DefValue == "" || f.DefValue == "false" || f.DefValue == "0":
+			if cell == "" || !strings.ContainsAny(cell[:1], "0123456789:") {
+				return true
+			}
+		}
+	}
+	return false
 }
