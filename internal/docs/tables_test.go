@@ -368,3 +368,22 @@ func TestOperationsRBAC(t *testing.T) {
 		t.Fatal("deploy/base/rbac.yaml has no ClusterRole rules")
 	}
 }
+
+// TestCLIWorkerOnlyFlags: docs/cli.md's list of the worker's own flags is config.WorkerFlags.
+func TestCLIWorkerOnlyFlags(t *testing.T) {
+	m := regexp.MustCompile(`(?s)The worker's own flags \((.*?)\) belong`).FindStringSubmatch(read(t, "docs/cli.md"))
+	if m == nil {
+		t.Fatal(`docs/cli.md: no "The worker's own flags (...) belong" sentence`)
+	}
+	var got, want []string
+	for _, f := range flagName.FindAllStringSubmatch(m[1], -1) {
+		got = append(got, f[1])
+	}
+	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
+	config.WorkerFlags(fs)
+	fs.VisitAll(func(f *pflag.Flag) { want = append(want, f.Name) })
+	sort.Strings(got)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("docs/cli.md's worker flags %q, config.WorkerFlags %q", got, want)
+	}
+}
