@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -596,4 +597,49 @@ func headerRule(h k8s.HeaderRoute, weighted map[string]any, backend map[string]a
 
 func runtimeCopy(m map[string]any) map[string]any {
 	return (&unstructured.Unstructured{Object: m}).DeepCopy().Object
+}
+
+// ReleaseTrafficInput names the Services a Deployment's traffic routing pointed at
+// pod-template-hashes, once its traffic annotation is gone.
+type ReleaseTrafficInput struct {
+	Deployment DeploymentRef `json:"deployment"`
+	Services   []string      `json:"services"`
+	Events     []k8s.Event   `json:"events,omitempty"`
+}
+
+// ReleaseTrafficResult lists the Services whose selectors were given back.
+type ReleaseTrafficResult struct {
+	Released []string `json:"released,omitempty"`
+}
+
+// ReleaseTraffic gives the Services back their selectors as the user wrote them: the
+// pod-template-hash key the routing added (TrafficMoves) is removed, and nothing else is
+// touched. A Service already without it, or gone, is left alone.
+func (a *Activities) ReleaseTraffic(ctx context.Context, in ReleaseTrafficInput) (ReleaseTrafficResult, error) {
+	ns := in.Deployment.Namespace
+	services := a.client(ctx).CoreV1().Services(ns)
+	var res ReleaseTrafficResult
+	for _, name := range in.Services {
+		svc, err := services.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return res, classify("get service "+ns+"/"+name, err)
+		}
+		if _, ok := svc.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey]; !ok {
+			continue
+		}
+		obj := svc.DeepCopy()
+		obj.ManagedFields = nil
+		delete(obj.Spec.Selector, appsv1.DefaultDeploymentUniqueLabelKey)
+		_, err = services.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+		a.countWrite("update", "services", err)
+		if err != nil {
+			return res, classify("give service "+ns+"/"+name+" its selector back", err)
+		}
+		res.Released = append(res.Released, name)
+	}
+	a.record(in.Deployment, in.Events)
+	return res, nil
 }

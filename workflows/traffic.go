@@ -71,6 +71,10 @@ func (r *rollout) headerStep() bool {
 func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
 	d := k8s.Effective(snap.Deployment)
 	spec, err := k8s.ParseTraffic(d.Annotations)
+	if spec == nil && err == nil && r.traffic != nil && r.traffic.Stable.Service != "" &&
+		workflow.GetVersion(ctx, changeTrafficRelease, workflow.DefaultVersion, 1) == 1 {
+		return r.releaseTraffic(ctx, ref)
+	}
 	if spec == nil || err != nil || r.annotationError != "" || plan.CanaryStale {
 		return nil
 	}
@@ -132,6 +136,28 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	if changed {
 		r.upsertStepState(ctx)
 	}
+	return nil
+}
+
+// changeTrafficRelease: a Deployment whose traffic annotation is gone gets its Services'
+// selectors back as the user wrote them (releaseTraffic); before, they stayed on the last
+// pod-template-hashes the routing set, and the next rollout scaled those pods away under them.
+const changeTrafficRelease = "traffic-release"
+
+// releaseTraffic gives the Services of a Deployment that lost its traffic annotation their
+// selectors back (activities.ReleaseTraffic) and forgets the route.
+func (r *rollout) releaseTraffic(ctx workflow.Context, ref activities.DeploymentRef) error {
+	t := r.traffic
+	in := activities.ReleaseTrafficInput{Deployment: ref, Services: []string{t.Stable.Service, t.Canary.Service}, Events: []k8s.Event{{
+		Type: "Normal", Reason: "TrafficReleased",
+		Message: fmt.Sprintf("The %s annotation is gone: Services %s and %s select as their own selectors say again", k8s.TrafficAnnotation, t.Stable.Service, t.Canary.Service),
+	}}}
+	var res activities.ReleaseTrafficResult
+	if err := workflow.ExecuteLocalActivity(ctx, a.ReleaseTraffic, in).Get(ctx, &res); err != nil {
+		return fmt.Errorf("give the services their selectors back: %w", err)
+	}
+	r.traffic, r.trafficAsk = nil, nil
+	r.upsertStepState(ctx)
 	return nil
 }
 

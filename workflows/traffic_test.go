@@ -428,3 +428,40 @@ func TestTrafficStepPassesAtItsWeight(t *testing.T) {
 		t.Fatalf("no wait in the indefinite pause")
 	}
 }
+
+// A Deployment that loses its traffic annotation mid-rollout gets its Services' selectors back
+// as the user wrote them (activities.ReleaseTraffic), once, and the status forgets the route.
+// Before, the Services stayed on the pod-template-hashes the routing last set.
+func TestTrafficAnnotationRemovedReleasesServices(t *testing.T) {
+	f := stepped(`[{"setWeight":30},{"pause":{}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	route := &fakeRoute{f: f}
+	var released []activities.ReleaseTrafficInput
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	env.OnActivity(a.ReleaseTraffic, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ReleaseTrafficInput) (activities.ReleaseTrafficResult, error) {
+		released = append(released, in)
+		return activities.ReleaseTrafficResult{Released: in.Services}, nil
+	})
+	at(env, time.Hour, func() {
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.Traffic != nil && st.Steps.Traffic.CanaryWeight == 30, "in the pause: steps %+v, want routed at 30", st.Steps)
+		f.mu.Lock()
+		delete(f.d.Annotations, k8s.TrafficAnnotation)
+		f.d.Generation++
+		f.mu.Unlock()
+		env.SignalWorkflow(SignalTrigger, nil)
+	})
+	at(env, 2*time.Hour, func() {
+		st := queryStatus(t, env)
+		check(t, st.Steps == nil || st.Steps.Traffic == nil, "after the annotation went: traffic %+v, want none", st.Steps)
+	})
+	endByDeletion(env, f, 3*time.Hour)
+	env.ExecuteWorkflow(WorkflowType, input())
+	if len(released) != 1 || strings.Join(released[0].Services, ",") != "web-stable,web-canary" {
+		t.Fatalf("ReleaseTraffic calls %+v, want one for web-stable and web-canary", released)
+	}
+	if !f.hasEvent("TrafficReleased") && len(released[0].Events) == 0 {
+		t.Errorf("no TrafficReleased event")
+	}
+}
