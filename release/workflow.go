@@ -204,7 +204,7 @@ func (r *run) gate(ctx workflow.Context) bool {
 			_ = workflow.Await(ctx, func() bool { return len(ws.Approvals) != n || r.failed() })
 			continue
 		}
-		if until, reason, frozen := Frozen(r.spec.Freeze, workflow.Now(ctx)); frozen {
+		if until, reason, frozen := frozenAt(r.spec.Freeze, workflow.Now(ctx), r.wallClockWindows(ctx)); frozen {
 			ws.State = WaveWaiting
 			r.st.Status.FrozenUntil, r.st.Status.FreezeReason = &until, reason
 			r.setPhase(ctx, PhaseWaiting, WaitingForFreeze, fmt.Sprintf("wave %d (%s) waits for the freeze window to end at %s: %s", wi+1, ws.Name, until.UTC().Format(time.RFC3339), reason))
@@ -227,6 +227,21 @@ func (r *run) gate(ctx workflow.Context) bool {
 		return true
 	}
 	return false
+}
+
+// changeFreezeWallClock: a freeze window ends at the wall-clock time its start plus its
+// duration names, and a start the clocks skip begins when they jump (calendar.go); before it,
+// the duration was elapsed time and a skipped start had no window. docs/versioning.md.
+const changeFreezeWallClock = "freeze-wall-clock"
+
+// wallClockWindows: the release's freeze windows use wall-clock arithmetic, unless its run
+// began before the change freeze-wall-clock. Asked only for a release with windows, so the
+// others' histories carry no marker.
+func (r *run) wallClockWindows(ctx workflow.Context) bool {
+	if len(r.spec.Freeze) == 0 {
+		return true
+	}
+	return workflow.GetVersion(ctx, changeFreezeWallClock, workflow.DefaultVersion, 1) >= 1
 }
 
 // awaitFleetThaw checks the fleet freeze and, while it holds, waits for its end (AwaitThaw

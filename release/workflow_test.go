@@ -581,6 +581,35 @@ func TestFreezeWindowHoldsThenReleases(t *testing.T) {
 	})
 }
 
+// TestFreezeWindowAcrossSummerTime: the weekend window (Friday 16:00 Berlin + 64h) that
+// began on 2026-10-23 at 16:00 CEST ends on Monday at 08:00 CET, 07:00 UTC, after the clocks
+// went back: a release started at 06:30 UTC waits 30 minutes (before, the window had ended at
+// 06:00 UTC and the release started at once). The run records the freeze-wall-clock marker.
+func TestFreezeWindowAcrossSummerTime(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) {
+		s.Freeze = []FreezeWindow{{RRule: "FREQ=WEEKLY;BYDAY=FR;BYHOUR=16;BYMINUTE=0", Duration: k8s.Duration(64 * time.Hour), TimeZone: "Europe/Berlin", Reason: "weekend"}}
+	})
+	env := newEnv(t, spec)
+	env.SetStartTime(time.Date(2026, 10, 26, 6, 30, 0, 0, time.UTC))
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	var versions []string
+	env.OnGetVersion(changeFreezeWallClock, workflow.DefaultVersion, 1).Run(func(mock.Arguments) {
+		versions = append(versions, changeFreezeWallClock)
+	}).Return(workflow.Version(1))
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseSucceeded {
+		t.Fatalf("result = %+v", r)
+	}
+	equalSet(t, "log", f.lines("apply"), []string{
+		"30m0s apply /shop/a nginx:1.27",
+		"40m0s apply eu/shop/b nginx:1.27",
+		"40m0s apply eu/shop/c nginx:1.27",
+	})
+	if len(versions) == 0 {
+		t.Errorf("GetVersion(%s) was not asked", changeFreezeWallClock)
+	}
+}
+
 // TestFleetFreezeHolds: the fleet is frozen when wave 2 would start; it waits for the thaw.
 func TestFleetFreezeHolds(t *testing.T) {
 	spec := twoWaves(t, nil)
