@@ -105,6 +105,7 @@ func TestReadTargets(t *testing.T) {
 func TestApplyTemplateChange(t *testing.T) {
 	old := testDeployment()
 	oldTpl := old.Spec.Template
+	oldHash := k8s.PodTemplateHash(&oldTpl, nil)
 	newTpl := podTemplate("nginx:2", "")
 	tests := []struct {
 		name string
@@ -121,13 +122,13 @@ func TestApplyTemplateChange(t *testing.T) {
 		{
 			name:       "image and annotation",
 			give:       ApplyInput{Namespace: testNS, Name: "web", Images: map[string]string{"app": "nginx:2"}, Annotations: map[string]string{"example.com/release": "r1"}, ExpectUID: dUID},
-			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Changed: true, Revision: 1, Template: oldTpl},
+			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Changed: true, Revision: 1, Template: oldTpl, BeforeHash: oldHash},
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"}, wantUpdates: 1,
 		},
 		{
 			name:       "init container image",
 			give:       ApplyInput{Namespace: testNS, Name: "web", Images: map[string]string{"init": "busybox:2"}},
-			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(ptr(withImages(oldTpl, "busybox:2", "nginx:1")), nil), Changed: true, Revision: 1, Template: oldTpl},
+			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(ptr(withImages(oldTpl, "busybox:2", "nginx:1")), nil), Changed: true, Revision: 1, Template: oldTpl, BeforeHash: oldHash},
 			wantImages: "init=busybox:2 app=nginx:1", wantAnno: map[string]string{k8s.RevisionAnnotation: "1"}, wantUpdates: 1,
 		},
 		{
@@ -160,13 +161,13 @@ func TestApplyTemplateChange(t *testing.T) {
 					}
 				}
 			},
-			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Revision: 1, Template: oldTpl},
+			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Revision: 1, Template: oldTpl, BeforeHash: oldHash},
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "2", "example.com/release": "r1"},
 		},
 		{
 			name:       "annotations only; an empty value removes one",
 			give:       ApplyInput{Namespace: testNS, Name: "web", Annotations: map[string]string{k8s.RevisionAnnotation: "", "example.com/release": "r2"}},
-			want:       ApplyResult{UID: dUID, Generation: 2, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Revision: 1, Template: oldTpl},
+			want:       ApplyResult{UID: dUID, Generation: 2, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Revision: 1, Template: oldTpl, BeforeHash: oldHash},
 			wantImages: "init=busybox:1 app=nginx:1", wantAnno: map[string]string{"example.com/release": "r2"}, wantUpdates: 1,
 		},
 		{
@@ -175,7 +176,7 @@ func TestApplyTemplateChange(t *testing.T) {
 			prepare: func(f *fixture) {
 				f.failFirst("update", "deployments", 1, conflict(dGR, "web"))
 			},
-			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Changed: true, Revision: 1, Template: oldTpl},
+			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Changed: true, Revision: 1, Template: oldTpl, BeforeHash: oldHash},
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1"}, wantUpdates: 2,
 		},
 		{name: "nothing to change", give: ApplyInput{Namespace: testNS, Name: "web"}, wantErr: ErrInvalid, wantImages: "init=busybox:1 app=nginx:1", wantAnno: map[string]string{k8s.RevisionAnnotation: "1"}},
@@ -287,6 +288,15 @@ func TestRestoreTemplate(t *testing.T) {
 			want:       RestoreResult{Generation: 3, TemplateHash: k8s.PodTemplateHash(ptr(podTemplate("nginx:2", "")), nil)},
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"},
 		},
+		{
+			// The release's state carries no template: the ReplicaSet of revision 1 has it.
+			name:       "from the old ReplicaSet",
+			give:       RestoreInput{Namespace: testNS, Name: "web", FromHash: k8s.PodTemplateHash(&oldTpl, nil), Annotations: map[string]string{"example.com/release": ""}, ExpectUID: dUID},
+			want:       RestoreResult{Generation: 4, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Changed: true},
+			wantImages: "init=busybox:1 app=nginx:1", wantAnno: map[string]string{k8s.RevisionAnnotation: "1"}, wantUpdates: 1,
+		},
+		{name: "the old ReplicaSet is gone", give: RestoreInput{Namespace: testNS, Name: "web", FromHash: "5d8f7b9c4"}, wantErr: ErrNotFound,
+			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"}},
 		{name: "no containers", give: RestoreInput{Namespace: testNS, Name: "web"}, wantErr: ErrInvalid,
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"}},
 		{name: "another UID", give: RestoreInput{Namespace: testNS, Name: "web", Template: oldTpl, ExpectUID: "other"}, wantErr: ErrStale,
@@ -294,7 +304,7 @@ func TestRestoreTemplate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, changed)
+			f := newFixture(t, changed, releaseRS(changed, oldTpl, "1", 0), releaseRS(changed, changed.Spec.Template, "2", 3))
 			bumpGeneration(f)
 			got, err := f.a.RestoreTemplate(context.Background(), tt.give)
 			checkErr(t, err, tt.wantErr)
