@@ -555,3 +555,63 @@ func (a *Activities) RestoreTemplate(ctx context.Context, in RestoreInput) (Rest
 	}
 	return res, nil
 }
+
+// PreflightInput checks a release's change against Deployments of one namespace before any of
+// them changes: Images and Patch as ApplyInput has them.
+type PreflightInput struct {
+	Namespace string            `json:"namespace"`
+	Names     []string          `json:"names"`
+	Images    map[string]string `json:"images,omitempty"`
+	Patch     json.RawMessage   `json:"patch,omitempty"`
+}
+
+// PreflightResult lists what would make the change fail, one line per Deployment
+// ("shop/web: no container named \"app\""); none: the change applies to every one.
+type PreflightResult struct {
+	Problems []string `json:"problems,omitempty"`
+}
+
+// PreflightChange checks, for each Deployment, that the change applies (every container named
+// in Images exists, the patch applies to the template) and that the apiserver accepts the
+// result: the changed Deployment is written as a server-side dry run (metav1.DryRunAll), which
+// runs validation and admission (webhooks, policies) and persists nothing. A Deployment
+// that already has the change is not written. Problems are in the result; an error is only a
+// failure to ask (retried), or no such Deployment (ErrNotFound).
+func (a *Activities) PreflightChange(ctx context.Context, in PreflightInput) (PreflightResult, error) {
+	var res PreflightResult
+	dc := a.client(ctx).AppsV1().Deployments(in.Namespace)
+	for _, name := range in.Names {
+		what := "pre-flight of deployment " + in.Namespace + "/" + name
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, name)
+		}
+		for i := 0; ; i++ {
+			d, err := dc.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return PreflightResult{}, classify(what, err)
+			}
+			want, err := desiredTemplate(d.Spec.Template, ApplyInput{Images: in.Images, Patch: in.Patch})
+			if err != nil {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s/%s: %v", in.Namespace, name, err))
+				break
+			}
+			if equality.Semantic.DeepEqual(want, d.Spec.Template) {
+				break
+			}
+			obj := d.DeepCopy()
+			obj.ManagedFields = nil
+			obj.Spec.Template = want
+			_, err = dc.Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: ReleaseFieldManager})
+			switch {
+			case apierrors.IsConflict(err) && i < conflictRetries:
+				continue
+			case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err):
+				res.Problems = append(res.Problems, fmt.Sprintf("%s/%s: the apiserver rejects the changed template (dry run): %v", in.Namespace, name, err))
+			case err != nil:
+				return PreflightResult{}, classify(what, err)
+			}
+			break
+		}
+	}
+	return res, nil
+}

@@ -11,9 +11,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/temporal-rollout/rollout/k8s"
@@ -493,5 +496,70 @@ func TestReleaseWritesAreNotTheWorkflows(t *testing.T) {
 		if got := u.(k8stesting.UpdateActionImpl).UpdateOptions.FieldManager; got != ReleaseFieldManager || got == kube.FieldManager {
 			t.Errorf("field manager %q, want %q", got, ReleaseFieldManager)
 		}
+	}
+}
+
+// TestPreflightChange: a container the change names but a Deployment lacks, and a patch that
+// does not apply or that the apiserver rejects, are problems, found without writing anything;
+// a change that applies is written as a dry run (metav1.DryRunAll). The fake clientset does
+// not implement dry runs (it would store the object): a reactor answers them as the apiserver
+// does, from the request, and rejects a template without containers as validation would. So
+// this tests what is sent; what a real apiserver's admission says is the e2e suite's.
+func TestPreflightChange(t *testing.T) {
+	sidecar := withDeployment(testDeployment(), func(d *appsv1.Deployment) {
+		d.Name, d.UID, d.Spec.Template = "proxy", "proxy-uid", podTemplate("envoy:1", "")
+		d.Spec.Template.Spec.Containers[0].Name = "envoy"
+	})
+	tests := []struct {
+		name       string
+		give       PreflightInput
+		want       []string // problems, each a prefix
+		wantDryRun int
+		wantErr    string
+	}{
+		{name: "applies", give: PreflightInput{Namespace: testNS, Names: []string{"web"}, Images: map[string]string{"app": "nginx:2"}}, wantDryRun: 1},
+		{name: "a container missing in one", give: PreflightInput{Namespace: testNS, Names: []string{"web", "proxy"}, Images: map[string]string{"app": "nginx:2"}},
+			want: []string{`default/proxy: no container named "app"`}, wantDryRun: 1},
+		{name: "already has the change: no write", give: PreflightInput{Namespace: testNS, Names: []string{"web"}, Images: map[string]string{"app": "nginx:1"}}},
+		{name: "patch that does not apply", give: PreflightInput{Namespace: testNS, Names: []string{"web"}, Patch: json.RawMessage(`{"spec":{"containerz":[]}}`)},
+			want: []string{"default/web: patched template: "}},
+		{name: "patch the apiserver rejects", give: PreflightInput{Namespace: testNS, Names: []string{"web"}, Patch: json.RawMessage(`{"spec":{"$setElementOrder/containers":[],"containers":[{"name":"app","$patch":"delete"}]}}`)},
+			want: []string{"default/web: the apiserver rejects the changed template (dry run): "}, wantDryRun: 1},
+		{name: "no such Deployment", give: PreflightInput{Namespace: testNS, Names: []string{"nope"}, Images: map[string]string{"app": "nginx:2"}}, wantErr: ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, testDeployment(), sidecar)
+			dryRuns := 0
+			f.client.PrependReactor("update", "deployments", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				u := action.(k8stesting.UpdateActionImpl)
+				if !reflect.DeepEqual(u.UpdateOptions.DryRun, []string{metav1.DryRunAll}) {
+					t.Errorf("update without dry run: %+v", u.UpdateOptions)
+					return false, nil, nil
+				}
+				dryRuns++
+				d := u.GetObject().(*appsv1.Deployment)
+				if len(d.Spec.Template.Spec.Containers) == 0 {
+					return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, d.Name, field.ErrorList{field.Required(field.NewPath("spec", "template", "spec", "containers"), "")})
+				}
+				return true, d, nil
+			})
+			got, err := f.a.PreflightChange(context.Background(), tt.give)
+			checkErr(t, err, tt.wantErr)
+			if len(got.Problems) != len(tt.want) {
+				t.Fatalf("problems = %q, want %q", got.Problems, tt.want)
+			}
+			for i := range tt.want {
+				if !strings.HasPrefix(got.Problems[i], tt.want[i]) {
+					t.Errorf("problem %d = %q, want it to start with %q", i, got.Problems[i], tt.want[i])
+				}
+			}
+			if dryRuns != tt.wantDryRun {
+				t.Errorf("%d dry runs, want %d", dryRuns, tt.wantDryRun)
+			}
+			if images := imagesOf(f.deployment(t).Spec.Template); images != "init=busybox:1 app=nginx:1" {
+				t.Errorf("web's images after = %s, want unchanged", images)
+			}
+		})
 	}
 }

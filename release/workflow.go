@@ -130,6 +130,12 @@ func ReleaseWorkflow(ctx workflow.Context, spec Spec) (Result, error) {
 			r.failWith(err.Error())
 			return r.finish(ctx)
 		}
+		if workflow.GetVersion(ctx, changePreflight, workflow.DefaultVersion, 1) >= 1 {
+			if err := r.preflight(ctx); err != nil {
+				r.failWith(err.Error())
+				return r.finish(ctx)
+			}
+		}
 		r.st.Resolved = true
 	}
 	for r.st.Current < len(spec.Waves) {
@@ -191,6 +197,62 @@ func (r *run) resolve(ctx workflow.Context) error {
 		return fmt.Errorf("the targets are %d Deployments; at most %d", len(st.Targets), MaxTargets)
 	}
 	return nil
+}
+
+// changePreflight: after reading the targets, before any change, the release checks its change
+// against every target (PreflightChange). docs/versioning.md.
+const changePreflight = "release-preflight"
+
+// preflightBatch is how many Deployments one PreflightChange checks (a Get and a dry-run
+// Update each, well within its one-minute start-to-close on a client budget of 5 QPS).
+const preflightBatch = 50
+
+// preflight checks the change against every target, every cluster at once, before any
+// change: a container the change names that a Deployment lacks, a patch that does not apply,
+// a changed template the apiserver rejects (a server-side dry run). It names every problem
+// (the first 20, and how many more).
+func (r *run) preflight(ctx workflow.Context) error {
+	type batch struct {
+		cluster string
+		fut     workflow.Future
+	}
+	var batches []batch
+	targets := r.st.Status.Targets
+	for i := 0; i < len(targets); {
+		j := i
+		var names []string
+		for j < len(targets) && len(names) < preflightBatch && targets[j].Cluster == targets[i].Cluster && targets[j].Namespace == targets[i].Namespace {
+			names = append(names, targets[j].Name)
+			j++
+		}
+		fut := workflow.ExecuteActivity(r.clusterOptions(ctx, targets[i].Cluster), a.PreflightChange, activities.PreflightInput{
+			Namespace: targets[i].Namespace, Names: names, Images: r.spec.Change.Images, Patch: r.spec.Change.Patch,
+		})
+		batches = append(batches, batch{targets[i].Cluster, fut})
+		i = j
+	}
+	var problems []string
+	for _, b := range batches {
+		var res activities.PreflightResult
+		if err := b.fut.Get(ctx, &res); err != nil {
+			return fmt.Errorf("pre-flight%s: %s", clusterSuffix(b.cluster), errMessage(err))
+		}
+		for _, p := range res.Problems {
+			if b.cluster != "" {
+				p = b.cluster + ":" + p
+			}
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	more := ""
+	if len(problems) > 20 {
+		more = fmt.Sprintf("; and %d more", len(problems)-20)
+		problems = problems[:20]
+	}
+	return fmt.Errorf("pre-flight: the change does not apply to %s%s", strings.Join(problems, "; "), more)
 }
 
 func clusterSuffix(cluster string) string {

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +55,8 @@ func (f *fakeFleet) template(image string) corev1.PodTemplateSpec {
 }
 
 type fakeDep struct {
+	// container is the name of its one container ("app" unless set).
+	container  string
 	image      string
 	revision   int64
 	generation int64
@@ -66,7 +69,7 @@ func newFleet(env *testsuite.TestWorkflowEnvironment, names ...string) *fakeFlee
 		f.deps[n] = &fakeDep{image: "nginx:1.26", revision: 3, generation: 5, annots: map[string]string{}}
 	}
 	for name, fn := range map[string]any{
-		"ReadTargets": f.readTargets, "ApplyTemplateChange": f.apply, "AwaitRolloutDone": f.awaitDone,
+		"ReadTargets": f.readTargets, "PreflightChange": f.preflight, "ApplyTemplateChange": f.apply, "AwaitRolloutDone": f.awaitDone,
 		"RestoreTemplate": f.restore, "RecordEvent": f.recordEvent, "MeasureAnalysis": f.measure,
 	} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
@@ -129,6 +132,25 @@ func (f *fakeFleet) readTargets(ctx context.Context, in activities.ReadTargetsIn
 		for k, d := range f.deps {
 			if strings.HasPrefix(k, prefix) {
 				res.Targets = append(res.Targets, activities.Target{Name: strings.TrimPrefix(k, prefix), UID: "uid", TemplateHash: "h-" + d.image})
+			}
+		}
+	}
+	return res, nil
+}
+
+// preflight answers as PreflightChange: a container the change names that the Deployment
+// does not have is a problem.
+func (f *fakeFleet) preflight(ctx context.Context, in activities.PreflightInput) (activities.PreflightResult, error) {
+	var res activities.PreflightResult
+	for _, n := range in.Names {
+		k := f.key(ctx, in.Namespace, n)
+		f.logf("preflight %s", k)
+		f.mu.Lock()
+		d := f.deps[k]
+		f.mu.Unlock()
+		for c := range in.Images {
+			if have := cmp.Or(d.container, "app"); c != have {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s/%s: no container named %q", in.Namespace, n, c))
 			}
 		}
 	}
@@ -628,6 +650,28 @@ func TestFreezeWindowAcrossSummerTime(t *testing.T) {
 	})
 	if len(versions) == 0 {
 		t.Errorf("GetVersion(%s) was not asked", changeFreezeWallClock)
+	}
+}
+
+// TestPreflightFailsBeforeAnyChange: wave 2's c has no container "app": the release fails
+// before it changes anything (before, wave 1 rolled out and baked, then c's change failed and
+// a was rolled back). Every target is checked, wave 2's in cluster eu on its task queue.
+func TestPreflightFailsBeforeAnyChange(t *testing.T) {
+	spec := twoWaves(t, nil)
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	f.deps["eu/shop/c"].container = "web"
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	r := result(t, env)
+	if r.Phase != PhaseFailed || r.Reason != `pre-flight: the change does not apply to eu:shop/c: no container named "app"` {
+		t.Fatalf("result = %+v, want Failed naming c", r)
+	}
+	if got := f.lines("apply", "restore"); len(got) != 0 {
+		t.Errorf("changes %v, want none", got)
+	}
+	equalSet(t, "checked", f.lines("preflight"), []string{"0s preflight /shop/a", "0s preflight eu/shop/b", "0s preflight eu/shop/c"})
+	if q := f.queues["PreflightChange"]; !q["deployment-controller.eu"] || !q["deployment-controller"] {
+		t.Errorf("pre-flight ran on task queues %v, want deployment-controller and deployment-controller.eu", q)
 	}
 }
 
