@@ -37,7 +37,8 @@ import (
 //	aborts     10 replicas: [setWeight W, pause {}] then abort, for W = 10, 20, ..., 100
 //	promotes   10 replicas: [setWeight 30, pause 2s, setWeight 70, pause 2s], 9 rollouts to the end
 //	bluegreen  4 replicas, blue-green: v2 promoted, v3 inside v2's scale-down delay
-//	single     1 replica, maxSurge 0: [setWeight 20, pause 2s], 4 rollouts
+//	single     1 replica, maxSurge 1: [setWeight 20, pause 2s], 4 rollouts (1 canary pod beside
+//	           the stable one; without surge the Deployment itself has a moment with no pod)
 //	headers    10 replicas: [setCanaryScale 2, setHeaderRoute, pause 3s, setWeight 50, pause 2s], 3 rollouts,
 //	           half of its requests with the header
 //	first      4 replicas at rest without annotations; the traffic and steps annotations and a
@@ -81,7 +82,7 @@ func TestTrafficSoak(t *testing.T) {
 		withSteps(`[{"setWeight":30},{"pause":{"duration":"2s"}},{"setWeight":70},{"pause":{"duration":"2s"}}]`), traffic, grace))
 	create(t, newDeployment(nss["bluegreen"], "web", 4, "nginx:b1", rolling("25%", "25%"),
 		withAnnotation(k8s.BlueGreenAnnotation, `{"activeService":"web","previewService":"web-preview","scaleDownDelaySeconds":20}`), grace))
-	create(t, newDeployment(nss["single"], "web", 1, "nginx:s0", rolling("0", "1"), withSteps(`[{"setWeight":20},{"pause":{"duration":"2s"}}]`), traffic, grace))
+	create(t, newDeployment(nss["single"], "web", 1, "nginx:s0", rolling("1", "0"), withSteps(`[{"setWeight":20},{"pause":{"duration":"2s"}}]`), traffic, grace))
 	create(t, newDeployment(nss["headers"], "web", 10, "nginx:h0", rolling("25%", "25%"),
 		withSteps(`[{"setCanaryScale":{"replicas":2}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"pause":{"duration":"3s"}},{"setWeight":50},{"pause":{"duration":"2s"}}]`),
 		traffic, grace))
@@ -473,6 +474,9 @@ func (g *gatewayClient) getHost(host string, header map[string]string) (string, 
 	return string(b), ""
 }
 
+// soakPace is the pause between two requests of one stream.
+const soakPace = 30 * time.Millisecond
+
 // soakLoad sends requests without pause, one stream per role, and counts them.
 type soakLoad struct {
 	mu     sync.Mutex
@@ -502,6 +506,9 @@ func startSoakLoad(g *gatewayClient, roles []string) *soakLoad {
 					hdr = map[string]string{"X-Canary": "true"}
 				}
 				_, why := g.getHost(host, hdr)
+				// About 30 requests a second per stream: well above 100 a second in all, and
+				// no more, so the load does not starve the stack on a small machine.
+				time.Sleep(soakPace)
 				l.mu.Lock()
 				l.sent++
 				l.byRole[r]++
