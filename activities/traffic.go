@@ -108,7 +108,8 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 		return SyncTrafficResult{}, nonRetryable(ErrTraffic, "read traffic of %s: %v", in.Deployment, err)
 	}
 	res := SyncTrafficResult{Before: cur}
-	for _, m := range k8s.TrafficMoves(spec, cur, in.Want) {
+	want := keepServingStable(cur, in.Want, in.Available)
+	for _, m := range k8s.TrafficMoves(spec, cur, want) {
 		mr := TrafficMoveResult{Move: m}
 		if m.Route == nil {
 			svc := svcs[m.Service]
@@ -185,6 +186,25 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 	}
 	a.record(in.Deployment, in.Events)
 	return res, nil
+}
+
+// keepServingStable keeps the stable Service on its pods when the sync would point it at a
+// template with no available pod while its own pods are available: a sync that took a new
+// template for the stable one before its ReplicaSet had a pod (its Deployment's status still
+// complete from the previous rollout). The canary Service takes the new template instead, at no
+// weight until its pods are available; the stable Service switches once they are.
+func keepServingStable(cur, want k8s.TrafficState, avail map[string]int32) k8s.TrafficState {
+	if cur.StableHash == "" || want.StableHash == cur.StableHash || avail[want.StableHash] > 0 || avail[cur.StableHash] <= 0 {
+		return want
+	}
+	canary := want.CanaryHash
+	want.StableHash = cur.StableHash
+	if canary == cur.StableHash {
+		return want
+	}
+	want.Route.CanaryWeight = min(want.Route.CanaryWeight, 0)
+	want.Route.HeaderRoutes = nil
+	return want
 }
 
 // endpointsWait bounds how long a sync waits for a Service's EndpointSlices to follow its
