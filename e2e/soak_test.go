@@ -39,7 +39,8 @@ import (
 //	bluegreen  4 replicas, blue-green: v2 promoted, v3 inside v2's scale-down delay
 //	single     1 replica, maxSurge 1: [setWeight 20, pause 2s], 4 rollouts (1 canary pod beside
 //	           the stable one; without surge the Deployment itself has a moment with no pod)
-//	headers    10 replicas: [setCanaryScale 2, setHeaderRoute, pause 3s, setWeight 50, pause 2s], 3 rollouts,
+//	headers    10 replicas: [setCanaryScale 2, setHeaderRoute, pause 3s, setCanaryScale matchTrafficWeight,
+//	           setWeight 50, pause 2s], 3 rollouts,
 //	           half of its requests with the header
 //	first      4 replicas at rest without annotations; the traffic and steps annotations and a
 //	           new image in one update, abort at the pause, then a new image: routed again
@@ -84,7 +85,7 @@ func TestTrafficSoak(t *testing.T) {
 		withAnnotation(k8s.BlueGreenAnnotation, `{"activeService":"web","previewService":"web-preview","scaleDownDelaySeconds":20}`), grace))
 	create(t, newDeployment(nss["single"], "web", 1, "nginx:s0", rolling("1", "0"), withSteps(`[{"setWeight":20},{"pause":{"duration":"2s"}}]`), traffic, grace))
 	create(t, newDeployment(nss["headers"], "web", 10, "nginx:h0", rolling("25%", "25%"),
-		withSteps(`[{"setCanaryScale":{"replicas":2}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"pause":{"duration":"3s"}},{"setWeight":50},{"pause":{"duration":"2s"}}]`),
+		withSteps(`[{"setCanaryScale":{"replicas":2}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"pause":{"duration":"3s"}},{"setCanaryScale":{"matchTrafficWeight":true}},{"setWeight":50},{"pause":{"duration":"2s"}}]`),
 		traffic, grace))
 	create(t, newDeployment(nss["first"], "web", 4, "nginx:f1", rolling("25%", "25%"), grace))
 	for _, ns := range all {

@@ -85,6 +85,16 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	if plan.Phase == k8s.PhaseComplete || stable == "" {
 		stable = canary
 	}
+	// The stable Service never moves to a template with no available pod while the pods it
+	// selects serve: a sync that takes the new template for the stable one before its
+	// ReplicaSet has a pod (the next image right after a rollout completed) leaves it where it
+	// is, and the new template is the canary's.
+	if cur := r.traffic; cur != nil && cur.Stable.Hash != "" && stable != cur.Stable.Hash {
+		avail := k8s.AvailablePods(snap.ReplicaSets)
+		if avail[stable] <= 0 && avail[cur.Stable.Hash] > 0 && workflow.GetVersion(ctx, changeTrafficStableServes, workflow.DefaultVersion, 1) == 1 {
+			stable = cur.Stable.Hash
+		}
+	}
 	target := int32(100)
 	var headers []k8s.HeaderRoute
 	switch s := r.steps; {
@@ -209,6 +219,10 @@ func (r *rollout) trafficStepReached(ctx workflow.Context, snap k8s.Snapshot, pl
 // changeTrafficStepWeight: a setWeight step with traffic routing passes once the route
 // carries its weight (trafficStepReached); before, once the ReplicaSets were at their sizes.
 const changeTrafficStepWeight = "traffic-step-weight"
+
+// changeTrafficStableServes: the stable Service stays on its serving pods rather than move to a
+// template with none (syncTraffic).
+const changeTrafficStableServes = "traffic-stable-serves"
 
 // changeTrafficUnchanged: a sync whose route and Services are already as wanted (as the last
 // move left them, its check holding) runs no SyncTraffic.
