@@ -56,6 +56,10 @@ func TestDeployManifests(t *testing.T) {
 		{"delete", "replicasets.apps", "yes"},
 		{"watch", "pods", "yes"},
 		{"create", "events", "yes"},
+		{"list", "events", "yes"}, // a release's wait for a rollout
+		{"update", "events", "no"},
+		{"patch", "services", "no"},
+		{"list", "jobs.batch", "no"},
 		{"delete", "deployments.apps", "no"},
 		{"create", "pods", "no"},
 		{"get", "secrets", "no"},
