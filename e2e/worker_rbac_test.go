@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/temporal-rollout/rollout/kube"
 )
 
 // The suite's worker and watcher run with the permissions deploy/ gives the ServiceAccount, not
@@ -157,6 +159,17 @@ func readRBAC() (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, error) {
 		return nil, nil, fmt.Errorf("%s has no ClusterRole or no ClusterRoleBinding", rbacFile)
 	}
 	return role, binding, nil
+}
+
+// workerClient is a client with the worker's credentials, for tests that call activities
+// directly.
+func workerClient(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	cs, _, err := kube.NewClientsetAs("e2e-worker-credentials", env.workerKubeconfig, 100, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 // restoreWorkerRBAC applies rbac.yaml's ClusterRole and binding again, after a test deleted
