@@ -3,8 +3,12 @@ package packaging
 import (
 	"bytes"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -185,5 +189,44 @@ func TestRBACDocs(t *testing.T) {
 	}
 	if got, want := doc[i+len(begin):j], rbacTable(); got != want {
 		t.Errorf("docs/operations.md's RBAC table is not kube.Permissions; want:\n%s", want)
+	}
+}
+
+// TestRBACCallersExist: every function kube.Permissions names as a caller (a `name` or
+// `pkg.Name` in Where) is declared in the worker's or watcher's code, so that a renamed or
+// removed caller sends its author to the list (and to rbac.yaml).
+func TestRBACCallersExist(t *testing.T) {
+	declared := map[string]bool{}
+	for _, dir := range []string{"activities", "kube", "watcher", "worker", "starter"} {
+		files, err := filepath.Glob(filepath.Join("../..", dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			fset := token.NewFileSet()
+			file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range file.Decls {
+				if fn, ok := d.(*ast.FuncDecl); ok {
+					declared[fn.Name.Name] = true
+				}
+			}
+		}
+	}
+	ident := regexp.MustCompile("`(?:[a-z]+\\.)?([A-Za-z][A-Za-z0-9]*)`")
+	for _, p := range kube.Permissions {
+		for _, m := range ident.FindAllStringSubmatch(p.Where, -1) {
+			if strings.Contains(m[0], ".go") || strings.Contains(m[0], "k8s.io") {
+				continue
+			}
+			if !declared[m[1]] {
+				t.Errorf("kube.Permissions %s %s names %s, which no longer exists", p.Resource, strings.Join(p.Verbs, ","), m[0])
+			}
+		}
 	}
 }
