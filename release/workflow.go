@@ -87,7 +87,7 @@ func (st *State) check(spec *Spec) error {
 			return fmt.Errorf("target %d (%s) is in wave %q, which the release does not have", i, targetString(t.Cluster, t.Namespace, t.Name), t.Wave)
 		}
 		waves[t.Wave]++
-		if st.Points[i].Changed && st.Points[i].Before == nil {
+		if p := st.Points[i]; p.Changed && p.Before == nil && p.BeforeHash == "" {
 			return fmt.Errorf("target %d (%s) is changed but has no template to restore", i, targetString(t.Cluster, t.Namespace, t.Name))
 		}
 	}
