@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -130,6 +131,9 @@ type ApplyInput struct {
 	Patch       json.RawMessage   `json:"patch,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
 	ExpectUID   types.UID         `json:"expectUID,omitempty"`
+	// ReadBack only reads: it writes nothing and says whether the Deployment has the change
+	// (HasChange), as a release asks after a change whose result was lost.
+	ReadBack bool `json:"readBack,omitempty"`
 }
 
 // ApplyResult is the Deployment after the change and what it was before.
@@ -149,6 +153,9 @@ type ApplyResult struct {
 	// there is none.
 	Revision int64                  `json:"revision"`
 	Template corev1.PodTemplateSpec `json:"template"`
+	// HasChange: the template is the desired one after the call. With ReadBack, false means
+	// the change did not land, and Template is the current template.
+	HasChange bool `json:"hasChange,omitempty"`
 }
 
 // ApplyTemplateChange applies a release's change to one Deployment, with the read's
@@ -161,6 +168,9 @@ func (a *Activities) ApplyTemplateChange(ctx context.Context, in ApplyInput) (Ap
 	what := "apply template change to deployment " + in.Namespace + "/" + in.Name
 	if len(in.Images) == 0 && len(in.Patch) == 0 && len(in.Annotations) == 0 {
 		return ApplyResult{}, nonRetryable(ErrInvalid, "%s: no images, patch or annotations given", what)
+	}
+	if in.ReadBack {
+		return a.readBack(ctx, in, what)
 	}
 	var res ApplyResult
 	read, wrote, changed, err := a.updateTemplate(ctx, in.Namespace, in.Name, in.ExpectUID, in.Annotations, what, func(d *appsv1.Deployment) (corev1.PodTemplateSpec, error) {
@@ -182,11 +192,37 @@ func (a *Activities) ApplyTemplateChange(ctx context.Context, in ApplyInput) (Ap
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	res.Generation = read.Generation
+	res.Generation, res.HasChange = read.Generation, true
 	if wrote != nil {
 		res.Generation, res.Changed = wrote.Generation, changed
 	}
 	return res, nil
+}
+
+// readBack is ApplyTemplateChange's ReadBack: whether the Deployment has the change, and the
+// template before it (as a retry after a success would report it) when it has.
+func (a *Activities) readBack(ctx context.Context, in ApplyInput, what string) (ApplyResult, error) {
+	what = "read back " + what
+	d, err := a.client(ctx).AppsV1().Deployments(in.Namespace).Get(ctx, in.Name, metav1.GetOptions{})
+	if err != nil {
+		return ApplyResult{}, classify(what, err)
+	}
+	if in.ExpectUID != "" && d.UID != in.ExpectUID {
+		return ApplyResult{}, nonRetryable(ErrStale, "%s: UID %s, expected %s (deleted and recreated?)", what, d.UID, in.ExpectUID)
+	}
+	want, err := desiredTemplate(d.Spec.Template, in)
+	if err != nil {
+		return ApplyResult{}, nonRetryable(ErrInvalid, "%s: %v", what, err)
+	}
+	res := ApplyResult{UID: d.UID, Generation: d.Generation, TemplateHash: k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)}
+	if !equality.Semantic.DeepEqual(want, d.Spec.Template) {
+		res.Revision, _ = k8s.Revision(d.Annotations)
+		res.Template = *d.Spec.Template.DeepCopy()
+		return res, nil
+	}
+	res.HasChange = true
+	res.Revision, res.Template, err = a.previousTemplate(ctx, d, res.TemplateHash)
+	return res, err
 }
 
 // updateTemplate reads the Deployment live, asks desired for the template it should have, and
@@ -335,6 +371,10 @@ type AwaitDoneInput struct {
 	Name         string `json:"name"`
 	Generation   int64  `json:"generation"`
 	TemplateHash string `json:"templateHash,omitempty"`
+	// ReportHold ends the wait when whether the rollout is held by the fleet freeze
+	// (k8s.HeldByFleetFreeze) differs from Held: a release stops its clock while it is.
+	ReportHold bool `json:"reportHold,omitempty"`
+	Held       bool `json:"held,omitempty"`
 }
 
 // AwaitDoneResult says how the rollout ended: Complete (as `kubectl rollout status` would say:
@@ -344,6 +384,10 @@ type AwaitDoneResult struct {
 	Complete bool   `json:"complete,omitempty"`
 	Failed   bool   `json:"failed,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Held (with ReportHold): the rollout is held by the fleet freeze, HoldMessage says
+	// where; neither Complete nor Failed.
+	Held        bool   `json:"held,omitempty"`
+	HoldMessage string `json:"holdMessage,omitempty"`
 	// Generation and ObservedGeneration are the Deployment's at the end.
 	Generation         int64 `json:"generation"`
 	ObservedGeneration int64 `json:"observedGeneration"`
@@ -355,6 +399,9 @@ type AwaitDoneResult struct {
 //   - the Deployment's workflow aborted the rollout (a Warning RolloutAborted event on the
 //     Deployment since this activity was scheduled; its message is the Reason);
 //   - with TemplateHash, the template is no longer that one (superseded).
+//
+// With ReportHold it also returns when the rollout's hold by the fleet freeze starts (Held) or,
+// with Held, ends.
 //
 // A paused Deployment keeps it waiting. A Deployment deleted or recreated (new UID) is
 // ErrNotFound.
@@ -410,6 +457,13 @@ func (a *Activities) rolloutDone(ctx context.Context, d *appsv1.Deployment, in A
 	if in.TemplateHash != "" {
 		if hash := k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount); hash != in.TemplateHash {
 			res.Failed, res.Reason = true, fmt.Sprintf("superseded: the template changed (pod-template-hash %s, want %s) at generation %d", hash, in.TemplateHash, d.Generation)
+			return res, "", nil
+		}
+	}
+	if in.ReportHold {
+		msg, held := k8s.HeldByFleetFreeze(d.Status)
+		if held != in.Held {
+			res.Held, res.HoldMessage = held, msg
 			return res, "", nil
 		}
 	}
@@ -477,6 +531,11 @@ type RestoreInput struct {
 	Template    corev1.PodTemplateSpec `json:"template"`
 	Annotations map[string]string      `json:"annotations,omitempty"`
 	ExpectUID   types.UID              `json:"expectUID,omitempty"`
+	// ExpectTemplateHash, when set, is the pod-template-hash of the template the release
+	// wrote: a Deployment whose template is another one (changed since, a hotfix) is left as
+	// it is and the result says Skipped. The restored template's own hash is accepted too
+	// (a retry after the restore).
+	ExpectTemplateHash string `json:"expectTemplateHash,omitempty"`
 }
 
 // RestoreResult is the Deployment's generation with the restored template.
@@ -485,6 +544,11 @@ type RestoreResult struct {
 	TemplateHash string `json:"templateHash"`
 	// Changed: this call wrote the template (false: it was that one already).
 	Changed bool `json:"changed"`
+	// Skipped: the template is no longer the one ExpectTemplateHash names; nothing was
+	// written. Drift says what differs from the release's ("container app: image
+	// nginx:1.26 → nginx:1.26-hotfix").
+	Skipped bool   `json:"skipped,omitempty"`
+	Drift   string `json:"drift,omitempty"`
 }
 
 // RestoreTemplate writes the pre-release template back. The Deployment's workflow then rolls
@@ -496,10 +560,22 @@ func (a *Activities) RestoreTemplate(ctx context.Context, in RestoreInput) (Rest
 		return RestoreResult{}, nonRetryable(ErrInvalid, "%s: the template has no containers", what)
 	}
 	var res RestoreResult
+	var skipped *appsv1.Deployment
 	read, wrote, changed, err := a.updateTemplate(ctx, in.Namespace, in.Name, in.ExpectUID, in.Annotations, what, func(d *appsv1.Deployment) (corev1.PodTemplateSpec, error) {
 		res = RestoreResult{TemplateHash: k8s.PodTemplateHash(&in.Template, d.Status.CollisionCount)}
+		if in.ExpectTemplateHash != "" {
+			if cur := k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount); cur != in.ExpectTemplateHash && cur != res.TemplateHash {
+				skipped = d
+				return d.Spec.Template, errSkipRestore
+			}
+		}
 		return *in.Template.DeepCopy(), nil
 	})
+	if err == errSkipRestore {
+		res.Skipped, res.Generation = true, skipped.Generation
+		res.Drift, err = a.drift(ctx, skipped, in.ExpectTemplateHash)
+		return res, err
+	}
 	if err != nil {
 		return RestoreResult{}, err
 	}
@@ -508,4 +584,87 @@ func (a *Activities) RestoreTemplate(ctx context.Context, in RestoreInput) (Rest
 		res.Generation, res.Changed = wrote.Generation, changed
 	}
 	return res, nil
+}
+
+// errSkipRestore stops RestoreTemplate's update: the template is not the release's.
+var errSkipRestore = errors.New("the template is not the release's")
+
+// drift says how d's template differs from the one with pod-template-hash hash (the
+// release's, from its ReplicaSet, which the cluster keeps): templateDrift; without that
+// ReplicaSet, the two hashes.
+func (a *Activities) drift(ctx context.Context, d *appsv1.Deployment, hash string) (string, error) {
+	cur := k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
+	list, err := a.client(ctx).AppsV1().ReplicaSets(d.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", classify("list replicasets in "+d.Namespace, err)
+	}
+	for i := range list.Items {
+		rs := &list.Items[i]
+		if !metav1.IsControlledBy(rs, d) || rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != hash {
+			continue
+		}
+		was := *rs.Spec.Template.DeepCopy()
+		delete(was.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+		if len(was.Labels) == 0 {
+			was.Labels = nil
+		}
+		return templateDrift(was, d.Spec.Template), nil
+	}
+	return fmt.Sprintf("pod-template-hash %s, the release wrote %s", cur, hash), nil
+}
+
+// templateDrift describes how now differs from was: "container app: image nginx:1.26 →
+// nginx:1.26-hotfix", each container whose image changed, was added or removed (init
+// containers too), by name, then "other fields" when the rest differs as well.
+func templateDrift(was, now corev1.PodTemplateSpec) string {
+	images := func(t *corev1.PodTemplateSpec) map[string]string {
+		m := map[string]string{}
+		for _, list := range [][]corev1.Container{t.Spec.InitContainers, t.Spec.Containers} {
+			for _, c := range list {
+				m[c.Name] = c.Image
+			}
+		}
+		return m
+	}
+	before, after := images(&was), images(&now)
+	names := make([]string, 0, len(before)+len(after))
+	for n := range before {
+		names = append(names, n)
+	}
+	for n := range after {
+		if _, ok := before[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var parts []string
+	added := false
+	for _, n := range names {
+		b, inB := before[n]
+		c, inC := after[n]
+		switch {
+		case !inB:
+			parts, added = append(parts, fmt.Sprintf("container %s added (%s)", n, c)), true
+		case !inC:
+			parts, added = append(parts, fmt.Sprintf("container %s removed", n)), true
+		case b != c:
+			parts = append(parts, fmt.Sprintf("container %s: image %s → %s", n, b, c))
+		}
+	}
+	// The rest: both templates with the images of now.
+	rest := *was.DeepCopy()
+	for _, list := range [][]corev1.Container{rest.Spec.InitContainers, rest.Spec.Containers} {
+		for j := range list {
+			if img, ok := after[list[j].Name]; ok {
+				list[j].Image = img
+			}
+		}
+	}
+	if !added && !equality.Semantic.DeepEqual(rest, now) {
+		parts = append(parts, "other fields")
+	}
+	if len(parts) == 0 {
+		return "no difference in the template"
+	}
+	return strings.Join(parts, ", ")
 }
