@@ -25,11 +25,13 @@ import (
 //  2. read the targets (ReadTargets per group, on the group's cluster), before any change;
 //  3. per wave, in order: wait for its approvals, for any freeze (the release's windows, the
 //     fleet freeze) and for a pause to end; change its Deployments (ApplyTemplateChange, at
-//     most maxConcurrent at once, each followed by AwaitRolloutDone); measure its analysis;
-//     bake;
+//     most maxConcurrent at once, the freezes checked again before each, each followed by
+//     AwaitRolloutDone, whose clock stops while the fleet freeze holds the rollout); measure
+//     its analysis; bake;
 //  4. on a failure (an abort, a failed rollout or analysis, a cluster that did not answer
-//     within clusterTimeout): stop, and unless onFailure is halt restore every changed target
-//     (RestoreTemplate), the last wave first.
+//     within clusterTimeout; a change whose result was lost is read back first): stop, and
+//     unless onFailure is halt restore every changed target whose template is still the
+//     release's (RestoreTemplate), the last wave first.
 //
 // History: each Deployment costs about 20 events on the way (apply, event, wait, the workflow
 // tasks and memo updates between) and about as many on a rollback (measured on the real
