@@ -49,6 +49,9 @@ type AwaitTraffic struct {
 	Ask     k8s.TrafficAsk  `json:"ask"`
 	Weight  int32           `json:"weight"`
 	Changes map[string]bool `json:"changes,omitempty"`
+	// NeedsCanaryPods: the step (setHeaderRoute) passes only once the canary has an available
+	// pod.
+	NeedsCanaryPods bool `json:"needsCanaryPods,omitempty"`
 }
 
 // moves reports whether a sync on plan would move the route, and whether the route carries
@@ -62,6 +65,9 @@ func (t *AwaitTraffic) moves(rss []*appsv1.ReplicaSet, plan k8s.Plan) (move, rea
 	if t.Ask.Canary != t.Ask.Stable {
 		sizes := k8s.SizesAfter(rss, plan)
 		reached = k8s.TrafficStepReached(t.Weight, t.Ask.Target, sizes[t.Ask.Canary], sizes[t.Ask.Stable])
+	}
+	if t.NeedsCanaryPods && k8s.SizesAfter(rss, plan)[t.Ask.Canary] > 0 && min(dec.Available[t.Ask.Canary], dec.After[t.Ask.Canary]) <= 0 {
+		reached = false
 	}
 	return dec.Weight != t.Weight, reached
 }

@@ -153,6 +153,9 @@ type ApplyResult struct {
 	// there is none.
 	Revision int64                  `json:"revision"`
 	Template corev1.PodTemplateSpec `json:"template"`
+	// BeforeHash is Template's pod-template-hash: the ReplicaSet the Deployment keeps for it,
+	// which RestoreInput.FromHash restores from.
+	BeforeHash string `json:"beforeHash,omitempty"`
 	// HasChange: the template is the desired one after the call. With ReadBack, false means
 	// the change did not land, and Template is the current template.
 	HasChange bool `json:"hasChange,omitempty"`
@@ -182,11 +185,12 @@ func (a *Activities) ApplyTemplateChange(ctx context.Context, in ApplyInput) (Ap
 		if equality.Semantic.DeepEqual(want, d.Spec.Template) {
 			// Changed already (a retry after a success): the template before is the
 			// previous ReplicaSet's.
-			res.Revision, res.Template, err = a.previousTemplate(ctx, d, res.TemplateHash)
+			res.Revision, res.Template, res.BeforeHash, err = a.previousTemplate(ctx, d, res.TemplateHash)
 			return want, err
 		}
 		res.Revision, _ = k8s.Revision(d.Annotations)
 		res.Template = *d.Spec.Template.DeepCopy()
+		res.BeforeHash = k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
 		return want, nil
 	})
 	if err != nil {
@@ -218,10 +222,11 @@ func (a *Activities) readBack(ctx context.Context, in ApplyInput, what string) (
 	if !equality.Semantic.DeepEqual(want, d.Spec.Template) {
 		res.Revision, _ = k8s.Revision(d.Annotations)
 		res.Template = *d.Spec.Template.DeepCopy()
+		res.BeforeHash = res.TemplateHash
 		return res, nil
 	}
 	res.HasChange = true
-	res.Revision, res.Template, err = a.previousTemplate(ctx, d, res.TemplateHash)
+	res.Revision, res.Template, res.BeforeHash, err = a.previousTemplate(ctx, d, res.TemplateHash)
 	return res, err
 }
 
@@ -333,11 +338,11 @@ func withAnnotations(have, set map[string]string) (map[string]string, bool) {
 }
 
 // previousTemplate is the newest of d's ReplicaSets whose pod-template-hash is not hash: its
-// revision and its template without the hash label; d's own when there is none.
-func (a *Activities) previousTemplate(ctx context.Context, d *appsv1.Deployment, hash string) (int64, corev1.PodTemplateSpec, error) {
+// revision, its template without the hash label and its hash; d's own when there is none.
+func (a *Activities) previousTemplate(ctx context.Context, d *appsv1.Deployment, hash string) (int64, corev1.PodTemplateSpec, string, error) {
 	list, err := a.client(ctx).AppsV1().ReplicaSets(d.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return 0, corev1.PodTemplateSpec{}, classify("list replicasets in "+d.Namespace, err)
+		return 0, corev1.PodTemplateSpec{}, "", classify("list replicasets in "+d.Namespace, err)
 	}
 	var best *appsv1.ReplicaSet
 	var bestRev int64
@@ -353,14 +358,36 @@ func (a *Activities) previousTemplate(ctx context.Context, d *appsv1.Deployment,
 	}
 	if best == nil {
 		rev, _ := k8s.Revision(d.Annotations)
-		return rev, *d.Spec.Template.DeepCopy(), nil
+		return rev, *d.Spec.Template.DeepCopy(), k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount), nil
 	}
-	tpl := *best.Spec.Template.DeepCopy()
+	return bestRev, replicaSetTemplate(best), best.Labels[appsv1.DefaultDeploymentUniqueLabelKey], nil
+}
+
+// replicaSetTemplate is rs's pod template as its Deployment had it: without the
+// pod-template-hash label the controller added (as `kubectl rollout undo` takes it).
+func replicaSetTemplate(rs *appsv1.ReplicaSet) corev1.PodTemplateSpec {
+	tpl := *rs.Spec.Template.DeepCopy()
 	delete(tpl.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
 	if len(tpl.Labels) == 0 {
 		tpl.Labels = nil
 	}
-	return bestRev, tpl, nil
+	return tpl
+}
+
+// replicaSetByHash is d's ReplicaSet with the pod-template-hash hash, or nil.
+func (a *Activities) replicaSetByHash(ctx context.Context, d *appsv1.Deployment, hash string) (*appsv1.ReplicaSet, error) {
+	list, err := a.client(ctx).AppsV1().ReplicaSets(d.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: appsv1.DefaultDeploymentUniqueLabelKey + "=" + hash,
+	})
+	if err != nil {
+		return nil, classify("list replicasets in "+d.Namespace, err)
+	}
+	for i := range list.Items {
+		if rs := &list.Items[i]; metav1.IsControlledBy(rs, d) && rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash {
+			return rs, nil
+		}
+	}
+	return nil, nil
 }
 
 // AwaitDoneInput waits for one Deployment's rollout of Generation (ApplyResult.Generation).
@@ -523,18 +550,22 @@ func (a *Activities) abortedSince(ctx context.Context, d *appsv1.Deployment, sin
 	return msg, nil
 }
 
-// RestoreInput writes a Deployment's pod template back (ApplyResult.Template) and sets
-// Annotations (an empty value removes one). ExpectUID, when set, pins the Deployment.
+// RestoreInput writes a Deployment's pod template back and sets Annotations (an empty value
+// removes one): Template (ApplyResult.Template), or, when FromHash is set instead, the template
+// of the Deployment's ReplicaSet with that pod-template-hash (ApplyResult.BeforeHash), which the
+// cluster keeps (up to revisionHistoryLimit old ones), so the caller need not carry the
+// template. ExpectUID, when set, pins the Deployment.
 type RestoreInput struct {
 	Namespace   string                 `json:"namespace"`
 	Name        string                 `json:"name"`
-	Template    corev1.PodTemplateSpec `json:"template"`
+	Template    corev1.PodTemplateSpec `json:"template,omitzero"`
+	FromHash    string                 `json:"fromHash,omitempty"`
 	Annotations map[string]string      `json:"annotations,omitempty"`
 	ExpectUID   types.UID              `json:"expectUID,omitempty"`
 	// ExpectTemplateHash, when set, is the pod-template-hash of the template the release
 	// wrote: a Deployment whose template is another one (changed since, a hotfix) is left as
-	// it is and the result says Skipped. The restored template's own hash is accepted too
-	// (a retry after the restore).
+	// it is and the result says Skipped. The restored template's own hash (Template's, or
+	// FromHash) is accepted too (a retry after the restore).
 	ExpectTemplateHash string `json:"expectTemplateHash,omitempty"`
 }
 
@@ -553,23 +584,45 @@ type RestoreResult struct {
 
 // RestoreTemplate writes the pre-release template back. The Deployment's workflow then rolls
 // back to the old ReplicaSet itself, since its pod-template-hash matches (no new ReplicaSet).
-// Idempotent; bad input is ErrInvalid, another UID ErrStale.
+// Idempotent; bad input is ErrInvalid, another UID ErrStale, a FromHash whose ReplicaSet is
+// gone (deleted, or cleaned up past revisionHistoryLimit) ErrNotFound.
 func (a *Activities) RestoreTemplate(ctx context.Context, in RestoreInput) (RestoreResult, error) {
 	what := "restore template of deployment " + in.Namespace + "/" + in.Name
-	if len(in.Template.Spec.Containers) == 0 {
-		return RestoreResult{}, nonRetryable(ErrInvalid, "%s: the template has no containers", what)
+	if len(in.Template.Spec.Containers) == 0 && in.FromHash == "" {
+		return RestoreResult{}, nonRetryable(ErrInvalid, "%s: the template has no containers and no fromHash is given", what)
 	}
 	var res RestoreResult
 	var skipped *appsv1.Deployment
 	read, wrote, changed, err := a.updateTemplate(ctx, in.Namespace, in.Name, in.ExpectUID, in.Annotations, what, func(d *appsv1.Deployment) (corev1.PodTemplateSpec, error) {
-		res = RestoreResult{TemplateHash: k8s.PodTemplateHash(&in.Template, d.Status.CollisionCount)}
+		// The release's own template and the one to restore: with FromHash, its ReplicaSet's
+		// hash (a retry after the restore has it).
+		restoring := in.FromHash
+		if len(in.Template.Spec.Containers) > 0 {
+			restoring = k8s.PodTemplateHash(&in.Template, d.Status.CollisionCount)
+		}
 		if in.ExpectTemplateHash != "" {
-			if cur := k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount); cur != in.ExpectTemplateHash && cur != res.TemplateHash {
-				skipped = d
+			if cur := k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount); cur != in.ExpectTemplateHash && cur != restoring {
+				res, skipped = RestoreResult{TemplateHash: restoring}, d
 				return d.Spec.Template, errSkipRestore
 			}
 		}
-		return *in.Template.DeepCopy(), nil
+		tpl := *in.Template.DeepCopy()
+		if len(tpl.Spec.Containers) == 0 {
+			rs, err := a.replicaSetByHash(ctx, d, in.FromHash)
+			if err != nil {
+				return tpl, err
+			}
+			if rs == nil {
+				limit := "10 (the default)"
+				if d.Spec.RevisionHistoryLimit != nil {
+					limit = fmt.Sprint(*d.Spec.RevisionHistoryLimit)
+				}
+				return tpl, nonRetryable(ErrNotFound, "%s: no ReplicaSet with pod-template-hash %s is left to restore from (deleted, or cleaned up: revisionHistoryLimit %s)", what, in.FromHash, limit)
+			}
+			tpl = replicaSetTemplate(rs)
+		}
+		res = RestoreResult{TemplateHash: k8s.PodTemplateHash(&tpl, d.Status.CollisionCount)}
+		return tpl, nil
 	})
 	if err == errSkipRestore {
 		res.Skipped, res.Generation = true, skipped.Generation
@@ -593,23 +646,14 @@ var errSkipRestore = errors.New("the template is not the release's")
 // release's, from its ReplicaSet, which the cluster keeps): templateDrift; without that
 // ReplicaSet, the two hashes.
 func (a *Activities) drift(ctx context.Context, d *appsv1.Deployment, hash string) (string, error) {
-	cur := k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
-	list, err := a.client(ctx).AppsV1().ReplicaSets(d.Namespace).List(ctx, metav1.ListOptions{})
+	rs, err := a.replicaSetByHash(ctx, d, hash)
 	if err != nil {
-		return "", classify("list replicasets in "+d.Namespace, err)
+		return "", err
 	}
-	for i := range list.Items {
-		rs := &list.Items[i]
-		if !metav1.IsControlledBy(rs, d) || rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != hash {
-			continue
-		}
-		was := *rs.Spec.Template.DeepCopy()
-		delete(was.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
-		if len(was.Labels) == 0 {
-			was.Labels = nil
-		}
-		return templateDrift(was, d.Spec.Template), nil
+	if rs != nil {
+		return templateDrift(replicaSetTemplate(rs), d.Spec.Template), nil
 	}
+	cur := k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
 	return fmt.Sprintf("pod-template-hash %s, the release wrote %s", cur, hash), nil
 }
 
@@ -667,4 +711,64 @@ func templateDrift(was, now corev1.PodTemplateSpec) string {
 		return "no difference in the template"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// PreflightInput checks a release's change against Deployments of one namespace before any of
+// them changes: Images and Patch as ApplyInput has them.
+type PreflightInput struct {
+	Namespace string            `json:"namespace"`
+	Names     []string          `json:"names"`
+	Images    map[string]string `json:"images,omitempty"`
+	Patch     json.RawMessage   `json:"patch,omitempty"`
+}
+
+// PreflightResult lists what would make the change fail, one line per Deployment
+// ("shop/web: no container named \"app\""); none: the change applies to every one.
+type PreflightResult struct {
+	Problems []string `json:"problems,omitempty"`
+}
+
+// PreflightChange checks, for each Deployment, that the change applies (every container named
+// in Images exists, the patch applies to the template) and that the apiserver accepts the
+// result: the changed Deployment is written as a server-side dry run (metav1.DryRunAll), which
+// runs validation and admission (webhooks, policies) and persists nothing. A Deployment
+// that already has the change is not written. Problems are in the result; an error is only a
+// failure to ask (retried), or no such Deployment (ErrNotFound).
+func (a *Activities) PreflightChange(ctx context.Context, in PreflightInput) (PreflightResult, error) {
+	var res PreflightResult
+	dc := a.client(ctx).AppsV1().Deployments(in.Namespace)
+	for _, name := range in.Names {
+		what := "pre-flight of deployment " + in.Namespace + "/" + name
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, name)
+		}
+		for i := 0; ; i++ {
+			d, err := dc.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return PreflightResult{}, classify(what, err)
+			}
+			want, err := desiredTemplate(d.Spec.Template, ApplyInput{Images: in.Images, Patch: in.Patch})
+			if err != nil {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s/%s: %v", in.Namespace, name, err))
+				break
+			}
+			if equality.Semantic.DeepEqual(want, d.Spec.Template) {
+				break
+			}
+			obj := d.DeepCopy()
+			obj.ManagedFields = nil
+			obj.Spec.Template = want
+			_, err = dc.Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: ReleaseFieldManager})
+			switch {
+			case apierrors.IsConflict(err) && i < conflictRetries:
+				continue
+			case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err):
+				res.Problems = append(res.Problems, fmt.Sprintf("%s/%s: the apiserver rejects the changed template (dry run): %v", in.Namespace, name, err))
+			case err != nil:
+				return PreflightResult{}, classify(what, err)
+			}
+			break
+		}
+	}
+	return res, nil
 }

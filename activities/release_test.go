@@ -11,9 +11,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/temporal-rollout/rollout/k8s"
@@ -105,6 +108,7 @@ func TestReadTargets(t *testing.T) {
 func TestApplyTemplateChange(t *testing.T) {
 	old := testDeployment()
 	oldTpl := old.Spec.Template
+	oldHash := k8s.PodTemplateHash(&oldTpl, nil)
 	newTpl := podTemplate("nginx:2", "")
 	tests := []struct {
 		name string
@@ -121,13 +125,13 @@ func TestApplyTemplateChange(t *testing.T) {
 		{
 			name:       "image and annotation",
 			give:       ApplyInput{Namespace: testNS, Name: "web", Images: map[string]string{"app": "nginx:2"}, Annotations: map[string]string{"example.com/release": "r1"}, ExpectUID: dUID},
-			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Changed: true, Revision: 1, Template: oldTpl, HasChange: true},
+			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Changed: true, Revision: 1, Template: oldTpl, BeforeHash: oldHash, HasChange: true},
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"}, wantUpdates: 1,
 		},
 		{
 			name:       "init container image",
 			give:       ApplyInput{Namespace: testNS, Name: "web", Images: map[string]string{"init": "busybox:2"}},
-			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(ptr(withImages(oldTpl, "busybox:2", "nginx:1")), nil), Changed: true, Revision: 1, Template: oldTpl, HasChange: true},
+			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(ptr(withImages(oldTpl, "busybox:2", "nginx:1")), nil), Changed: true, Revision: 1, Template: oldTpl, BeforeHash: oldHash, HasChange: true},
 			wantImages: "init=busybox:2 app=nginx:1", wantAnno: map[string]string{k8s.RevisionAnnotation: "1"}, wantUpdates: 1,
 		},
 		{
@@ -160,7 +164,7 @@ func TestApplyTemplateChange(t *testing.T) {
 					}
 				}
 			},
-			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Revision: 1, Template: oldTpl, HasChange: true},
+			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Revision: 1, Template: oldTpl, BeforeHash: oldHash, HasChange: true},
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "2", "example.com/release": "r1"},
 		},
 		{
@@ -181,13 +185,13 @@ func TestApplyTemplateChange(t *testing.T) {
 					}
 				}
 			},
-			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Revision: 1, Template: oldTpl, HasChange: true},
+			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Revision: 1, Template: oldTpl, BeforeHash: oldHash, HasChange: true},
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "2", "example.com/release": "r1"},
 		},
 		{
 			name:       "read back: the change did not land",
 			give:       ApplyInput{Namespace: testNS, Name: "web", Images: map[string]string{"app": "nginx:2"}, Annotations: map[string]string{"example.com/release": "r2"}, ReadBack: true},
-			want:       ApplyResult{UID: dUID, Generation: 2, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Revision: 1, Template: oldTpl},
+			want:       ApplyResult{UID: dUID, Generation: 2, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Revision: 1, Template: oldTpl, BeforeHash: oldHash},
 			wantImages: "init=busybox:1 app=nginx:1", wantAnno: map[string]string{k8s.RevisionAnnotation: "1"},
 		},
 		{name: "read back: another UID", give: ApplyInput{Namespace: testNS, Name: "web", Images: map[string]string{"app": "nginx:2"}, ExpectUID: "other", ReadBack: true}, wantErr: ErrStale,
@@ -195,7 +199,7 @@ func TestApplyTemplateChange(t *testing.T) {
 		{
 			name:       "annotations only; an empty value removes one",
 			give:       ApplyInput{Namespace: testNS, Name: "web", Annotations: map[string]string{k8s.RevisionAnnotation: "", "example.com/release": "r2"}},
-			want:       ApplyResult{UID: dUID, Generation: 2, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Revision: 1, Template: oldTpl, HasChange: true},
+			want:       ApplyResult{UID: dUID, Generation: 2, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Revision: 1, Template: oldTpl, BeforeHash: oldHash, HasChange: true},
 			wantImages: "init=busybox:1 app=nginx:1", wantAnno: map[string]string{"example.com/release": "r2"}, wantUpdates: 1,
 		},
 		{
@@ -204,7 +208,7 @@ func TestApplyTemplateChange(t *testing.T) {
 			prepare: func(f *fixture) {
 				f.failFirst("update", "deployments", 1, conflict(dGR, "web"))
 			},
-			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Changed: true, Revision: 1, Template: oldTpl, HasChange: true},
+			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Changed: true, Revision: 1, Template: oldTpl, BeforeHash: oldHash, HasChange: true},
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1"}, wantUpdates: 2,
 		},
 		{name: "nothing to change", give: ApplyInput{Namespace: testNS, Name: "web"}, wantErr: ErrInvalid, wantImages: "init=busybox:1 app=nginx:1", wantAnno: map[string]string{k8s.RevisionAnnotation: "1"}},
@@ -342,6 +346,43 @@ func TestRestoreTemplate(t *testing.T) {
 			want:       RestoreResult{Generation: 3, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Skipped: true, Drift: "pod-template-hash " + k8s.PodTemplateHash(ptr(podTemplate("nginx:2", "")), nil) + ", the release wrote gone"},
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"},
 		},
+		{
+			// The release's state carries no template: the ReplicaSet of revision 1 has it.
+			name:       "from the old ReplicaSet",
+			give:       RestoreInput{Namespace: testNS, Name: "web", FromHash: k8s.PodTemplateHash(&oldTpl, nil), Annotations: map[string]string{"example.com/release": ""}, ExpectUID: dUID},
+			want:       RestoreResult{Generation: 4, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Changed: true},
+			wantImages: "init=busybox:1 app=nginx:1", wantAnno: map[string]string{k8s.RevisionAnnotation: "1"}, wantUpdates: 1,
+		},
+		{name: "the old ReplicaSet is gone", give: RestoreInput{Namespace: testNS, Name: "web", FromHash: "5d8f7b9c4"}, wantErr: ErrNotFound,
+			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"}},
+		{
+			// From the old ReplicaSet, the template still the release's: restored.
+			name:       "from the old ReplicaSet, still the release's template: restored",
+			give:       RestoreInput{Namespace: testNS, Name: "web", FromHash: k8s.PodTemplateHash(&oldTpl, nil), ExpectTemplateHash: k8s.PodTemplateHash(ptr(podTemplate("nginx:2", "")), nil)},
+			want:       RestoreResult{Generation: 4, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Changed: true},
+			wantImages: "init=busybox:1 app=nginx:1", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"}, wantUpdates: 1,
+		},
+		{
+			name:       "from the old ReplicaSet, already restored, retried: no write",
+			give:       RestoreInput{Namespace: testNS, Name: "web", FromHash: k8s.PodTemplateHash(ptr(podTemplate("nginx:2", "")), nil), ExpectTemplateHash: "written"},
+			want:       RestoreResult{Generation: 3, TemplateHash: k8s.PodTemplateHash(ptr(podTemplate("nginx:2", "")), nil)},
+			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"},
+		},
+		{
+			// The state handed over carries no template, and the Deployment changed since the
+			// release wrote nginx:1.5: skipped, the drift from the release's ReplicaSet.
+			name:       "from the old ReplicaSet, changed since the release: skipped",
+			give:       RestoreInput{Namespace: testNS, Name: "web", FromHash: k8s.PodTemplateHash(&oldTpl, nil), ExpectTemplateHash: k8s.PodTemplateHash(ptr(podTemplate("nginx:1.5", "")), nil)},
+			want:       RestoreResult{Generation: 3, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Skipped: true, Drift: "container app: image nginx:1.5 → nginx:2"},
+			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"},
+		},
+		{
+			// Changed since, and the ReplicaSet to restore from gone too: skipped all the same.
+			name:       "changed since the release, the old ReplicaSet gone: skipped",
+			give:       RestoreInput{Namespace: testNS, Name: "web", FromHash: "5d8f7b9c4", ExpectTemplateHash: k8s.PodTemplateHash(ptr(podTemplate("nginx:1.5", "")), nil)},
+			want:       RestoreResult{Generation: 3, TemplateHash: "5d8f7b9c4", Skipped: true, Drift: "container app: image nginx:1.5 → nginx:2"},
+			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"},
+		},
 		{name: "no containers", give: RestoreInput{Namespace: testNS, Name: "web"}, wantErr: ErrInvalid,
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"}},
 		{name: "another UID", give: RestoreInput{Namespace: testNS, Name: "web", Template: oldTpl, ExpectUID: "other"}, wantErr: ErrStale,
@@ -349,7 +390,9 @@ func TestRestoreTemplate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, changed, releaseRS(changed, podTemplate("nginx:1.5", ""), "2", 0))
+			// The ReplicaSets of the template before the release (revision 1), of the release's
+			// (nginx:1.5, 2) and of the current one (a hotfix, nginx:2, 3).
+			f := newFixture(t, changed, releaseRS(changed, oldTpl, "1", 0), releaseRS(changed, podTemplate("nginx:1.5", ""), "2", 0), releaseRS(changed, changed.Spec.Template, "3", 3))
 			bumpGeneration(f)
 			got, err := f.a.RestoreTemplate(context.Background(), tt.give)
 			checkErr(t, err, tt.wantErr)
@@ -547,5 +590,70 @@ func TestReleaseWritesAreNotTheWorkflows(t *testing.T) {
 		if got := u.(k8stesting.UpdateActionImpl).UpdateOptions.FieldManager; got != ReleaseFieldManager || got == kube.FieldManager {
 			t.Errorf("field manager %q, want %q", got, ReleaseFieldManager)
 		}
+	}
+}
+
+// TestPreflightChange: a container the change names but a Deployment lacks, and a patch that
+// does not apply or that the apiserver rejects, are problems, found without writing anything;
+// a change that applies is written as a dry run (metav1.DryRunAll). The fake clientset does
+// not implement dry runs (it would store the object): a reactor answers them as the apiserver
+// does, from the request, and rejects a template without containers as validation would. So
+// this tests what is sent; what a real apiserver's admission says is the e2e suite's.
+func TestPreflightChange(t *testing.T) {
+	sidecar := withDeployment(testDeployment(), func(d *appsv1.Deployment) {
+		d.Name, d.UID, d.Spec.Template = "proxy", "proxy-uid", podTemplate("envoy:1", "")
+		d.Spec.Template.Spec.Containers[0].Name = "envoy"
+	})
+	tests := []struct {
+		name       string
+		give       PreflightInput
+		want       []string // problems, each a prefix
+		wantDryRun int
+		wantErr    string
+	}{
+		{name: "applies", give: PreflightInput{Namespace: testNS, Names: []string{"web"}, Images: map[string]string{"app": "nginx:2"}}, wantDryRun: 1},
+		{name: "a container missing in one", give: PreflightInput{Namespace: testNS, Names: []string{"web", "proxy"}, Images: map[string]string{"app": "nginx:2"}},
+			want: []string{`default/proxy: no container named "app"`}, wantDryRun: 1},
+		{name: "already has the change: no write", give: PreflightInput{Namespace: testNS, Names: []string{"web"}, Images: map[string]string{"app": "nginx:1"}}},
+		{name: "patch that does not apply", give: PreflightInput{Namespace: testNS, Names: []string{"web"}, Patch: json.RawMessage(`{"spec":{"containerz":[]}}`)},
+			want: []string{"default/web: patched template: "}},
+		{name: "patch the apiserver rejects", give: PreflightInput{Namespace: testNS, Names: []string{"web"}, Patch: json.RawMessage(`{"spec":{"$setElementOrder/containers":[],"containers":[{"name":"app","$patch":"delete"}]}}`)},
+			want: []string{"default/web: the apiserver rejects the changed template (dry run): "}, wantDryRun: 1},
+		{name: "no such Deployment", give: PreflightInput{Namespace: testNS, Names: []string{"nope"}, Images: map[string]string{"app": "nginx:2"}}, wantErr: ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, testDeployment(), sidecar)
+			dryRuns := 0
+			f.client.PrependReactor("update", "deployments", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				u := action.(k8stesting.UpdateActionImpl)
+				if !reflect.DeepEqual(u.UpdateOptions.DryRun, []string{metav1.DryRunAll}) {
+					t.Errorf("update without dry run: %+v", u.UpdateOptions)
+					return false, nil, nil
+				}
+				dryRuns++
+				d := u.GetObject().(*appsv1.Deployment)
+				if len(d.Spec.Template.Spec.Containers) == 0 {
+					return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, d.Name, field.ErrorList{field.Required(field.NewPath("spec", "template", "spec", "containers"), "")})
+				}
+				return true, d, nil
+			})
+			got, err := f.a.PreflightChange(context.Background(), tt.give)
+			checkErr(t, err, tt.wantErr)
+			if len(got.Problems) != len(tt.want) {
+				t.Fatalf("problems = %q, want %q", got.Problems, tt.want)
+			}
+			for i := range tt.want {
+				if !strings.HasPrefix(got.Problems[i], tt.want[i]) {
+					t.Errorf("problem %d = %q, want it to start with %q", i, got.Problems[i], tt.want[i])
+				}
+			}
+			if dryRuns != tt.wantDryRun {
+				t.Errorf("%d dry runs, want %d", dryRuns, tt.wantDryRun)
+			}
+			if images := imagesOf(f.deployment(t).Spec.Template); images != "init=busybox:1 app=nginx:1" {
+				t.Errorf("web's images after = %s, want unchanged", images)
+			}
+		})
 	}
 }

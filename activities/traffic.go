@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -99,11 +101,15 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 		svcs[name] = svc
 	}
 	cur, err := readTraffic(route, spec, svcs)
+	if errors.Is(err, errOtherRule) {
+		a.record(in.Deployment, []k8s.Event{{Type: "Warning", Reason: "InvalidRolloutAnnotation", Message: "Traffic not moved: " + err.Error()}})
+	}
 	if err != nil {
 		return SyncTrafficResult{}, nonRetryable(ErrTraffic, "read traffic of %s: %v", in.Deployment, err)
 	}
 	res := SyncTrafficResult{Before: cur}
-	for _, m := range k8s.TrafficMoves(spec, cur, in.Want) {
+	want := keepServingStable(cur, in.Want, in.Available)
+	for _, m := range k8s.TrafficMoves(spec, cur, want) {
 		mr := TrafficMoveResult{Move: m}
 		if m.Route == nil {
 			svc := svcs[m.Service]
@@ -180,6 +186,25 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 	}
 	a.record(in.Deployment, in.Events)
 	return res, nil
+}
+
+// keepServingStable keeps the stable Service on its pods when the sync would point it at a
+// template with no available pod while its own pods are available: a sync that took a new
+// template for the stable one before its ReplicaSet had a pod (its Deployment's status still
+// complete from the previous rollout). The canary Service takes the new template instead, at no
+// weight until its pods are available; the stable Service switches once they are.
+func keepServingStable(cur, want k8s.TrafficState, avail map[string]int32) k8s.TrafficState {
+	if cur.StableHash == "" || want.StableHash == cur.StableHash || avail[want.StableHash] > 0 || avail[cur.StableHash] <= 0 {
+		return want
+	}
+	canary := want.CanaryHash
+	want.StableHash = cur.StableHash
+	if canary == cur.StableHash {
+		return want
+	}
+	want.Route.CanaryWeight = min(want.Route.CanaryWeight, 0)
+	want.Route.HeaderRoutes = nil
+	return want
 }
 
 // endpointsWait bounds how long a sync waits for a Service's EndpointSlices to follow its
@@ -405,15 +430,60 @@ func readTraffic(route *unstructured.Unstructured, spec k8s.TrafficSpec, svcs ma
 	if sw+cw > 0 {
 		st.Route.CanaryWeight = int32(cw * 100 / (sw + cw))
 	}
-	for _, r := range rules {
+	for i, r := range rules {
 		rule, _ := r.(map[string]any)
-		name, _ := rule["name"].(string)
-		if !strings.HasPrefix(name, headerRulePrefix) {
+		if i == spec.HTTPRoute.Rule {
 			continue
 		}
-		st.Route.HeaderRoutes = append(st.Route.HeaderRoutes, k8s.HeaderRoute{Name: strings.TrimPrefix(name, headerRulePrefix), Match: headerMatches(rule)})
+		if ownedRule(rule, spec) {
+			name, _ := rule["name"].(string)
+			st.Route.HeaderRoutes = append(st.Route.HeaderRoutes, k8s.HeaderRoute{Name: strings.TrimPrefix(name, headerRulePrefix), Match: headerMatches(rule)})
+			continue
+		}
+		// Another rule that sends to either Service would keep its traffic there whatever the
+		// rollout does (the stable Service's pods scaled away under it): refused.
+		refs, _, _ := unstructured.NestedSlice(rule, "backendRefs")
+		for _, x := range refs {
+			ref, _ := x.(map[string]any)
+			if n, _ := ref["name"].(string); n == spec.StableService || n == spec.CanaryService {
+				return st, fmt.Errorf("%w: httproute %s rule %d also sends to Service %s; the rollout moves only rule %d (httpRoute.rule): send rule %d to other Services, or give each route its own Services",
+					errOtherRule, route.GetName(), i, n, spec.HTTPRoute.Rule, i)
+			}
+		}
 	}
 	return st, nil
+}
+
+// errOtherRule: a rule the rollout does not manage sends to its Services.
+var errOtherRule = errors.New("another rule routes to the rollout's Services")
+
+// ownedRule reports whether a rule is one of the header routes' rules: named with
+// headerRulePrefix, or, where the cluster's Gateway API CRDs predate HTTPRouteRule.name (before
+// v1.4, which prune the field), of their shape: no name, matches that all test headers, and one
+// backendRef, to the canary Service.
+func ownedRule(rule map[string]any, spec k8s.TrafficSpec) bool {
+	name, hasName := rule["name"].(string)
+	if hasName && name != "" {
+		return strings.HasPrefix(name, headerRulePrefix)
+	}
+	refs, _, _ := unstructured.NestedSlice(rule, "backendRefs")
+	if len(refs) != 1 {
+		return false
+	}
+	if ref, _ := refs[0].(map[string]any); ref["name"] != spec.CanaryService {
+		return false
+	}
+	matches, _, _ := unstructured.NestedSlice(rule, "matches")
+	if len(matches) == 0 {
+		return false
+	}
+	for _, m := range matches {
+		mm, _ := m.(map[string]any)
+		if hs, _, _ := unstructured.NestedSlice(mm, "headers"); len(hs) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // headerMatches is a managed rule's header matches (its first match's headers).
@@ -483,9 +553,9 @@ func writeRoute(route *unstructured.Unstructured, spec k8s.TrafficSpec, want k8s
 	// The managed header rules go last, in want's order, each the weighted rule's matches with
 	// the headers added, to the canary Service alone.
 	kept := rules[:0:0]
-	for _, r := range rules {
+	for i, r := range rules {
 		m, _ := r.(map[string]any)
-		if name, _ := m["name"].(string); strings.HasPrefix(name, headerRulePrefix) {
+		if i != spec.HTTPRoute.Rule && ownedRule(m, spec) {
 			continue
 		}
 		kept = append(kept, r)
@@ -547,4 +617,49 @@ func headerRule(h k8s.HeaderRoute, weighted map[string]any, backend map[string]a
 
 func runtimeCopy(m map[string]any) map[string]any {
 	return (&unstructured.Unstructured{Object: m}).DeepCopy().Object
+}
+
+// ReleaseTrafficInput names the Services a Deployment's traffic routing pointed at
+// pod-template-hashes, once its traffic annotation is gone.
+type ReleaseTrafficInput struct {
+	Deployment DeploymentRef `json:"deployment"`
+	Services   []string      `json:"services"`
+	Events     []k8s.Event   `json:"events,omitempty"`
+}
+
+// ReleaseTrafficResult lists the Services whose selectors were given back.
+type ReleaseTrafficResult struct {
+	Released []string `json:"released,omitempty"`
+}
+
+// ReleaseTraffic gives the Services back their selectors as the user wrote them: the
+// pod-template-hash key the routing added (TrafficMoves) is removed, and nothing else is
+// touched. A Service already without it, or gone, is left alone.
+func (a *Activities) ReleaseTraffic(ctx context.Context, in ReleaseTrafficInput) (ReleaseTrafficResult, error) {
+	ns := in.Deployment.Namespace
+	services := a.client(ctx).CoreV1().Services(ns)
+	var res ReleaseTrafficResult
+	for _, name := range in.Services {
+		svc, err := services.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return res, classify("get service "+ns+"/"+name, err)
+		}
+		if _, ok := svc.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey]; !ok {
+			continue
+		}
+		obj := svc.DeepCopy()
+		obj.ManagedFields = nil
+		delete(obj.Spec.Selector, appsv1.DefaultDeploymentUniqueLabelKey)
+		_, err = services.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+		a.countWrite("update", "services", err)
+		if err != nil {
+			return res, classify("give service "+ns+"/"+name+" its selector back", err)
+		}
+		res.Released = append(res.Released, name)
+	}
+	a.record(in.Deployment, in.Events)
+	return res, nil
 }

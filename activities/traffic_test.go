@@ -97,6 +97,7 @@ func TestSyncTraffic(t *testing.T) {
 		avail       map[string]int32
 		after       map[string]int32
 		handover    bool
+		abort       bool
 		wantWeights map[string]int64
 		wantRules   []string
 		wantStable  string
@@ -120,6 +121,20 @@ func TestSyncTraffic(t *testing.T) {
 			route: httpRoute(12), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 100}},
 			avail: map[string]int32{"n": 1, "m": 8}, after: map[string]int32{"n": 0, "m": 8}, handover: true,
 			wantWeights: map[string]int64{"web-stable": 0, "web-canary": 100}, wantRules: []string{""}, wantStable: "n", wantCanary: "m"},
+		{name: "a header rule whose name the CRDs pruned (before v1.4) is found by its shape and replaced, not duplicated",
+			route: httpRoute(80, map[string]any{"backendRefs": []any{map[string]any{"name": "web-canary", "port": int64(80)}},
+				"matches": []any{map[string]any{"headers": []any{map[string]any{"name": "X-Canary", "value": "true"}}}}}),
+			stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 20}},
+			avail: map[string]int32{"n": 8, "m": 2}, wantWeights: map[string]int64{"web-stable": 80, "web-canary": 20}, wantRules: []string{""}, wantStable: "n", wantCanary: "m"},
+		{name: "another rule sending to the stable Service is refused",
+			route: httpRoute(100, map[string]any{"backendRefs": []any{map[string]any{"name": "web-stable", "port": int64(80)}},
+				"matches": []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": "/api"}}}}),
+			stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 20}},
+			avail: map[string]int32{"n": 8, "m": 2}, wantErr: "rule 1 also sends to Service web-stable"},
+		{name: "an abort keeps the canary's share while the stable pods come back: checked for pods behind each weight only",
+			route: httpRoute(0), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 75}},
+			avail: map[string]int32{"n": 3, "m": 9}, after: map[string]int32{"n": 3, "m": 9}, abort: true,
+			wantWeights: map[string]int64{"web-stable": 25, "web-canary": 75}, wantRules: []string{""}, wantStable: "n", wantCanary: "m"},
 		{name: "no such rule", route: func() *unstructured.Unstructured {
 			r := httpRoute(100)
 			r.Object["spec"] = map[string]any{"rules": []any{}}
@@ -129,7 +144,7 @@ func TestSyncTraffic(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, dyn, kc := trafficActivities(tt.route, service("web-stable", tt.stable), service("web-canary", tt.canary))
-			res, err := a.SyncTraffic(context.Background(), SyncTrafficInput{Deployment: DeploymentRef{Namespace: "default", Name: "web"}, Spec: trafficSpec, Want: tt.want, Available: tt.avail, AvailableAfter: tt.after, Handover: tt.handover})
+			res, err := a.SyncTraffic(context.Background(), SyncTrafficInput{Deployment: DeploymentRef{Namespace: "default", Name: "web"}, Spec: trafficSpec, Want: tt.want, Available: tt.avail, AvailableAfter: tt.after, Handover: tt.handover, Abort: tt.abort})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("SyncTraffic error %v, want %q", err, tt.wantErr)
@@ -248,5 +263,27 @@ func TestEndpointsFollow(t *testing.T) {
 				t.Errorf("endpointsFollow = %q, %v; want %q", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// ReleaseTraffic removes the pod-template-hash the routing added to each Service's selector,
+// and only that; a Service already without it is not written.
+func TestReleaseTraffic(t *testing.T) {
+	a, _, kc := trafficActivities(httpRoute(100), service("web-stable", "n"), service("web-canary", ""))
+	res, err := a.ReleaseTraffic(context.Background(), ReleaseTrafficInput{Deployment: DeploymentRef{Namespace: "default", Name: "web"}, Services: []string{"web-stable", "web-canary", "gone"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.Released, []string{"web-stable"}) {
+		t.Errorf("released %v, want [web-stable]", res.Released)
+	}
+	for _, n := range []string{"web-stable", "web-canary"} {
+		svc, err := kc.CoreV1().Services("default").Get(context.Background(), n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(svc.Spec.Selector, map[string]string{"app": "web"}) {
+			t.Errorf("service %s selector %v, want the user's app=web", n, svc.Spec.Selector)
+		}
 	}
 }

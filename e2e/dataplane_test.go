@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,6 +258,9 @@ type trafficSampler struct {
 	handovers int
 	// pending: samples of a handover whose stable ReplicaSet has not gone to 0 yet.
 	pending []string
+	// aborting: an abort is under way; the canary keeps what the stable pods cannot take yet
+	// (k8s.AbortWeight), so only a backend with weight and no pod breaks the invariant.
+	aborting atomic.Bool
 }
 
 func (s *trafficSampler) rsReplicas(hash string) int32 {
@@ -312,7 +316,8 @@ func (s *trafficSampler) check() {
 		}
 		return
 	}
-	if sh != ch && sa+ca > 0 && (cw*(sa+ca) > 100*ca || (v.stableWeight > 0 && sa == 0)) {
+	overShare := cw*(sa+ca) > 100*ca && !s.aborting.Load()
+	if sh != ch && sa+ca > 0 && (overShare || (cw > 0 && ca == 0) || (v.stableWeight > 0 && sa == 0)) {
 		s.breaches = append(s.breaches, fmt.Sprintf("%s: weights %d/%d on %d stable (%s) and %d canary (%s) available pods",
 			now.Format("15:04:05.000"), v.stableWeight, cw, sa, sh, ca, ch))
 		if s.since.IsZero() {
@@ -759,9 +764,8 @@ func (l *loadGen) end() ([]hit, int, string) {
 // temporal-rollout.io/traffic: at each pause 400 requests split by ReplicaSet as the route's
 // weights say (within 5σ of the binomial count; no failure), requests with the header route's
 // header all reach the canary; the invariant holds at every change the test observes (0
-// breaches); an abort mid-step moves every request back to the stable pods before the first
-// canary pod stops (a request stream through the abort, and its time from abort to 100%
-// stable); a second rollout promoted to completion sends every request to the new ReplicaSet.
+// breaches); an abort mid-step moves every request back to the stable pods as they come back,
+// with no failed request and none to a stopped pod (a request stream through the abort); a second rollout promoted to completion sends every request to the new ReplicaSet.
 func TestTrafficDataPlane(t *testing.T) {
 	installDataPlaneCRDs(t)
 	ns := newNamespace(t)
@@ -804,6 +808,7 @@ func TestTrafficDataPlane(t *testing.T) {
 	load := startLoad(g)
 	time.Sleep(time.Second)
 	abortAt := time.Now()
+	sampler.aborting.Store(true)
 	if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"testers saw errors"}`); err != nil {
 		t.Fatalf("abort: %v\n%s", err, out)
 	}
@@ -832,23 +837,15 @@ func TestTrafficDataPlane(t *testing.T) {
 			after++
 		}
 	}
+	// The abort moves the traffic back as the stable pods come back (k8s.AbortWeight): the
+	// canary keeps serving what the stable pods cannot take yet, so canary pods answer after
+	// the first of them stops. What must not happen: a request to a stopped pod, or a failure.
 	canaryStop := pods.stoppedAt(h2)
-	switch {
-	case lastCanary.IsZero():
+	if lastCanary.IsZero() {
 		t.Errorf("abort: no request reached a canary pod in the stream (%d requests)", len(hits))
-	case !lastCanary.Before(canaryStop.Add(2 * time.Second)):
-		// The route took the canary's traffic away before its pods went (the invariant
-		// sampler checks that on the objects); what a gateway does with the route lags it.
-		// Within the pods' 2 s grace period a late request is still answered (a kubelet
-		// keeps the container up); past it, it would fail.
-		t.Errorf("abort: a canary pod answered at %s, past the grace period of the first canary pod, which began terminating at %s; want all traffic on stable first",
-			lastCanary.Format("15:04:05.000"), canaryStop.Format("15:04:05.000"))
-	case !lastCanary.Before(canaryStop):
-		t.Logf("abort: %d requests before it, %d after; the last canary answer %s after the abort, %s after the first canary pod began terminating (within its grace period: Traefik applied the route late)",
-			before, after, lastCanary.Sub(abortAt).Round(time.Millisecond), lastCanary.Sub(canaryStop).Round(time.Millisecond))
-	default:
-		t.Logf("abort: %d requests before it, %d after; the last canary answer %s after the abort, %s before the first canary pod stopped",
-			before, after, lastCanary.Sub(abortAt).Round(time.Millisecond), canaryStop.Sub(lastCanary).Round(time.Millisecond))
+	} else {
+		t.Logf("abort: %d requests before it, %d after; the last canary answer %s after the abort (the first canary pod began terminating %s after it)",
+			before, after, lastCanary.Sub(abortAt).Round(time.Millisecond), canaryStop.Sub(abortAt).Round(time.Millisecond))
 	}
 	if n := pods.requestsToGone()[h2]; n > 0 {
 		t.Errorf("abort: %d dials to a canary pod's address after it stopped", n)
@@ -856,6 +853,7 @@ func TestTrafficDataPlane(t *testing.T) {
 	if failed > 0 {
 		t.Errorf("abort: %d requests of the stream failed; first: %s", failed, why)
 	}
+	sampler.aborting.Store(false)
 	checkSplit(t, dc, g, ns, routeView{stableWeight: 100, stableHash: h1, canaryHash: h1}, nil)
 
 	// Rollout 2, promoted through every step: all requests on the new ReplicaSet.

@@ -178,8 +178,9 @@ func waitRoute(t *testing.T, dc dynamic.Interface, ns string, want routeView, he
 // TestTrafficRouting: a stepped rollout with temporal-rollout.io/traffic on the real stack
 // (apiserver with the Gateway API CRDs; no data plane: the test checks the objects a gateway
 // would read). At each step the HTTPRoute's weights and the Services' selectors are exact, a
-// setHeaderRoute step adds its rule, and an abort sets the weights back to 100/0 before the
-// canary ReplicaSet scales down (a watch on both compares the times).
+// setHeaderRoute step adds its rule, and an abort brings the weights back to 100/0 as the
+// stable pods return, before the canary ReplicaSet goes to 0 (a watch on both compares the
+// times).
 func TestTrafficRouting(t *testing.T) {
 	ns, dc := createTrafficDeployment(t, `[{"setWeight":30},{"pause":{}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"setWeight":50},{"pause":{}}]`)
 	ctx := context.Background()
@@ -207,7 +208,9 @@ func TestTrafficRouting(t *testing.T) {
 		t.Errorf("status steps.traffic = %+v, want the testers header route", tr)
 	}
 
-	// Abort: watch the route and the canary ReplicaSet, and compare when each moved.
+	// Abort: watch the route and the canary ReplicaSet, and compare when each moved. The weight
+	// comes back as the stable pods do (k8s.AbortWeight): the canary's last pods go only once
+	// the route sends them nothing.
 	var mu sync.Mutex
 	var weightBack, canaryDown time.Time
 	wctx, cancel := context.WithCancel(ctx)
@@ -235,7 +238,7 @@ func TestTrafficRouting(t *testing.T) {
 	}()
 	go func() {
 		for ev := range rsw.ResultChan() {
-			if rs, ok := ev.Object.(*appsv1.ReplicaSet); ok && rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h2 && *rs.Spec.Replicas < 5 {
+			if rs, ok := ev.Object.(*appsv1.ReplicaSet); ok && rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h2 && *rs.Spec.Replicas == 0 {
 				mu.Lock()
 				if canaryDown.IsZero() {
 					canaryDown = time.Now()
@@ -257,10 +260,10 @@ func TestTrafficRouting(t *testing.T) {
 	back, down := weightBack, canaryDown
 	mu.Unlock()
 	if back.IsZero() || down.IsZero() || !back.Before(down) {
-		t.Errorf("abort: weights back to 100/0 at %s, canary ReplicaSet scaled down at %s; want the weights first",
+		t.Errorf("abort: weights back to 100/0 at %s, canary ReplicaSet scaled to 0 at %s; want the weights first",
 			back.Format(time.RFC3339Nano), down.Format(time.RFC3339Nano))
 	} else {
-		t.Logf("abort: weights back to 100/0 %s before the canary ReplicaSet scaled down", down.Sub(back))
+		t.Logf("abort: weights back to 100/0 %s before the canary ReplicaSet scaled to 0", down.Sub(back))
 	}
 	for _, want := range []string{"TrafficShifted: Route web rule 0: canary web-canary 30%, stable web-stable 70%",
 		"TrafficShifted: Route web rule 0: canary web-canary 0%, stable web-stable 100%"} {

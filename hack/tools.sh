@@ -11,12 +11,14 @@ TEMPORAL_CLI_VERSION=v1.5.1
 ETCD_VERSION=v3.6.8
 KUBE_VERSION=v1.36.3
 KWOK_VERSION=v0.8.0
-# Debian's package (bookworm): a real Prometheus server for the analysis-step tests.
-PROMETHEUS_VERSION=2.42.0+ds-5+b6
+# Debian's packages (bookworm) for the tests: Prometheus (the analysis-step tests) and
+# PostgreSQL 15 (`make test-cluster`). No exact pin: the versions the machine's apt lists offer,
+# within the ranges of hack/debian-versions.sh, recorded in $cache/debian-versions.txt.
+# shellcheck source=hack/debian-versions.sh
+source "$here/debian-versions.sh"
 # A production-like Temporal for `make test-cluster`: the Temporal server and its SQL schema tool
 # (the server inside Temporal CLI v1.5.1), built from Go modules, on Debian's PostgreSQL.
 TEMPORAL_SERVER_VERSION=v1.29.1
-POSTGRESQL_VERSION=15.20-0+deb12u1
 # A real Gateway API data plane for the traffic tests: Traefik's kubernetesGateway provider.
 # v3.6.12 requires sigs.k8s.io/gateway-api v1.4.0 (the tests install v1.4.1's CRDs). v3.7.x
 # does not build here: the module proxy refuses 15 of its dependencies (lego v5's DNS
@@ -80,15 +82,47 @@ if [ "${1:-}" = core ]; then
 	exit 0
 fi
 
+# pick_debian PACKAGE MIN BELOW: sets picked to the version of PACKAGE the apt lists offer
+# (MIN <= version < BELOW). Lists that offer none are updated once (apt-get update); a cache
+# that recorded a version is used as it is when the lists still offer none (offline).
+pick_debian() {
+	local pkg=$1 min=$2 below=$3 rc=0
+	picked=$(debian_version "$pkg" "$min" "$below") || rc=$?
+	if [ "$rc" = 1 ]; then
+		log "$pkg: the apt lists offer no version; running apt-get update"
+		apt-get update >/dev/null 2>&1 || true
+		rc=0
+		picked=$(debian_version "$pkg" "$min" "$below") || rc=$?
+		if [ "$rc" = 1 ]; then
+			picked=$(debian_recorded "$cache" "$pkg")
+		fi
+	fi
+	if [ -z "$picked" ]; then
+		log "$pkg: no version at least $min and below $below to download (apt-cache policy $pkg)"
+		exit 1
+	fi
+}
+
+# refresh_debian PACKAGE MIN BELOW: after a failed download (lists older than the mirror),
+# apt-get update and pick again.
+refresh_debian() {
+	log "$1: apt-get download of $1=$picked failed; updating the package lists and picking again"
+	apt-get update >/dev/null 2>&1 || true
+	pick_debian "$@"
+}
+
 # Prometheus: Debian's package, unpacked into the cache (no service is installed or started).
+pick_debian "$PROMETHEUS_PACKAGE" "$PROMETHEUS_MIN" "$PROMETHEUS_BELOW"
+PROMETHEUS_VERSION=$picked
 prom="$cache/prometheus-$PROMETHEUS_VERSION"
 if [ ! -x "$prom/prometheus" ]; then
 	log "prometheus: fetching Debian's prometheus=$PROMETHEUS_VERSION"
 	tmp=$(mktemp -d)
 	scratch+=("$tmp")
 	if ! (cd "$tmp" && apt-get download "prometheus=$PROMETHEUS_VERSION" >/dev/null 2>&1); then
-		log "prometheus: apt-get download failed; updating the package lists and trying again"
-		apt-get update >/dev/null 2>&1 || true
+		refresh_debian "$PROMETHEUS_PACKAGE" "$PROMETHEUS_MIN" "$PROMETHEUS_BELOW"
+		PROMETHEUS_VERSION=$picked
+		prom="$cache/prometheus-$PROMETHEUS_VERSION"
 		if ! (cd "$tmp" && apt-get download "prometheus=$PROMETHEUS_VERSION" >&2); then
 			log "prometheus: cannot download Debian's prometheus=$PROMETHEUS_VERSION (apt-get download failed)"
 			exit 1
@@ -103,6 +137,8 @@ if [ ! -x "$prom/prometheus" ]; then
 else
 	log "prometheus: cached at $prom/prometheus"
 fi
+debian_record "$cache" "$PROMETHEUS_PACKAGE" "$PROMETHEUS_VERSION"
+log "prometheus: the tests run Debian's prometheus $PROMETHEUS_VERSION (recorded in $cache/debian-versions.txt)"
 
 # The Temporal server and temporal-sql-tool, and the PostgreSQL schemas from the same module.
 tserver="$cache/temporal-server-$TEMPORAL_SERVER_VERSION"
@@ -129,6 +165,8 @@ fi
 # PostgreSQL: Debian's postgresql-15 unpacked into the cache (no service is installed or
 # started); the tests run it on loopback in a folder of their own. Shared libraries the
 # machine lacks are unpacked beside it from the package's own dependencies.
+pick_debian "$POSTGRESQL_PACKAGE" "$POSTGRESQL_MIN" "$POSTGRESQL_BELOW"
+POSTGRESQL_VERSION=$picked
 pg="$cache/postgresql-$POSTGRESQL_VERSION"
 pgbin="$pg/usr/lib/postgresql/15/bin"
 if [ ! -x "$pgbin/postgres" ]; then
@@ -136,7 +174,10 @@ if [ ! -x "$pgbin/postgres" ]; then
 	tmp=$(mktemp -d)
 	scratch+=("$tmp")
 	if ! (cd "$tmp" && apt-get download "postgresql-15=$POSTGRESQL_VERSION" >/dev/null 2>&1); then
-		apt-get update >/dev/null 2>&1 || true
+		refresh_debian "$POSTGRESQL_PACKAGE" "$POSTGRESQL_MIN" "$POSTGRESQL_BELOW"
+		POSTGRESQL_VERSION=$picked
+		pg="$cache/postgresql-$POSTGRESQL_VERSION"
+		pgbin="$pg/usr/lib/postgresql/15/bin"
 		if ! (cd "$tmp" && apt-get download "postgresql-15=$POSTGRESQL_VERSION" >&2); then
 			log "postgresql: cannot download Debian's postgresql-15=$POSTGRESQL_VERSION (apt-get download failed)"
 			exit 1
@@ -163,6 +204,8 @@ if [ ! -x "$pgbin/postgres" ]; then
 else
 	log "postgresql: cached at $pgbin"
 fi
+debian_record "$cache" "$POSTGRESQL_PACKAGE" "$POSTGRESQL_VERSION"
+log "postgresql: the tests run Debian's postgresql-15 $POSTGRESQL_VERSION (recorded in $cache/debian-versions.txt)"
 
 # Traefik: its go.mod carries `replace` directives, so `go install traefik@v` is refused. Its
 # module source is copied to a scratch folder and built there, with the module's own go.sum

@@ -411,11 +411,31 @@ type TrafficMove struct {
 //	  weights 100/0.
 //	a new template M2 while the canary on M takes 30: weights 100/0 (no header routes), the
 //	  canary's selector to M2, then the route as wanted (0 until M2's pods are available).
+//	the first routed rollout (both Services on no hash, all traffic on stable) to N and M: the
+//	  canary's selector to N, weights 0/100, the stable's selector to N, weights 100/0, the
+//	  canary's selector to M, then the route as wanted.
 func TrafficMoves(spec TrafficSpec, cur, want TrafficState) []TrafficMove {
 	var moves []TrafficMove
 	stableOff := cur.Route.CanaryWeight >= 100
 	canaryOff := cur.Route.CanaryWeight <= 0 && len(cur.Route.HeaderRoutes) == 0
 	stableSwitch, canarySwitch := cur.StableHash != want.StableHash, cur.CanaryHash != want.CanaryHash
+	if stableSwitch && !stableOff && canaryOff && cur.CanaryHash != want.StableHash {
+		// The stable Service must switch with traffic on it (its selector had no
+		// pod-template-hash yet, a first routed rollout), and the canary's would select no pod
+		// yet: the canary, with no traffic, first selects the pods the stable Service will and
+		// carries everything while the stable one switches. No request goes to a Service whose
+		// selector has no available pod.
+		moves = append(moves,
+			TrafficMove{Service: spec.CanaryService, Hash: want.StableHash},
+			TrafficMove{Route: &RouteState{CanaryWeight: 100}},
+			TrafficMove{Service: spec.StableService, Hash: want.StableHash},
+			TrafficMove{Route: &RouteState{CanaryWeight: 0}})
+		if want.CanaryHash != want.StableHash {
+			moves = append(moves, TrafficMove{Service: spec.CanaryService, Hash: want.CanaryHash})
+		}
+		r := want.Route
+		return append(moves, TrafficMove{Route: &r})
+	}
 	if stableSwitch && stableOff {
 		moves = append(moves, TrafficMove{Service: spec.StableService, Hash: want.StableHash})
 		stableSwitch = false

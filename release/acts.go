@@ -11,7 +11,7 @@ import (
 )
 
 // The cluster activities a release calls on each cluster's task queue (every cluster's
-// worker registers them; activities/release.go): ReadTargets, ApplyTemplateChange,
+// worker registers them; activities/release.go): ReadTargets, PreflightChange, ApplyTemplateChange,
 // AwaitRolloutDone, RestoreTemplate, and RecordEvent and MeasureAnalysis. The release workflow
 // runs on its own task queue and reaches a cluster only through these.
 var a *activities.Activities

@@ -6,9 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	// The time zone database is compiled in, so a freeze window's zone resolves the same on
-	// every worker, with or without /usr/share/zoneinfo.
-	_ "time/tzdata"
+
+	"github.com/temporal-rollout/rollout/internal/zoneinfo"
 )
 
 // The freeze calendar: a window's starts come from a cron expression or an RRULE, each turned
@@ -27,6 +26,25 @@ import (
 //	rrule: FREQ=WEEKLY;BYDAY=FR;BYHOUR=16;BYMINUTE=0
 //	duration: 64h
 //	timeZone: Europe/Berlin
+//
+// Wall-clock time. A schedule matches wall-clock times (the clock on the zone's wall, a date
+// and a time of day with no zone), and a window's end is its start's wall-clock time plus the
+// duration, as date and time arithmetic: Friday 16:00 + 64h is Monday 08:00 in Berlin whether
+// or not the clocks change over the weekend. Only then is a wall-clock time turned into an
+// instant (resolve):
+//   - a time the clocks skip (02:30 on 2026-03-29 in Berlin, where 02:00 CET jumps to 03:00
+//     CEST) is the instant the clock jumps to (03:00 CEST, 01:00 UTC): a window starting at
+//     02:30 that day begins then, and one ending at 02:30 ends then;
+//   - a time the clocks show twice (02:30 on 2026-10-25 in Berlin) is its first occurrence
+//     (02:30 CEST, 00:30 UTC): a window starts there once, as cron(8) runs a job once, and
+//     one ending at 02:30 ends at the first 02:30.
+//
+// So the weekend window of 2026-10-23 (Friday 16:00 CEST, 14:00 UTC) ends on Monday 08:00 CET
+// (07:00 UTC): 65 hours, not 64; the one of 2026-03-27 (16:00 CET, 15:00 UTC) ends Monday
+// 08:00 CEST (06:00 UTC): 63 hours.
+//
+// Zones come from the database compiled into the binary (internal/zoneinfo), never the host's,
+// so every worker, and every replay, places a transition at the same instant.
 
 // maxWindow bounds a freeze window's duration.
 const maxWindow = 31 * 24 * time.Hour
@@ -52,18 +70,27 @@ func (s *schedule) dayMatches(t time.Time) bool {
 	return dom || dow
 }
 
-// next is the first start strictly after t, in loc; false when none within 5 years.
-func (s *schedule) next(t time.Time, loc *time.Location) (time.Time, bool) {
+// next is the first wall-clock start strictly after the wall-clock time w (both in UTC: a
+// date and time of day with no zone, see wall); false when none within 5 years.
+func (s *schedule) next(w time.Time) (time.Time, bool) {
+	return s.nextIn(w, time.UTC)
+}
+
+// nextIn is the first start strictly after t, stepping through loc's instants: in a zone
+// with summer time it never sees a skipped wall-clock time and sees a repeated one twice.
+// Only the release's runs from before the change freeze-wall-clock use it on a zone other than
+// UTC (frozenAbsolute).
+func (s *schedule) nextIn(t time.Time, loc *time.Location) (time.Time, bool) {
 	t = t.In(loc).Truncate(time.Minute).Add(time.Minute)
 	limit := t.AddDate(5, 0, 0)
 	for t.Before(limit) {
 		switch {
 		case s.month&(1<<uint(t.Month())) == 0:
-			t = time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, loc)
+			t = forward(t, time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, loc))
 		case !s.dayMatches(t):
-			t = time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, loc)
+			t = forward(t, time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, loc))
 		case s.hour&(1<<uint(t.Hour())) == 0:
-			t = time.Date(t.Year(), t.Month(), t.Day(), t.Hour()+1, 0, 0, 0, loc)
+			t = forward(t, time.Date(t.Year(), t.Month(), t.Day(), t.Hour()+1, 0, 0, 0, loc))
 		case s.minute&(1<<uint(t.Minute())) == 0:
 			t = t.Add(time.Minute)
 		default:
@@ -71,6 +98,18 @@ func (s *schedule) next(t time.Time, loc *time.Location) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// forward is n, or the next minute after t when n is not after t. time.Date resolves a
+// wall-clock time the clocks skip with the offset before or after, unspecified: in New York
+// (offsets west of UTC) 02:00 on 2026-03-08 is 01:00 EST, and stepping from 01:00 to "the next
+// hour" came back to 01:00 for ever (a workflow task that never completed). Elsewhere n is
+// after t and nothing changes.
+func forward(t, n time.Time) time.Time {
+	if n.After(t) {
+		return n
+	}
+	return t.Add(time.Minute)
 }
 
 // parseCron reads a five-field cron expression.
@@ -260,11 +299,9 @@ func (f FreezeWindow) compile() (compiled, error) {
 	if d < time.Minute || d > maxWindow {
 		errs = append(errs, fmt.Errorf("duration %s is not between 1m and %s", d, maxWindow))
 	}
-	loc := time.UTC
-	if f.TimeZone != "" {
-		if loc, err = time.LoadLocation(f.TimeZone); err != nil {
-			errs = append(errs, fmt.Errorf("timeZone %q: %w", f.TimeZone, err))
-		}
+	loc, err := zoneinfo.Load(f.TimeZone)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("timeZone %q: %w", f.TimeZone, err))
 	}
 	if len(errs) > 0 {
 		return compiled{}, errors.Join(errs...)
@@ -277,15 +314,75 @@ func (f FreezeWindow) validate() error {
 	return err
 }
 
+// wall is t's wall-clock time in loc, as a time in UTC (a date and a time of day, no zone), so
+// that adding to it is date and time arithmetic.
+func wall(t time.Time, loc *time.Location) time.Time {
+	l := t.In(loc)
+	return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), l.Second(), l.Nanosecond(), time.UTC)
+}
+
+// resolve is the instant at which loc's clocks show the wall-clock time w (see wall): its
+// first occurrence when the clocks show it twice, and when they skip it, the instant they
+// jump at (the transition's, the first instant after w).
+//
+// Berlin, 2026-03-29 02:30 (skipped): the offset before is +1h, after +2h. 02:30 - 1h is
+// 01:30 UTC, which Berlin shows as 03:30 CEST, and 02:30 - 2h is 00:30 UTC, shown 01:30 CET:
+// neither shows 02:30, so it is the transition that 01:30 UTC's zone began at, 01:00 UTC.
+// 2026-10-25 02:30 (twice): 00:30 UTC (CEST) and 01:30 UTC (CET) both show it; 00:30 UTC.
+func resolve(w time.Time, loc *time.Location) time.Time {
+	base := w.Unix()
+	// The offsets a day before and after: no zone changes its offset twice within two days.
+	_, before := time.Unix(base-86400, 0).In(loc).Zone()
+	_, after := time.Unix(base+86400, 0).In(loc).Zone()
+	var first time.Time
+	for _, off := range []int{before, after} {
+		i := time.Unix(base-int64(off), int64(w.Nanosecond())).In(loc)
+		if wall(i, loc).Equal(w) && (first.IsZero() || i.Before(first)) {
+			first = i
+		}
+	}
+	if !first.IsZero() {
+		return first
+	}
+	// Skipped: w less the offset before is past the transition, in the zone it began.
+	start, _ := time.Unix(base-int64(before), 0).In(loc).ZoneBounds()
+	return start
+}
+
 // activeAt reports whether t is inside one of the window's occurrences, and the end of the
-// latest-starting one that covers t. An occurrence starting at s covers [s, s+d): t is covered
-// when some start falls in (t-d, t].
+// latest-starting one that covers t. An occurrence with the wall-clock start w covers
+// [resolve(w), resolve(w + d)).
+//
+// Its starts are searched from t's wall-clock time less d less 3 hours: a start earlier than
+// that ends (wall-clock) 3 hours before t's wall-clock time, which no change of offset (at
+// most 2 hours, anywhere) brings past t.
 func (c compiled) activeAt(t time.Time) (time.Time, bool) {
+	var end time.Time
+	found := false
+	w := wall(t, c.loc).Add(-c.d - 3*time.Hour)
+	for {
+		start, ok := c.sched.next(w)
+		if !ok || resolve(start, c.loc).After(t) {
+			break
+		}
+		if e := resolve(start.Add(c.d), c.loc); e.After(t) && e.After(end) {
+			end, found = e, true
+		}
+		w = start
+	}
+	return end, found
+}
+
+// activeAtAbsolute is activeAt before the change freeze-wall-clock: starts stepped through
+// loc's instants (none in a skipped hour, two in a repeated one) and the duration added as
+// elapsed time, so a window across a change of offset ended an hour early or late. Runs that
+// began before the change keep it (Frozen's wallClock), so their histories replay.
+func (c compiled) activeAtAbsolute(t time.Time) (time.Time, bool) {
 	var end time.Time
 	found := false
 	from := t.Add(-c.d)
 	for {
-		s, ok := c.sched.next(from, c.loc)
+		s, ok := c.sched.nextIn(from, c.loc)
 		if !ok || s.After(t) {
 			break
 		}
@@ -299,12 +396,22 @@ func (c compiled) activeAt(t time.Time) (time.Time, bool) {
 // the windows covering t; another window may begin then, which the caller checks again) and
 // why.
 func Frozen(windows []FreezeWindow, t time.Time) (until time.Time, reason string, frozen bool) {
+	return frozenAt(windows, t, true)
+}
+
+// frozenAt is Frozen; wallClock false is the arithmetic of runs begun before the change
+// freeze-wall-clock (activeAtAbsolute).
+func frozenAt(windows []FreezeWindow, t time.Time, wallClock bool) (until time.Time, reason string, frozen bool) {
 	for i, f := range windows {
 		c, err := f.compile()
 		if err != nil {
 			continue // Validate rejected it before the release started
 		}
-		if end, ok := c.activeAt(t); ok && end.After(until) {
+		active := c.activeAt
+		if !wallClock {
+			active = c.activeAtAbsolute
+		}
+		if end, ok := active(t); ok && end.After(until) {
 			until, frozen = end, true
 			reason = f.Reason
 			if reason == "" {

@@ -1,9 +1,11 @@
 package release
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/temporal-rollout/rollout/internal/zoneinfo"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -70,7 +72,7 @@ func TestCronDayFields(t *testing.T) {
 	var got []string
 	from := mustTime(t, "2026-11-25T00:00:00Z")
 	for range 4 {
-		next, ok := s.next(from, time.UTC)
+		next, ok := s.next(from)
 		if !ok {
 			t.Fatal("no next start")
 		}
@@ -108,4 +110,127 @@ func TestRRuleErrors(t *testing.T) {
 
 func contains(s, sub string) bool {
 	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
+}
+
+// TestFrozenAcrossSummerTime: windows across the 2026 changes of offset in Berlin (CET/CEST:
+// 2026-03-29 02:00 → 03:00, 2026-10-25 03:00 → 02:00) and New York (EST/EDT: 2026-03-08
+// 02:00 → 03:00, 2026-11-01 02:00 → 01:00). A window ends at the wall-clock time its start
+// plus its duration names; a start the clocks skip begins when they jump; a start they show
+// twice begins at the first. wantOld is what the arithmetic before freeze-wall-clock gave
+// (elapsed time, starts stepped through instants), where it differs: the table fails on it.
+func TestFrozenAcrossSummerTime(t *testing.T) {
+	window := func(expr string, d time.Duration, zone string) FreezeWindow {
+		f := FreezeWindow{Duration: k8s.Duration(d), TimeZone: zone}
+		if strings.HasPrefix(expr, "FREQ=") {
+			f.RRule = expr
+		} else {
+			f.Cron = expr
+		}
+		return f
+	}
+	weekend := window("FREQ=WEEKLY;BYDAY=FR;BYHOUR=16;BYMINUTE=0", 64*time.Hour, "Europe/Berlin")
+	berlin0230 := window("30 2 * * *", time.Hour, "Europe/Berlin")
+	berlin0130 := window("30 1 * * *", time.Hour, "Europe/Berlin")
+	nightly := window("0 22 * * *", 8*time.Hour, "America/New_York")
+	ny0230 := window("30 2 * * *", time.Hour, "America/New_York")
+	ny0130 := window("30 1 * * *", 30*time.Minute, "America/New_York")
+	tests := []struct {
+		name      string
+		window    FreezeWindow
+		give      string
+		wantUntil string // "": not frozen
+		wantOld   string // the old arithmetic's answer, when it differs ("-": not frozen)
+	}{
+		// Berlin, autumn: Friday 2026-10-23 16:00 CEST (14:00 UTC) + 64h = Monday 08:00 CET
+		// (07:00 UTC), 65 hours later.
+		{"berlin autumn: weekend from Friday 16:00 CEST", weekend, "2026-10-23T14:00:00Z", "2026-10-26T07:00:00Z", "2026-10-26T06:00:00Z"},
+		{"berlin autumn: Monday 07:30 CET is still frozen", weekend, "2026-10-26T06:30:00Z", "2026-10-26T07:00:00Z", "-"},
+		{"berlin autumn: Monday 08:00 CET is open", weekend, "2026-10-26T07:00:00Z", "", ""},
+		// 02:30 comes twice on 2026-10-25: one window, from the first (00:30 UTC) to 03:30 CET
+		// (02:30 UTC).
+		{"berlin autumn: 02:30 twice, the window starts at the first", berlin0230, "2026-10-25T00:30:00Z", "2026-10-25T02:30:00Z", "-"},
+		{"berlin autumn: the second 02:45", berlin0230, "2026-10-25T01:45:00Z", "2026-10-25T02:30:00Z", ""},
+		{"berlin autumn: 03:30 CET is open", berlin0230, "2026-10-25T02:30:00Z", "", ""},
+		// Berlin, spring: Friday 2026-03-27 16:00 CET (15:00 UTC) + 64h = Monday 08:00 CEST
+		// (06:00 UTC), 63 hours later.
+		{"berlin spring: Monday 07:59 CEST is frozen", weekend, "2026-03-30T05:59:00Z", "2026-03-30T06:00:00Z", "2026-03-30T07:00:00Z"},
+		{"berlin spring: Monday 08:00 CEST is open", weekend, "2026-03-30T06:00:00Z", "", "2026-03-30T07:00:00Z"},
+		// 02:30 does not exist on 2026-03-29: the window begins when 02:00 CET jumps to 03:00
+		// CEST (01:00 UTC) and ends at 03:30 CEST (01:30 UTC).
+		{"berlin spring: skipped 02:30, before the jump", berlin0230, "2026-03-29T00:59:00Z", "", ""},
+		{"berlin spring: skipped 02:30 begins at 03:00 CEST", berlin0230, "2026-03-29T01:00:00Z", "2026-03-29T01:30:00Z", "-"},
+		{"berlin spring: the day before, 02:30 CET", berlin0230, "2026-03-28T01:30:00Z", "2026-03-28T02:30:00Z", ""},
+		// 01:30 CET + 1h is 02:30, skipped: the window ends at the jump, 03:00 CEST (01:00 UTC).
+		{"berlin spring: an end in the skipped hour", berlin0130, "2026-03-29T00:45:00Z", "2026-03-29T01:00:00Z", "2026-03-29T01:30:00Z"},
+		{"berlin spring: after that end", berlin0130, "2026-03-29T01:00:00Z", "", "2026-03-29T01:30:00Z"},
+		// New York, autumn: Saturday 2026-10-31 22:00 EDT (02:00 UTC) + 8h = Sunday 06:00 EST
+		// (11:00 UTC), 9 hours later.
+		{"new york autumn: nightly from 22:00 EDT", nightly, "2026-11-01T02:00:00Z", "2026-11-01T11:00:00Z", "2026-11-01T10:00:00Z"},
+		{"new york autumn: 05:30 EST is still frozen", nightly, "2026-11-01T10:30:00Z", "2026-11-01T11:00:00Z", "-"},
+		{"new york autumn: 06:00 EST is open", nightly, "2026-11-01T11:00:00Z", "", ""},
+		// 01:30 comes twice on 2026-11-01: one window from 01:30 EDT (05:30 UTC) to 02:00 EST
+		// (07:00 UTC).
+		{"new york autumn: 01:30 twice, from the first to 02:00 EST", ny0130, "2026-11-01T06:00:00Z", "2026-11-01T07:00:00Z", "-"},
+		{"new york autumn: 02:00 EST is open", ny0130, "2026-11-01T07:00:00Z", "", ""},
+		// New York, spring: Saturday 2026-03-07 22:00 EST (03:00 UTC) + 8h = Sunday 06:00 EDT
+		// (10:00 UTC), 7 hours later.
+		{"new york spring: 05:59 EDT is frozen", nightly, "2026-03-08T09:59:00Z", "2026-03-08T10:00:00Z", "2026-03-08T11:00:00Z"},
+		{"new york spring: 06:00 EDT is open", nightly, "2026-03-08T10:00:00Z", "", "2026-03-08T11:00:00Z"},
+		// 02:30 does not exist on 2026-03-08: from 03:00 EDT (07:00 UTC) to 03:30 EDT.
+		{"new york spring: skipped 02:30 begins at 03:00 EDT", ny0230, "2026-03-08T07:00:00Z", "2026-03-08T07:30:00Z", "-"},
+		{"new york spring: 03:30 EDT is open", ny0230, "2026-03-08T07:30:00Z", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := func(wallClock bool) string {
+				until, _, frozen := frozenAt([]FreezeWindow{tt.window}, mustTime(t, tt.give), wallClock)
+				if !frozen {
+					return ""
+				}
+				return until.UTC().Format(time.RFC3339)
+			}
+			if g := got(true); g != tt.wantUntil {
+				t.Errorf("Frozen(%s) until %q, want %q", tt.give, g, tt.wantUntil)
+			}
+			wantOld := tt.wantOld
+			switch wantOld {
+			case "":
+				wantOld = tt.wantUntil
+			case "-":
+				wantOld = ""
+			}
+			if g := got(false); g != wantOld {
+				t.Errorf("before freeze-wall-clock: Frozen(%s) until %q, want %q", tt.give, g, wantOld)
+			}
+		})
+	}
+}
+
+// TestResolve: wall-clock times the clocks skip or show twice.
+func TestResolve(t *testing.T) {
+	berlin, err := zoneinfo.Load("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		give string // wall-clock time in Berlin
+		want string
+	}{
+		{"2026-03-29T01:59:00Z", "2026-03-29T00:59:00Z"},
+		{"2026-03-29T02:00:00Z", "2026-03-29T01:00:00Z"}, // skipped: the jump
+		{"2026-03-29T02:59:59Z", "2026-03-29T01:00:00Z"}, // skipped: the jump
+		{"2026-03-29T03:00:00Z", "2026-03-29T01:00:00Z"},
+		{"2026-10-25T01:59:00Z", "2026-10-24T23:59:00Z"},
+		{"2026-10-25T02:00:00Z", "2026-10-25T00:00:00Z"}, // twice: the first
+		{"2026-10-25T02:59:00Z", "2026-10-25T00:59:00Z"}, // twice: the first
+		{"2026-10-25T03:00:00Z", "2026-10-25T02:00:00Z"},
+		{"2026-07-01T12:00:00Z", "2026-07-01T10:00:00Z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			if got := resolve(mustTime(t, tt.give), berlin).UTC().Format(time.RFC3339); got != tt.want {
+				t.Errorf("resolve(%s Berlin) = %s, want %s", tt.give, got, tt.want)
+			}
+		})
+	}
 }

@@ -2,6 +2,10 @@ package release
 
 import (
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // The release's user-facing contract: task queue, workflow IDs, update and query names,
@@ -43,6 +47,16 @@ const (
 	// ErrInvalid is the failure type of a release whose spec does not validate.
 	ErrInvalid = "InvalidRelease"
 )
+
+// SearchAttributes are the search attributes the release workflow upserts (ReleaseName,
+// Keyword). Without them registered on the namespace, its first workflow task fails for ever,
+// so `worker --releases` checks them at start-up and exits naming the command that creates
+// them:
+//
+//	temporal operator search-attribute create --namespace default --name ReleaseName --type Keyword
+func SearchAttributes() []workflows.SearchAttribute {
+	return []workflows.SearchAttribute{{Name: workflows.SearchAttrRelease, Type: enumspb.INDEXED_VALUE_TYPE_KEYWORD}}
+}
 
 // WorkflowID is "release/<name>".
 func WorkflowID(name string) string { return "release/" + name }

@@ -2,14 +2,18 @@ package release
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/k8s"
@@ -253,5 +257,73 @@ func TestRollbackKeepsAHotfix(t *testing.T) {
 	}
 	if got := f.lines("event a ReleaseRollbackSkipped", "event a ReleaseRolledBack"); len(got) != 1 || !strings.HasSuffix(got[0], "ReleaseRollbackSkipped") {
 		t.Errorf("events on a %v, want one ReleaseRollbackSkipped", got)
+	}
+}
+
+// TestRollbackAfterContinueAsNewKeepsAHotfix: wave 1's a is changed, the run continues as new
+// (its state names a's template before the release by hash only, compact), wave 2's c fails.
+// The rollback restores a from its old ReplicaSet (FromHash) while its template is still the
+// release's (ExpectTemplateHash: the restore point's Hash, which the state keeps), and leaves
+// a hotfixed a as it is.
+func TestRollbackAfterContinueAsNewKeepsAHotfix(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		aImage     string
+		wantPhase  string
+		wantStates []string
+		wantLines  []string
+	}{
+		{name: "still the release's: restored from the ReplicaSet", aImage: "nginx:1.27", wantPhase: PhaseRolledBack,
+			wantStates: []string{"a RolledBack", "b RolledBack", "c RolledBack"},
+			wantLines:  []string{"restore /shop/a nginx:1.26", "restore eu/shop/b nginx:1.26", "restore eu/shop/c nginx:1.26"}},
+		{name: "hotfixed: kept", aImage: "nginx:1.27-hotfix", wantPhase: PhaseHalted,
+			wantStates: []string{"a RollbackSkipped", "b RolledBack", "c RolledBack"},
+			wantLines:  []string{"restore eu/shop/b nginx:1.26", "restore eu/shop/c nginx:1.26", "restore skipped /shop/a nginx:1.27-hotfix"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := twoWaves(t, nil)
+			env := newEnv(t, spec)
+			newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+			env.SetCurrentHistoryLength(continueAfterEvents + 1)
+			env.ExecuteWorkflow(ReleaseWorkflow, spec)
+			var can *workflow.ContinueAsNewError
+			if err := env.GetWorkflowError(); !errors.As(err, &can) {
+				t.Fatalf("error = %v, want continue-as-new", err)
+			}
+			var next Spec
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+				t.Fatal(err)
+			}
+			if p := next.Resume.Points[0]; !p.Changed || p.Before != nil || p.BeforeHash != "h-nginx:1.26" || p.Hash != "h-nginx:1.27" {
+				t.Fatalf("handed over point %+v, want changed, no template, beforeHash h-nginx:1.26, hash h-nginx:1.27", p)
+			}
+
+			env2 := newEnv(t, next)
+			env2.SetContinuedExecutionRunID("run-1")
+			f2 := newFleet(env2, "/shop/a", "eu/shop/b", "eu/shop/c")
+			f2.deps["/shop/a"].image = tt.aImage
+			f2.failRollout["c"] = "nginx:1.27"
+			env2.ExecuteWorkflow(ReleaseWorkflow, next)
+			r := result(t, env2)
+			if r.Phase != tt.wantPhase {
+				t.Fatalf("result = %+v, want %s", r, tt.wantPhase)
+			}
+			if tt.wantPhase == PhaseHalted && !strings.Contains(r.Reason, "; not rolled back, changed since the release: shop/a (changed since the release wrote it: container app: image nginx:1.27 → nginx:1.27-hotfix)") {
+				t.Errorf("reason %q, want a's hotfix named", r.Reason)
+			}
+			got := f2.lines("restore")
+			sort.Strings(got)
+			for i := range got {
+				got[i] = got[i][strings.Index(got[i], " ")+1:]
+			}
+			equalLines(t, "restores", got, tt.wantLines)
+			if f2.fromHash != 1 {
+				t.Errorf("%d restores from a ReplicaSet's hash, want 1 (a)", f2.fromHash)
+			}
+			if got := f2.deps["/shop/a"].image; got != map[string]string{PhaseRolledBack: "nginx:1.26", PhaseHalted: "nginx:1.27-hotfix"}[tt.wantPhase] {
+				t.Errorf("a's image %s", got)
+			}
+			equalLines(t, "targets", targetStates(query(t, env2)), tt.wantStates)
+		})
 	}
 }

@@ -22,7 +22,8 @@ import (
 // The release workflow, release/<name>, on the "releases" task queue:
 //
 //  1. validate the spec (a bad one fails the run at once, naming every problem);
-//  2. read the targets (ReadTargets per group, on the group's cluster), before any change;
+//  2. read the targets (ReadTargets per group, on the group's cluster) and check the change
+//     against every one (PreflightChange), before any change;
 //  3. per wave, in order: wait for its approvals, for any freeze (the release's windows, the
 //     fleet freeze) and for a pause to end; change its Deployments (ApplyTemplateChange, at
 //     most maxConcurrent at once, the freezes checked again before each, each followed by
@@ -103,7 +104,9 @@ func (st *State) check(spec *Spec) error {
 			return fmt.Errorf("target %d (%s) is in wave %q, which the release does not have", i, targetString(t.Cluster, t.Namespace, t.Name), t.Wave)
 		}
 		waves[t.Wave]++
-		if st.Points[i].Changed && st.Points[i].Before == nil {
+		// A changed target restores from Before or, handed over compacted, from the ReplicaSet
+		// BeforeHash names.
+		if p := st.Points[i]; p.Changed && p.Before == nil && p.BeforeHash == "" {
 			return fmt.Errorf("target %d (%s) is changed but has no template to restore", i, targetString(t.Cluster, t.Namespace, t.Name))
 		}
 	}
@@ -118,6 +121,16 @@ func (st *State) check(spec *Spec) error {
 }
 
 // restorePoint is what a target was before the release changed it.
+//
+// The state a run hands over stays bounded: about 150 bytes a target (1,000 targets, with
+// Status, under 400 KiB), far from Temporal's 2 MB payload limit. It names the template to
+// restore by its pod-template-hash (BeforeHash), the ReplicaSet the cluster keeps for it, not
+// by the template: 1,000 realistic templates of 3.4 KB are 3.4 MiB, and a run holding them
+// could not continue as new, nor roll back. Within a run, Before holds the template (the
+// ApplyTemplateChange result, in memory and in its history); it is dropped from the state
+// handed over (compact), and a rollback after that restores from the ReplicaSet
+// (RestoreInput.FromHash). State from a run before this change carries Before and no
+// BeforeHash, and restores from Before, as it did.
 type restorePoint struct {
 	UID types.UID `json:"uid,omitempty"`
 	// ReadHash is the pod-template-hash when the release read the targets.
@@ -125,9 +138,21 @@ type restorePoint struct {
 	Changed  bool                    `json:"changed,omitempty"`
 	Hash     string                  `json:"hash,omitempty"`
 	Before   *corev1.PodTemplateSpec `json:"before,omitempty"`
+	// BeforeHash is Before's pod-template-hash (ApplyResult.BeforeHash); empty from a cluster
+	// worker older than it, whose Before is then carried on.
+	BeforeHash string `json:"beforeHash,omitempty"`
 	// Unknown: the change's result was lost and reading the Deployment back failed too, so
 	// whether it has the change is not known; the release cannot end RolledBack.
 	Unknown bool `json:"unknown,omitempty"`
+}
+
+// compact drops the templates that a ReplicaSet's hash names, before the state is handed over.
+func (st *State) compact() {
+	for i := range st.Points {
+		if st.Points[i].BeforeHash != "" {
+			st.Points[i].Before = nil
+		}
+	}
 }
 
 type run struct {
@@ -188,6 +213,12 @@ func ReleaseWorkflow(ctx workflow.Context, spec Spec) (Result, error) {
 			r.failWith(err.Error())
 			return r.finish(ctx)
 		}
+		if workflow.GetVersion(ctx, changePreflight, workflow.DefaultVersion, 1) >= 1 {
+			if err := r.preflight(ctx); err != nil {
+				r.failWith(err.Error())
+				return r.finish(ctx)
+			}
+		}
 		r.st.Resolved = true
 	}
 	for r.st.Current < len(spec.Waves) {
@@ -203,6 +234,7 @@ func ReleaseWorkflow(ctx workflow.Context, spec Spec) (Result, error) {
 				return Result{}, err
 			}
 			r.st.Runs++
+			r.st.compact()
 			next := spec
 			next.Resume = r.st
 			return Result{}, workflow.NewContinueAsNewError(ctx, WorkflowType, next)
@@ -250,6 +282,62 @@ func (r *run) resolve(ctx workflow.Context) error {
 	return nil
 }
 
+// changePreflight: after reading the targets, before any change, the release checks its change
+// against every target (PreflightChange). docs/versioning.md.
+const changePreflight = "release-preflight"
+
+// preflightBatch is how many Deployments one PreflightChange checks (a Get and a dry-run
+// Update each, well within its one-minute start-to-close on a client budget of 5 QPS).
+const preflightBatch = 50
+
+// preflight checks the change against every target, every cluster at once, before any
+// change: a container the change names that a Deployment lacks, a patch that does not apply,
+// a changed template the apiserver rejects (a server-side dry run). It names every problem
+// (the first 20, and how many more).
+func (r *run) preflight(ctx workflow.Context) error {
+	type batch struct {
+		cluster string
+		fut     workflow.Future
+	}
+	var batches []batch
+	targets := r.st.Status.Targets
+	for i := 0; i < len(targets); {
+		j := i
+		var names []string
+		for j < len(targets) && len(names) < preflightBatch && targets[j].Cluster == targets[i].Cluster && targets[j].Namespace == targets[i].Namespace {
+			names = append(names, targets[j].Name)
+			j++
+		}
+		fut := workflow.ExecuteActivity(r.clusterOptions(ctx, targets[i].Cluster), a.PreflightChange, activities.PreflightInput{
+			Namespace: targets[i].Namespace, Names: names, Images: r.spec.Change.Images, Patch: r.spec.Change.Patch,
+		})
+		batches = append(batches, batch{targets[i].Cluster, fut})
+		i = j
+	}
+	var problems []string
+	for _, b := range batches {
+		var res activities.PreflightResult
+		if err := b.fut.Get(ctx, &res); err != nil {
+			return fmt.Errorf("pre-flight%s: %s", clusterSuffix(b.cluster), errMessage(err))
+		}
+		for _, p := range res.Problems {
+			if b.cluster != "" {
+				p = b.cluster + ":" + p
+			}
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	more := ""
+	if len(problems) > 20 {
+		more = fmt.Sprintf("; and %d more", len(problems)-20)
+		problems = problems[:20]
+	}
+	return fmt.Errorf("pre-flight: the change does not apply to %s%s", strings.Join(problems, "; "), more)
+}
+
 func clusterSuffix(cluster string) string {
 	if cluster == "" {
 		return ""
@@ -284,7 +372,7 @@ func (r *run) gate(ctx workflow.Context) bool {
 			_ = workflow.Await(ctx, func() bool { return len(ws.Approvals) != n || r.failed() })
 			continue
 		}
-		if until, reason, frozen := Frozen(r.spec.Freeze, workflow.Now(ctx)); frozen {
+		if until, reason, frozen := frozenAt(r.spec.Freeze, workflow.Now(ctx), r.wallClockWindows(ctx)); frozen {
 			ws.State = WaveWaiting
 			r.st.Status.FrozenUntil, r.st.Status.FreezeReason = &until, reason
 			r.setPhase(ctx, PhaseWaiting, WaitingForFreeze, fmt.Sprintf("wave %d (%s) waits for the freeze window to end at %s: %s", wi+1, ws.Name, until.UTC().Format(time.RFC3339), reason))
@@ -307,6 +395,21 @@ func (r *run) gate(ctx workflow.Context) bool {
 		return true
 	}
 	return false
+}
+
+// changeFreezeWallClock: a freeze window ends at the wall-clock time its start plus its
+// duration names, and a start the clocks skip begins when they jump (calendar.go); before it,
+// the duration was elapsed time and a skipped start had no window. docs/versioning.md.
+const changeFreezeWallClock = "freeze-wall-clock"
+
+// wallClockWindows: the release's freeze windows use wall-clock arithmetic, unless its run
+// began before the change freeze-wall-clock. Asked only for a release with windows, so the
+// others' histories carry no marker.
+func (r *run) wallClockWindows(ctx workflow.Context) bool {
+	if len(r.spec.Freeze) == 0 {
+		return true
+	}
+	return workflow.GetVersion(ctx, changeFreezeWallClock, workflow.DefaultVersion, 1) >= 1
 }
 
 // awaitFleetThaw checks the fleet freeze and, while it holds, waits for its end (AwaitThaw
@@ -447,7 +550,7 @@ func (r *run) changeAllowed(ctx workflow.Context) bool {
 		}
 	}
 	what := fmt.Sprintf("wave %d (%s), %d of %d Deployments started,", wi+1, ws.Name, started, total)
-	if until, reason, frozen := Frozen(r.spec.Freeze, workflow.Now(ctx)); frozen {
+	if until, reason, frozen := frozenAt(r.spec.Freeze, workflow.Now(ctx), r.wallClockWindows(ctx)); frozen {
 		r.st.Status.FrozenUntil, r.st.Status.FreezeReason = &until, reason
 		r.setPhase(ctx, PhaseWaiting, WaitingForFreeze, fmt.Sprintf("%s waits for the freeze window to end at %s: %s", what, until.UTC().Format(time.RFC3339), reason))
 		_, _ = workflow.AwaitWithTimeout(ctx, until.Sub(workflow.Now(ctx)), r.failed)
@@ -567,7 +670,7 @@ func (r *run) readBack(ctx workflow.Context, i int, in activities.ApplyInput) {
 	case p.ReadHash != "" && p.ReadHash == res.TemplateHash:
 		t.Reason += "; read back: it had the change before the release"
 	default:
-		p.Changed, p.Before, p.Hash = true, &res.Template, res.TemplateHash
+		p.Changed, p.Before, p.Hash, p.BeforeHash = true, &res.Template, res.TemplateHash, res.BeforeHash
 		t.RevisionBefore = res.Revision
 		t.Reason += "; read back: the change landed, so it is rolled back with the rest"
 	}
@@ -605,7 +708,7 @@ func (r *run) rollTarget(ctx workflow.Context, i int) {
 		r.upsertMemo(ctx)
 		return
 	}
-	p.Changed, p.Before, p.Hash = true, &res.Template, res.TemplateHash
+	p.Changed, p.Before, p.Hash, p.BeforeHash = true, &res.Template, res.TemplateHash, res.BeforeHash
 	t.RevisionBefore = res.Revision
 	r.event(dctx, i, corev1.EventTypeNormal, "ReleaseChanged", fmt.Sprintf("Release %s (wave %s) changed the pod template: %s", r.spec.Name, t.Wave, r.changeString()))
 
@@ -798,10 +901,19 @@ func (r *run) rollBack(ctx workflow.Context, i int, reason string, keep bool) {
 	p := &r.st.Points[i]
 	t.State = TargetRollingBack
 	in := activities.RestoreInput{
-		Namespace: t.Namespace, Name: t.Name, Template: *p.Before, ExpectUID: p.UID,
+		Namespace: t.Namespace, Name: t.Name, ExpectUID: p.UID,
 		Annotations: map[string]string{AnnotationRolledBack: r.spec.Name + ": " + reason},
 	}
+	if p.Before != nil {
+		in.Template = *p.Before
+	} else {
+		// Handed over without its template (compact): the old ReplicaSet has it.
+		in.FromHash = p.BeforeHash
+	}
 	if keep {
+		// The release's template is named by its hash, which the state keeps (compact drops
+		// only Before): RestoreTemplate compares the live one with it, and describes a drift
+		// from the release's ReplicaSet.
 		in.ExpectTemplateHash = p.Hash
 	}
 	var res activities.RestoreResult

@@ -2,6 +2,7 @@ package release
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -47,9 +48,23 @@ type fakeFleet struct {
 	// (the result lost); readBackFails: reading them back fails too.
 	lostResult    map[string]bool
 	readBackFails bool
+	// realistic: ApplyTemplateChange answers with realisticTemplate, not template.
+	realistic bool
+	// fromHash counts the restores from a ReplicaSet's hash (RestoreInput.FromHash).
+	fromHash int
+}
+
+// template is the pod template the fleet answers for an image.
+func (f *fakeFleet) template(image string) corev1.PodTemplateSpec {
+	if f.realistic {
+		return realisticTemplate(image)
+	}
+	return template(image)
 }
 
 type fakeDep struct {
+	// container is the name of its one container ("app" unless set).
+	container  string
 	image      string
 	revision   int64
 	generation int64
@@ -64,7 +79,7 @@ func newFleet(env *testsuite.TestWorkflowEnvironment, names ...string) *fakeFlee
 		f.deps[n] = &fakeDep{image: "nginx:1.26", revision: 3, generation: 5, annots: map[string]string{}}
 	}
 	for name, fn := range map[string]any{
-		"ReadTargets": f.readTargets, "ApplyTemplateChange": f.apply, "AwaitRolloutDone": f.awaitDone,
+		"ReadTargets": f.readTargets, "PreflightChange": f.preflight, "ApplyTemplateChange": f.apply, "AwaitRolloutDone": f.awaitDone,
 		"RestoreTemplate": f.restore, "RecordEvent": f.recordEvent, "MeasureAnalysis": f.measure,
 	} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
@@ -133,6 +148,25 @@ func (f *fakeFleet) readTargets(ctx context.Context, in activities.ReadTargetsIn
 	return res, nil
 }
 
+// preflight answers as PreflightChange: a container the change names that the Deployment
+// does not have is a problem.
+func (f *fakeFleet) preflight(ctx context.Context, in activities.PreflightInput) (activities.PreflightResult, error) {
+	var res activities.PreflightResult
+	for _, n := range in.Names {
+		k := f.key(ctx, in.Namespace, n)
+		f.logf("preflight %s", k)
+		f.mu.Lock()
+		d := f.deps[k]
+		f.mu.Unlock()
+		for c := range in.Images {
+			if have := cmp.Or(d.container, "app"); c != have {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s/%s: no container named %q", in.Namespace, n, c))
+			}
+		}
+	}
+	return res, nil
+}
+
 func template(image string) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}}}
 }
@@ -148,15 +182,15 @@ func (f *fakeFleet) apply(ctx context.Context, in activities.ApplyInput) (activi
 			return activities.ApplyResult{}, errors.New("apiserver unreachable")
 		}
 		if d.image != in.Images["app"] {
-			return activities.ApplyResult{Revision: d.revision, Template: template(d.image), TemplateHash: "h-" + d.image, Generation: d.generation}, nil
+			return activities.ApplyResult{Revision: d.revision, Template: f.template(d.image), TemplateHash: "h-" + d.image, BeforeHash: "h-" + d.image, Generation: d.generation}, nil
 		}
-		return activities.ApplyResult{Revision: d.revision - 1, Template: template(d.before), TemplateHash: "h-" + d.image, Generation: d.generation, HasChange: true}, nil
+		return activities.ApplyResult{Revision: d.revision - 1, Template: f.template(d.before), TemplateHash: "h-" + d.image, BeforeHash: "h-" + d.before, Generation: d.generation, HasChange: true}, nil
 	}
 	f.logf("apply %s %s", k, in.Images["app"])
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.deps[k]
-	res := activities.ApplyResult{Revision: d.revision, Template: template(d.image), TemplateHash: "h-" + in.Images["app"], HasChange: true}
+	res := activities.ApplyResult{Revision: d.revision, Template: f.template(d.image), TemplateHash: "h-" + in.Images["app"], BeforeHash: "h-" + d.image, HasChange: true}
 	if d.image != in.Images["app"] {
 		d.before = d.image
 		d.image, d.revision, d.generation = in.Images["app"], d.revision+1, d.generation+1
@@ -188,7 +222,16 @@ func (f *fakeFleet) awaitDone(ctx context.Context, in activities.AwaitDoneInput)
 
 func (f *fakeFleet) restore(ctx context.Context, in activities.RestoreInput) (activities.RestoreResult, error) {
 	k := f.key(ctx, in.Namespace, in.Name)
-	image := in.Template.Spec.Containers[0].Image
+	var image string
+	if in.FromHash != "" {
+		// The ReplicaSet of the template with this hash ("h-<image>").
+		image = strings.TrimPrefix(in.FromHash, "h-")
+		f.mu.Lock()
+		f.fromHash++
+		f.mu.Unlock()
+	} else {
+		image = in.Template.Spec.Containers[0].Image
+	}
 	f.mu.Lock()
 	d := f.deps[k]
 	if h := in.ExpectTemplateHash; h != "" && h != "h-"+d.image && d.image != image {
@@ -616,6 +659,57 @@ func TestFreezeWindowHoldsThenReleases(t *testing.T) {
 	})
 }
 
+// TestFreezeWindowAcrossSummerTime: the weekend window (Friday 16:00 Berlin + 64h) that
+// began on 2026-10-23 at 16:00 CEST ends on Monday at 08:00 CET, 07:00 UTC, after the clocks
+// went back: a release started at 06:30 UTC waits 30 minutes (before, the window had ended at
+// 06:00 UTC and the release started at once). The run records the freeze-wall-clock marker.
+func TestFreezeWindowAcrossSummerTime(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) {
+		s.Freeze = []FreezeWindow{{RRule: "FREQ=WEEKLY;BYDAY=FR;BYHOUR=16;BYMINUTE=0", Duration: k8s.Duration(64 * time.Hour), TimeZone: "Europe/Berlin", Reason: "weekend"}}
+	})
+	env := newEnv(t, spec)
+	env.SetStartTime(time.Date(2026, 10, 26, 6, 30, 0, 0, time.UTC))
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	var versions []string
+	env.OnGetVersion(changeFreezeWallClock, workflow.DefaultVersion, 1).Run(func(mock.Arguments) {
+		versions = append(versions, changeFreezeWallClock)
+	}).Return(workflow.Version(1))
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseSucceeded {
+		t.Fatalf("result = %+v", r)
+	}
+	equalSet(t, "log", f.lines("apply"), []string{
+		"30m0s apply /shop/a nginx:1.27",
+		"40m0s apply eu/shop/b nginx:1.27",
+		"40m0s apply eu/shop/c nginx:1.27",
+	})
+	if len(versions) == 0 {
+		t.Errorf("GetVersion(%s) was not asked", changeFreezeWallClock)
+	}
+}
+
+// TestPreflightFailsBeforeAnyChange: wave 2's c has no container "app": the release fails
+// before it changes anything (before, wave 1 rolled out and baked, then c's change failed and
+// a was rolled back). Every target is checked, wave 2's in cluster eu on its task queue.
+func TestPreflightFailsBeforeAnyChange(t *testing.T) {
+	spec := twoWaves(t, nil)
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	f.deps["eu/shop/c"].container = "web"
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	r := result(t, env)
+	if r.Phase != PhaseFailed || r.Reason != `pre-flight: the change does not apply to eu:shop/c: no container named "app"` {
+		t.Fatalf("result = %+v, want Failed naming c", r)
+	}
+	if got := f.lines("apply", "restore"); len(got) != 0 {
+		t.Errorf("changes %v, want none", got)
+	}
+	equalSet(t, "checked", f.lines("preflight"), []string{"0s preflight /shop/a", "0s preflight eu/shop/b", "0s preflight eu/shop/c"})
+	if q := f.queues["PreflightChange"]; !q["deployment-controller.eu"] || !q["deployment-controller"] {
+		t.Errorf("pre-flight ran on task queues %v, want deployment-controller and deployment-controller.eu", q)
+	}
+}
+
 // TestFleetFreezeHolds: the fleet is frozen when wave 2 would start; it waits for the thaw.
 func TestFleetFreezeHolds(t *testing.T) {
 	spec := twoWaves(t, nil)
@@ -776,8 +870,8 @@ func TestUnknownClusterFails(t *testing.T) {
 }
 
 // TestContinuesAsNewBetweenWaves: past 5,000 events the run continues as new after wave 1,
-// handing its state over (wave 1 done, a's restore point); the next run, given that input,
-// runs wave 2 only.
+// handing its state over (wave 1 done, a's restore point by hash); the next run, given that
+// input, runs wave 2 only.
 func TestContinuesAsNewBetweenWaves(t *testing.T) {
 	spec := twoWaves(t, nil)
 	env := newEnv(t, spec)
@@ -793,8 +887,9 @@ func TestContinuesAsNewBetweenWaves(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
+	// a's template from before is named by its ReplicaSet's hash, not carried.
 	if next.Resume == nil || next.Resume.Current != 1 || next.Resume.Runs != 1 || !next.Resume.Points[0].Changed ||
-		next.Resume.Points[0].Before.Spec.Containers[0].Image != "nginx:1.26" || next.Resume.Status.Waves[0].State != WaveDone {
+		next.Resume.Points[0].Before != nil || next.Resume.Points[0].BeforeHash != "h-nginx:1.26" || next.Resume.Status.Waves[0].State != WaveDone {
 		t.Fatalf("handed over %+v", next.Resume)
 	}
 	equalLines(t, "first run", f.lines("apply"), []string{"0s apply /shop/a nginx:1.27"})

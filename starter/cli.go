@@ -296,7 +296,8 @@ func newSyncCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sync" + targetUse,
 		Short: "Sync the Deployment now (signal-with-start)",
-		Long: `Send the Deployment's workflow a sync signal, starting the workflow first if none is open.
+		Long: `Send the Deployment's workflow the trigger signal (a sync), starting the workflow first if none
+is open.
 The watcher does this on every change; sync is for a Deployment it has not seen yet, or to
 make the workflow look again at once.`,
 		Example: `  starter sync shop/web`,

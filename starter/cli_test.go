@@ -140,8 +140,10 @@ func TestUsageErrors(t *testing.T) {
 			want: `starter: invalid configuration: log-level must be debug, info, warn or error, got "loud"`},
 		{name: "bad cluster", give: []string{"pause", "--cluster", "eu/west", "shop/web"},
 			want: `starter: invalid configuration: cluster: invalid cluster name "eu/west"`},
-		{name: "codec-server without key file", give: []string{"codec-server", "--codec-key-file", "/nonexistent/keys"},
+		{name: "codec-server with an absent key file", give: []string{"codec-server", "--codec-key-file", "/nonexistent/keys"},
 			want: "starter: invalid configuration: codec-key-file: read codec key file"},
+		{name: "codec-server without key file", give: []string{"codec-server"},
+			want: "starter: codec-server needs --codec-key-file (or ROLLOUT_CODEC_KEY_FILE)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

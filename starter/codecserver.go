@@ -21,12 +21,13 @@ type codecServerOpts struct {
 // codecHandler is the codec server's handler: Temporal's remote codec protocol over the
 // codec of --codec-key-file, which it needs.
 func codecHandler(cfg config.Config, corsOrigin string) (http.Handler, error) {
+	// Both are settings problems: exit 2, as every setting that does not validate.
 	cd, err := cfg.Codec()
 	if err != nil {
-		return nil, err
+		return nil, configError{err}
 	}
 	if cd == nil {
-		return nil, errors.New("codec-server needs --codec-key-file (or ROLLOUT_CODEC_KEY_FILE)")
+		return nil, configError{errors.New("codec-server needs --codec-key-file (or ROLLOUT_CODEC_KEY_FILE)")}
 	}
 	return codec.Handler(cd, corsOrigin), nil
 }

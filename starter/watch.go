@@ -67,7 +67,7 @@ func watch(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) e
 	defer func() { stopper.Step("close the Temporal client"); tc.Close() }()
 	if cfg.SearchAttributes {
 		// Without them every start the watcher makes is rejected, and it retries for ever.
-		if err := lifecycle.CheckSearchAttributes(ctx, logger, tc.OperatorService(), cfg.TemporalNamespace, workflows.SearchAttributes(), cfg.StartupTimeout); err != nil {
+		if err := lifecycle.CheckSearchAttributes(ctx, logger, tc.OperatorService(), cfg.TemporalNamespace, "--search-attributes", workflows.SearchAttributes(), cfg.StartupTimeout); err != nil {
 			return err
 		}
 	}

@@ -130,9 +130,10 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		return err
 	}
 	defer func() { stopper.Step("close the Temporal client"); tc.Close() }()
-	if cfg.SearchAttributes {
-		// Without them every start the watcher makes is rejected, and it retries for ever.
-		if err := lifecycle.CheckSearchAttributes(ctx, logger, tc.OperatorService(), cfg.TemporalNamespace, workflows.SearchAttributes(), cfg.StartupTimeout); err != nil {
+	// Without them every start the watcher makes is rejected and it retries for ever, and a
+	// release's first workflow task fails for ever: exit now, naming the commands.
+	for _, c := range searchAttributeChecks(cfg.SearchAttributes, cfg.Releases) {
+		if err := lifecycle.CheckSearchAttributes(ctx, logger, tc.OperatorService(), cfg.TemporalNamespace, c.flag, c.want, cfg.StartupTimeout); err != nil {
 			return err
 		}
 	}

@@ -396,6 +396,12 @@ func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentR
 	if spec.PreviewService != "" {
 		switches = append(switches, r.serviceSwitch(snap, plan, spec.PreviewService, "PreviewSwitched", "Preview", preview))
 	}
+	if r.bgServices != nil && annotated && r.bgServices.Active == spec.ActiveService && r.bgServices.Preview == spec.PreviewService &&
+		switchesDone(switches, r.bgServices) && workflow.GetVersion(ctx, changeBlueGreenUnchanged, workflow.DefaultVersion, 1) == 1 {
+		// Both Services already select what this sync would switch them to (or stay as they
+		// are): no reads, no writes, so the syncs leave the client budget to their writes.
+		return nil
+	}
 	var res activities.SyncBlueGreenResult
 	if err := workflow.ExecuteLocalActivity(ctx, a.SyncBlueGreen, activities.SyncBlueGreenInput{Deployment: ref, Switches: switches}).Get(ctx, &res); err != nil {
 		return fmt.Errorf("switch blue-green services: %w", err)
@@ -413,6 +419,24 @@ func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentR
 		r.upsertStepState(ctx)
 	}
 	return nil
+}
+
+// changeBlueGreenUnchanged: a sync whose Services already select what it would switch them to
+// runs no SyncBlueGreen.
+const changeBlueGreenUnchanged = "blue-green-unchanged"
+
+// switchesDone: every switch leaves its Service as it is, or points it where it already is.
+func switchesDone(switches []activities.ServiceSwitch, sv *BlueGreenServices) bool {
+	for _, sw := range switches {
+		cur := sv.ActiveSelects
+		if sw.Service == sv.Preview && sw.Service != sv.Active {
+			cur = sv.PreviewSelects
+		}
+		if sw.Hash != "" && sw.Hash != cur {
+			return false
+		}
+	}
+	return true
 }
 
 // serviceSwitch is the switch of one Service to hash, if the ReplicaSet of hash serves fully

@@ -27,19 +27,43 @@ func checkTraffic(annotations map[string]string, steps []k8s.RolloutStep) error 
 	return k8s.TrafficSteps(spec, steps)
 }
 
-// enterTrafficStep passes a setHeaderRoute or setCanaryScale step at once (as Argo Rollouts
-// does): the sync that follows writes the route or scales the canary. It reports whether step
-// i was one.
+// enterTrafficStep enters a setHeaderRoute or setCanaryScale step. Since
+// changeTrafficStepPods it waits, as a setWeight step does, until the canary has its pods
+// available and the route carries what the step asks (trafficStepReached): a pause after it
+// starts only then, and a header route goes only to a canary with available pods. Before, it
+// passed at once (as Argo Rollouts does) and the sync that followed wrote the route or scaled
+// the canary. It reports whether step i was one.
 func (r *rollout) enterTrafficStep(ctx workflow.Context, i int, prefix string) bool {
 	step := r.stepList[i]
 	if step.SetHeaderRoute == nil && step.SetCanaryScale == nil {
 		return false
 	}
+	r.dirty = true
+	if workflow.GetVersion(ctx, changeTrafficStepPods, workflow.DefaultVersion, 1) == 1 {
+		r.steps.WaitingFor, r.steps.Message = WaitingForWeight, prefix+": waiting for the canary's pods"
+		r.recordStep(ctx, "RolloutStep", r.steps.Message)
+		return true
+	}
 	r.steps.WaitingFor, r.steps.Message = "", prefix+": set"
 	r.recordStep(ctx, "RolloutStep", r.steps.Message)
-	r.dirty = true
 	r.enterStep(ctx, i+1)
 	return true
+}
+
+// changeTrafficStepPods: setCanaryScale and setHeaderRoute steps wait for the canary's pods
+// (enterTrafficStep), and header routes go only to a canary with available pods.
+const changeTrafficStepPods = "traffic-step-waits-pods"
+
+// headerStep reports whether the current step is a setHeaderRoute that adds a route: it
+// passes only once the canary has available pods and the route carries the header routes
+// (unless the canary has no pods at this step: its header route is written once it has).
+func (r *rollout) headerStep() bool {
+	s := r.steps
+	if s == nil || s.Full || s.Step >= len(r.stepList) {
+		return false
+	}
+	h := r.stepList[s.Step].SetHeaderRoute
+	return h != nil && len(h.Match) > 0
 }
 
 // syncTraffic moves the traffic for a sync's plan (nothing without a valid traffic
@@ -47,6 +71,10 @@ func (r *rollout) enterTrafficStep(ctx workflow.Context, i int, prefix string) b
 func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
 	d := k8s.Effective(snap.Deployment)
 	spec, err := k8s.ParseTraffic(d.Annotations)
+	if spec == nil && err == nil && r.traffic != nil && r.traffic.Stable.Service != "" &&
+		workflow.GetVersion(ctx, changeTrafficRelease, workflow.DefaultVersion, 1) == 1 {
+		return r.releaseTraffic(ctx, ref)
+	}
 	if spec == nil || err != nil || r.annotationError != "" || plan.CanaryStale {
 		return nil
 	}
@@ -57,6 +85,16 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	if plan.Phase == k8s.PhaseComplete || stable == "" {
 		stable = canary
 	}
+	// The stable Service never moves to a template with no available pod while the pods it
+	// selects serve: a sync that takes the new template for the stable one before its
+	// ReplicaSet has a pod (the next image right after a rollout completed) leaves it where it
+	// is, and the new template is the canary's.
+	if cur := r.traffic; cur != nil && cur.Stable.Hash != "" && stable != cur.Stable.Hash {
+		avail := k8s.AvailablePods(snap.ReplicaSets)
+		if avail[stable] <= 0 && avail[cur.Stable.Hash] > 0 && workflow.GetVersion(ctx, changeTrafficStableServes, workflow.DefaultVersion, 1) == 1 {
+			stable = cur.Stable.Hash
+		}
+	}
 	target := int32(100)
 	var headers []k8s.HeaderRoute
 	switch s := r.steps; {
@@ -65,6 +103,12 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	case s != nil && !s.Full && s.Step < len(r.stepList):
 		target = r.weight()
 		headers = k8s.ActiveHeaderRoutes(r.stepList, s.Step)
+		// A header route goes only to a canary with available pods, before and after the
+		// plan's writes.
+		if len(headers) > 0 && min(k8s.AvailablePods(snap.ReplicaSets)[canary], k8s.AvailableAfter(snap.ReplicaSets, plan)[canary]) <= 0 &&
+			workflow.GetVersion(ctx, changeTrafficStepPods, workflow.DefaultVersion, 1) == 1 {
+			headers = nil
+		}
 	}
 	ask := k8s.TrafficAsk{Target: target, Stable: stable, Canary: canary}
 	if r.abort != nil {
@@ -77,6 +121,15 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	routeName := fmt.Sprintf("%s rule %d", spec.HTTPRoute.Name, spec.HTTPRoute.Rule)
 	changed := r.traffic == nil || r.traffic.Route != routeName || r.traffic.CanaryWeight != want.Route.CanaryWeight ||
 		r.traffic.Stable.Hash != stable || r.traffic.Canary.Hash != canary || headerNames(r.traffic.HeaderRoutes) != headerNames(headers)
+	if !changed && r.traffic.Check == "holds" && sameHeaderRoutes(r.traffic.HeaderRoutes, headers) &&
+		workflow.GetVersion(ctx, changeTrafficUnchanged, workflow.DefaultVersion, 1) == 1 {
+		// The route and the Services are as the last move left them and as wanted: no reads,
+		// no writes. Every sync re-reading them spent the client budget its writes needed
+		// (six routed Deployments at QPS 20 starved their own writes for minutes).
+		r.traffic.Stable.Available, r.traffic.Canary.Available = avail[stable], avail[canary]
+		r.trafficAsk = &ask
+		return nil
+	}
 	if changed {
 		in.Events = []k8s.Event{{Type: "Normal", Reason: "TrafficShifted", Message: trafficMessage(routeName, *spec, want, avail, target)}}
 	}
@@ -105,6 +158,28 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	return nil
 }
 
+// changeTrafficRelease: a Deployment whose traffic annotation is gone gets its Services'
+// selectors back as the user wrote them (releaseTraffic); before, they stayed on the last
+// pod-template-hashes the routing set, and the next rollout scaled those pods away under them.
+const changeTrafficRelease = "traffic-release"
+
+// releaseTraffic gives the Services of a Deployment that lost its traffic annotation their
+// selectors back (activities.ReleaseTraffic) and forgets the route.
+func (r *rollout) releaseTraffic(ctx workflow.Context, ref activities.DeploymentRef) error {
+	t := r.traffic
+	in := activities.ReleaseTrafficInput{Deployment: ref, Services: []string{t.Stable.Service, t.Canary.Service}, Events: []k8s.Event{{
+		Type: "Normal", Reason: "TrafficReleased",
+		Message: fmt.Sprintf("The %s annotation is gone: Services %s and %s select as their own selectors say again", k8s.TrafficAnnotation, t.Stable.Service, t.Canary.Service),
+	}}}
+	var res activities.ReleaseTrafficResult
+	if err := workflow.ExecuteLocalActivity(ctx, a.ReleaseTraffic, in).Get(ctx, &res); err != nil {
+		return fmt.Errorf("give the services their selectors back: %w", err)
+	}
+	r.traffic, r.trafficAsk = nil, nil
+	r.upsertStepState(ctx)
+	return nil
+}
+
 // trafficChange is DecideTraffic's question for the run: is this change in force? It asks
 // workflow.GetVersion, and remembers the answer for AwaitChange (AwaitInput.Traffic), which
 // decides the same way.
@@ -129,7 +204,13 @@ func (r *rollout) trafficStepReached(ctx workflow.Context, snap k8s.Snapshot, pl
 		return true
 	}
 	sizes := k8s.SizesAfter(snap.ReplicaSets, plan)
-	if k8s.TrafficStepReached(r.traffic.CanaryWeight, ask.Target, sizes[ask.Canary], sizes[ask.Stable]) {
+	reached := k8s.TrafficStepReached(r.traffic.CanaryWeight, ask.Target, sizes[ask.Canary], sizes[ask.Stable])
+	if r.headerStep() && sizes[ask.Canary] > 0 {
+		// A canary with no pods at this step gets its header route once it has some.
+		want := k8s.ActiveHeaderRoutes(r.stepList, r.steps.Step)
+		reached = reached && headerNames(r.traffic.HeaderRoutes) == headerNames(want)
+	}
+	if reached {
 		return true
 	}
 	return !r.trafficChange(ctx)(changeTrafficStepWeight)
@@ -138,6 +219,27 @@ func (r *rollout) trafficStepReached(ctx workflow.Context, snap k8s.Snapshot, pl
 // changeTrafficStepWeight: a setWeight step with traffic routing passes once the route
 // carries its weight (trafficStepReached); before, once the ReplicaSets were at their sizes.
 const changeTrafficStepWeight = "traffic-step-weight"
+
+// changeTrafficStableServes: the stable Service stays on its serving pods rather than move to a
+// template with none (syncTraffic).
+const changeTrafficStableServes = "traffic-stable-serves"
+
+// changeTrafficUnchanged: a sync whose route and Services are already as wanted (as the last
+// move left them, its check holding) runs no SyncTraffic.
+const changeTrafficUnchanged = "traffic-unchanged"
+
+// sameHeaderRoutes: the same header routes, names and matches, in the same order.
+func sameHeaderRoutes(a, b []k8s.HeaderRoute) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || fmt.Sprint(a[i].Match) != fmt.Sprint(b[i].Match) {
+			return false
+		}
+	}
+	return true
+}
 
 func headerNames(hs []k8s.HeaderRoute) string {
 	names := make([]string, len(hs))

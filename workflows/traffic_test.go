@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/k8s"
@@ -114,8 +115,13 @@ func TestTrafficRouting(t *testing.T) {
 		if m.want.CanaryHash != m.want.StableHash && int64(w)*int64(m.canaryAvail+m.stableAv) > 100*int64(m.canaryAvail) {
 			t.Errorf("move %d: canary weight %d on %d of %d available pods", i, w, m.canaryAvail, m.canaryAvail+m.stableAv)
 		}
-		if w == 0 && m.want.CanaryHash == h2 && f.calls["CreateReplicaSet"] > 0 && raisedAt < 0 && m.canaryAvail == 0 && i > 0 {
+		// The canary Service on the new template at 0 while it has no available pod (later
+		// syncs with nothing to move run no SyncTraffic: traffic-unchanged).
+		if w == 0 && m.want.CanaryHash == h2 && raisedAt < 0 && m.canaryAvail == 0 {
 			sawHeld = true
+		}
+		if w > 0 && m.canaryAvail == 0 {
+			t.Errorf("move %d: canary weight %d with no canary pod available", i, w)
 		}
 		if w == 30 && raisedAt < 0 {
 			raisedAt = i
@@ -315,5 +321,152 @@ func TestTrafficAbortFollowsStablePods(t *testing.T) {
 	}
 	if last := route.state; last.StableHash != h1 || last.CanaryHash != h1 || last.Route.CanaryWeight != 0 {
 		t.Errorf("after abort: route %+v, want both Services on %s (not %s), weight 0", last, h1, h2)
+	}
+}
+
+// setCanaryScale passes once the canary has its pods available, and a header route goes only
+// to a canary with available pods: [setCanaryScale 2, setHeaderRoute, pause 10m] starts the
+// pause's timer only after both. Before, both steps passed at once: the timer ran and the
+// header rule was written before the canary ReplicaSet had a pod.
+func TestTrafficStepsWaitForCanaryPods(t *testing.T) {
+	f := stepped(`[{"setCanaryScale":{"replicas":2}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"pause":{"duration":"10m"}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	lagPods(f)
+	route := &fakeRoute{f: f}
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	var started time.Time
+	at(env, 30*time.Second, func() {
+		st := queryStatus(t, env)
+		started = env.Now().Add(-30 * time.Second)
+		check(t, st.Steps != nil && st.Steps.Step == 1 && st.Steps.WaitingFor == WaitingForWeight,
+			"before the canary's pods are available: steps %+v, want step 1 waiting for them", st.Steps)
+		check(t, st.Steps == nil || st.Steps.PauseUntil == nil, "before the canary's pods: the pause's timer started (%v)", st.Steps.PauseUntil)
+	})
+	var pausedAt time.Time
+	at(env, 5*time.Minute, func() {
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForTimer && st.Steps.PauseUntil != nil,
+			"once the canary's pods are available: steps %+v, want the pause's timer", st.Steps)
+		if st.Steps != nil && st.Steps.PauseUntil != nil {
+			pausedAt = st.Steps.PauseUntil.Add(-10 * time.Minute)
+		}
+		tr := st.Steps.Traffic
+		check(t, tr != nil && len(tr.HeaderRoutes) == 1 && tr.Canary.Available == 2, "in the pause: traffic %+v, want the header route on 2 canary pods", tr)
+	})
+	endByDeletion(env, f, time.Hour)
+	env.ExecuteWorkflow(WorkflowType, input())
+	if pausedAt.IsZero() || pausedAt.Before(started.Add(time.Minute)) {
+		t.Errorf("the pause's timer started at %v (workflow start %v); want after the canary's pods came up (a wait later)", pausedAt, started)
+	}
+	headers := 0
+	for i, m := range route.moves {
+		if len(m.want.Route.HeaderRoutes) == 0 {
+			continue
+		}
+		headers++
+		if m.canaryAvail <= 0 || (m.after != nil && m.after[m.want.CanaryHash] <= 0) {
+			t.Errorf("move %d: header routes %v to a canary with %d available pods (%d after)", i, m.want.Route.HeaderRoutes, m.canaryAvail, m.after[m.want.CanaryHash])
+		}
+	}
+	if headers == 0 {
+		t.Errorf("no move wrote the header route")
+	}
+}
+
+// A setWeight step passes only once the route carries its weight: 10 replicas, maxSurge 2,
+// maxUnavailable 1, [setWeight 20, pause 3s, setWeight 50, pause {}], the stable's pods going
+// only after a wait once scaled down (they serve until then, k8s.PodsUp). Every wait of the
+// indefinite pause starts with the route at 50. Before, the step passed when the ReplicaSets
+// were at their sizes, with the route still weighing the stable's going pods (41 on the real
+// stack), and the pause held it there.
+func TestTrafficStepPassesAtItsWeight(t *testing.T) {
+	f := stepped(`[{"setWeight":20},{"pause":{"duration":"3s"}},{"setWeight":50},{"pause":{}}]`)
+	surge, unavailable := intstr.FromInt32(2), intstr.FromInt32(1)
+	f.d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	v1 := podTemplate("nginx:v1")
+	h1 := k8s.PodTemplateHash(&v1, nil)
+	up := int32(-1)
+	f.afterWrite = func(activity string) {
+		if activity != "ScaleDownReplicaSet" {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, rs := range f.rss {
+			if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h1 && up > rs.Status.AvailableReplicas {
+				rs.Status.AvailableReplicas, rs.Status.ReadyReplicas = up, up
+			}
+		}
+	}
+	route := &fakeRoute{f: f}
+	var atAwait []int32
+	f.beforeAwait = func() {
+		atAwait = append(atAwait, route.state.Route.CanaryWeight)
+		for _, rs := range f.rss {
+			settle(rs)
+			if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h1 {
+				up = rs.Status.AvailableReplicas
+			}
+		}
+	}
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	at(env, time.Hour, func() {
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.Step == 4 && st.Steps.WaitingFor == WaitingForPromote, "steps %+v, want waiting for promote at step 4", st.Steps)
+		check(t, st.Steps.Traffic != nil && st.Steps.Traffic.CanaryWeight == 50, "in the pause: traffic %+v, want the canary at 50", st.Steps.Traffic)
+	})
+	endByDeletion(env, f, 2*time.Hour)
+	env.ExecuteWorkflow(WorkflowType, input())
+	held := 0
+	for i, in := range f.awaits {
+		if c := in.Request.Canary; c != nil && c.Hold && strings.Contains(c.Message, "paused until promoted") {
+			held++
+			if atAwait[i] != 50 {
+				t.Errorf("wait %d of the indefinite pause began with the route at %d, want 50", i, atAwait[i])
+			}
+		}
+	}
+	if held == 0 {
+		t.Fatalf("no wait in the indefinite pause")
+	}
+}
+
+// A Deployment that loses its traffic annotation mid-rollout gets its Services' selectors back
+// as the user wrote them (activities.ReleaseTraffic), once, and the status forgets the route.
+// Before, the Services stayed on the pod-template-hashes the routing last set.
+func TestTrafficAnnotationRemovedReleasesServices(t *testing.T) {
+	f := stepped(`[{"setWeight":30},{"pause":{}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	route := &fakeRoute{f: f}
+	var released []activities.ReleaseTrafficInput
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	env.OnActivity(a.ReleaseTraffic, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ReleaseTrafficInput) (activities.ReleaseTrafficResult, error) {
+		released = append(released, in)
+		return activities.ReleaseTrafficResult{Released: in.Services}, nil
+	})
+	at(env, time.Hour, func() {
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.Traffic != nil && st.Steps.Traffic.CanaryWeight == 30, "in the pause: steps %+v, want routed at 30", st.Steps)
+		f.mu.Lock()
+		delete(f.d.Annotations, k8s.TrafficAnnotation)
+		f.d.Generation++
+		f.mu.Unlock()
+		env.SignalWorkflow(SignalTrigger, nil)
+	})
+	at(env, 2*time.Hour, func() {
+		st := queryStatus(t, env)
+		check(t, st.Steps == nil || st.Steps.Traffic == nil, "after the annotation went: traffic %+v, want none", st.Steps)
+	})
+	endByDeletion(env, f, 3*time.Hour)
+	env.ExecuteWorkflow(WorkflowType, input())
+	if len(released) != 1 || strings.Join(released[0].Services, ",") != "web-stable,web-canary" {
+		t.Fatalf("ReleaseTraffic calls %+v, want one for web-stable and web-canary", released)
+	}
+	if !f.hasEvent("TrafficReleased") && len(released[0].Events) == 0 {
+		t.Errorf("no TrafficReleased event")
 	}
 }

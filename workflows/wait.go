@@ -104,7 +104,7 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 	// With traffic routing, the wait also wakes the workflow when the route should move (the
 	// pods it weighs changed, k8s.DecideTraffic), so a held rollout keeps following them.
 	if r.traffic != nil && r.trafficAsk != nil && r.trafficChange(ctx)(k8s.ChangeTrafficFollowsPods) {
-		in.Traffic = &activities.AwaitTraffic{Ask: *r.trafficAsk, Weight: r.traffic.CanaryWeight, Changes: r.trafficChanges}
+		in.Traffic = &activities.AwaitTraffic{Ask: *r.trafficAsk, Weight: r.traffic.CanaryWeight, Changes: r.trafficChanges, NeedsCanaryPods: r.headerStep()}
 	}
 	if r.localWait > 0 && !r.awaitRemote && !r.recordRollback && !r.recordUpdate {
 		in.MaxWait = r.localWait

@@ -137,6 +137,8 @@ type Config struct {
 	// Release, when > 0, runs only the release measurement (release.go) with that many
 	// Deployments.
 	Release int `json:"-"`
+	// TrafficSoak: run only the traffic soak (soak.go).
+	TrafficSoak bool `json:"-"`
 	// WorkerArgs are appended to each of our workers' command lines (--worker-args), so two
 	// designs can be compared, for example --local-wait=300ms.
 	WorkerArgs []string `json:"workerArgs,omitempty"`
@@ -177,6 +179,14 @@ func main() {
 			fmt.Print(rep.Text())
 		}
 		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			stop()
+			os.Exit(1)
+		}
+		return
+	}
+	if cfg.TrafficSoak {
+		if err := runSoak(ctx, cfg); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			stop()
 			os.Exit(1)
@@ -237,6 +247,7 @@ func parseFlags(args []string) (Config, error) {
 	rel := releaseFlag{n: &c.Release}
 	fs.Var(rel, "release", fmt.Sprintf("run only the release measurement: N Deployments (--release alone: %d; a multiple of 8) in two clusters, a new image on all at once by hand against a release in 4 waves, at the last --budgets budget; writes <out>/release.json", defaultReleaseDeployments))
 	workerArgs := fs.String("worker-args", "", "our side: extra arguments appended to each worker's command line, comma- or space-separated, for example --worker-args=--local-wait=300ms")
+	fs.BoolVar(&c.TrafficSoak, "traffic-soak", false, "run only the traffic soak: e2e TestTrafficSoak (30 rollouts, aborts at every weight, requests through Traefik), its figures to <out>/soak.txt and BENCHMARKS.md")
 	fs.BoolVar(&c.Control.On, "control", false, "run only the control measurement: time from a CLI command's return (temporal workflow signal/query/update, kubectl rollout pause/resume/undo) to its effect while Deployments roll, at every --budgets budget on every --sides side")
 	fs.IntVar(&c.Control.Deployments, "control-deployments", 100, "with --control: Deployments rolling while the commands run")
 	fs.IntVar(&c.Control.Replicas, "control-replicas", 10, "with --control: replicas per Deployment")

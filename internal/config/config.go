@@ -204,7 +204,7 @@ func WorkerFlags(fs *pflag.FlagSet) {
 	fs.Duration("local-wait", 0, "worker: how long a rollout's wait for its next move runs first inside the workflow task that made the last move (a local activity), so a move within it costs no round trip through Temporal; signals, updates and queries to that workflow wait for it to end, so keep it at most 500ms; 0 (the default) always waits in the AwaitChange activity")
 	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
 	fs.String("ui-url", "", "worker: the Temporal UI's address (http://localhost:8233), which rollout notifications (the temporal-rollout.io/notify annotation) link to as <ui-url>/namespaces/<namespace>/workflows/<workflow-id>; empty: no link")
-	fs.Bool("watch", false, "worker: run the watcher in this process too, on the worker's informer cache, so a created Deployment's workflow starts eagerly (its first workflow task comes back in the start's answer, to this worker, with no trip through matching); `starter watch` is then not needed")
+	fs.Bool("watch", false, "worker: run the watcher in this process too, on the worker's informer cache, so a created Deployment's workflow starts eagerly (its first workflow task comes back in the start's answer, to this worker, with no trip through matching); starter watch is then not needed")
 	fs.Bool("releases", false, "worker: also run the release and fleet freeze workflows, on the \"releases\" task queue (docs/releases.md)")
 }
 

@@ -100,7 +100,7 @@ func TestCheckSearchAttributes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			err := CheckSearchAttributes(context.Background(), logger, tt.give, "team-a", workflows.SearchAttributes(), 10*time.Second)
+			err := CheckSearchAttributes(context.Background(), logger, tt.give, "team-a", "--search-attributes", workflows.SearchAttributes(), 10*time.Second)
 			if took := time.Since(start); took > 3*time.Second {
 				t.Errorf("took %s", took)
 			}
@@ -139,7 +139,7 @@ func TestCheckSearchAttributesUnreachable(t *testing.T) {
 		f.errs[i] = status.Error(codes.Unavailable, "connection refused")
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	err := CheckSearchAttributes(context.Background(), logger, f, "default", workflows.SearchAttributes(), 1500*time.Millisecond)
+	err := CheckSearchAttributes(context.Background(), logger, f, "default", "--search-attributes", workflows.SearchAttributes(), 1500*time.Millisecond)
 	var st interface{ GRPCStatus() *status.Status }
 	if err == nil || !strings.Contains(err.Error(), "still failing after 1.5s") || !errors.As(err, &st) {
 		t.Fatalf("err = %v, want a timeout naming the Unavailable error", err)

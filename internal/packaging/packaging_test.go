@@ -60,7 +60,7 @@ func TestComposeServices(t *testing.T) {
 		got = append(got, name)
 	}
 	sort.Strings(got)
-	want := "postgresql temporal temporal-admin-tools temporal-ui worker"
+	want := "kubeconfig postgresql temporal temporal-admin-tools temporal-ui worker"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("services = %v, want %s", got, want)
 	}
@@ -161,8 +161,8 @@ func TestComposeEnvMatchesConfig(t *testing.T) {
 		if !s.ReadOnly || s.User == "" || strings.HasPrefix(s.User, "0") {
 			t.Errorf("service %s: read_only=%t user=%q, want a read-only root filesystem and a non-root user", name, s.ReadOnly, s.User)
 		}
-		if len(s.Volumes) == 0 || !strings.HasSuffix(s.Volumes[0], ":/kube/config:ro") || s.Environment["ROLLOUT_KUBECONFIG"] != "/kube/config" {
-			t.Errorf("service %s must mount the host kubeconfig read-only at /kube/config and point ROLLOUT_KUBECONFIG at it", name)
+		if len(s.Volumes) == 0 || s.Volumes[0] != "kubeconfig:/kube:ro" || s.Environment["ROLLOUT_KUBECONFIG"] != "/kube/config" {
+			t.Errorf("service %s must mount the kubeconfig volume read-only at /kube and point ROLLOUT_KUBECONFIG at /kube/config (TestComposeKubeconfig)", name)
 		}
 	}
 	if got := c.Services["temporal-ui"].Environment["TEMPORAL_ADDRESS"]; got != "temporal:7233" {

@@ -31,7 +31,9 @@ import (
 // server and temporal-sql-tool from go.temporal.io/server and unpacks Debian's postgresql-15.
 const (
 	TemporalServerVersion = "v1.29.1"
-	PostgreSQLVersion     = "15.20-0+deb12u1"
+	// PostgreSQLVersion is the version of Debian's postgresql-15 a tools cache that records
+	// none holds (see DebianVersion).
+	PostgreSQLVersion = "15.20-0+deb12u1"
 	// DefaultHistoryShards is the shard count of a cluster stack (fixed at schema setup).
 	DefaultHistoryShards = 4
 )
@@ -59,7 +61,7 @@ func ParseTemporalMode(s string) (TemporalMode, error) {
 }
 
 func pgBin(tools, name string) string {
-	return filepath.Join(tools, "postgresql-"+PostgreSQLVersion, "usr", "lib", "postgresql", "15", "bin", name)
+	return filepath.Join(tools, "postgresql-"+DebianVersion(tools, "postgresql-15", PostgreSQLVersion), "usr", "lib", "postgresql", "15", "bin", name)
 }
 
 func serverTool(tools, name string) string {
@@ -96,7 +98,7 @@ func (s *Stack) startCluster(ctx context.Context) error {
 		return err
 	}
 	c.root = root
-	install := filepath.Join(o.Tools, "postgresql-"+PostgreSQLVersion)
+	install := filepath.Join(o.Tools, "postgresql-"+DebianVersion(o.Tools, "postgresql-15", PostgreSQLVersion))
 	if os.Geteuid() == 0 {
 		// postgres and initdb refuse to run as root: run them as nobody, from a copy of the
 		// installation it can read (the tools cache is usually under root's 0700 home).
@@ -130,7 +132,7 @@ func (s *Stack) startCluster(ctx context.Context) error {
 			}
 		}
 	}
-	s.progress("postgresql %s: initdb in %s", PostgreSQLVersion, data)
+	s.progress("postgresql %s: initdb in %s", DebianVersion(o.Tools, "postgresql-15", PostgreSQLVersion), data)
 	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "temporal",
 		"--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync")
 	initdb.Env = append(os.Environ(), c.pgEnv...)

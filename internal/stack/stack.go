@@ -41,7 +41,9 @@ const (
 	EtcdVersion     = "v3.6.8"
 	KubeVersion     = "v1.36.3"
 	KwokVersion     = "v0.8.0"
-	// PrometheusVersion is Debian's prometheus package, unpacked by hack/tools.sh.
+	// PrometheusVersion is the version of Debian's prometheus package that a tools cache
+	// which records none (built before hack/tools.sh picked the version the apt lists offer)
+	// holds; DebianVersion reads the version a cache holds.
 	PrometheusVersion = "2.42.0+ds-5+b6"
 	// TraefikVersion is the Gateway API data plane the traffic tests run (built from its
 	// module source by hack/tools.sh; not part of `make tools-core`).
@@ -120,11 +122,30 @@ func ToolPath(tools, name string) string {
 	case "kwok":
 		return filepath.Join(tools, "kwok-"+KwokVersion, name)
 	case "prometheus":
-		return filepath.Join(tools, "prometheus-"+PrometheusVersion, name)
+		return filepath.Join(tools, "prometheus-"+DebianVersion(tools, "prometheus", PrometheusVersion), name)
 	case "traefik":
 		return filepath.Join(tools, "traefik-"+TraefikVersion, name)
 	}
 	return filepath.Join(tools, "kube-"+KubeVersion, name)
+}
+
+// DebianVersionsFile, in the tools cache, records the version of each Debian package
+// hack/tools.sh unpacked there: one "PACKAGE VERSION" a line (hack/debian-versions.sh).
+const DebianVersionsFile = "debian-versions.txt"
+
+// DebianVersion is the version of Debian's package pkg that the tools cache holds, as
+// DebianVersionsFile records it; fallback when it records none.
+func DebianVersion(tools, pkg, fallback string) string {
+	b, err := os.ReadFile(filepath.Join(tools, DebianVersionsFile))
+	if err != nil {
+		return fallback
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == pkg {
+			return f[1]
+		}
+	}
+	return fallback
 }
 
 // DefaultTools is the cache folder hack/tools.sh uses: $ROLLOUT_TOOLS (or its old name
@@ -687,7 +708,7 @@ scrape_configs:
 		return "", err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	s.progress("%s %s on %s, scraping %s every %s", name, PrometheusVersion, addr, strings.Join(targets, ", "), scrapeInterval)
+	s.progress("%s %s on %s, scraping %s every %s", name, DebianVersion(s.Opts.Tools, "prometheus", PrometheusVersion), addr, strings.Join(targets, ", "), scrapeInterval)
 	if _, err := s.start(name, bin, "--config.file", confPath, "--storage.tsdb.path", data,
 		"--web.listen-address", addr, "--log.level", "warn"); err != nil {
 		return "", err

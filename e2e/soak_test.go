@@ -1,0 +1,725 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/internal/stack"
+	"github.com/temporal-rollout/rollout/k8s"
+	"github.com/temporal-rollout/rollout/workflows"
+)
+
+// TestTrafficSoak is the data-plane soak of issue 38: requests flow through Traefik without
+// pause (at least 100 a second, one stream per Deployment) while the test drives at least 30
+// rollouts across six Deployments, each in its own namespace behind one Gateway:
+//
+//	aborts     10 replicas: [setWeight W, pause {}] then abort, for W = 10, 20, ..., 100
+//	promotes   10 replicas: [setWeight 30, pause 2s, setWeight 70, pause 2s], 9 rollouts to the end
+//	bluegreen  4 replicas, blue-green: v2 promoted, v3 inside v2's scale-down delay
+//	single     1 replica, maxSurge 1: [setWeight 20, pause 2s], 4 rollouts (1 canary pod beside
+//	           the stable one; without surge the Deployment itself has a moment with no pod)
+//	headers    10 replicas: [setCanaryScale 2, setHeaderRoute, pause 3s, setCanaryScale matchTrafficWeight,
+//	           setWeight 50, pause 2s], 3 rollouts,
+//	           half of its requests with the header
+//	first      4 replicas at rest without annotations; the traffic and steps annotations and a
+//	           new image in one update, abort at the pause, then a new image: routed again
+//
+// It must see 0 failed requests (non-2xx or connection errors) and 0 samples, taken every
+// 50 ms from the apiserver (the routes, the Services and the pods), in which a backend with
+// weight has no available pod. It logs the requests, the samples and each abort's time from
+// the command to 100% of traffic on stable pods (BENCHMARKS.md records them). SOAK_REPORT,
+// when set, names a file the figures are written to.
+func TestTrafficSoak(t *testing.T) {
+	installDataPlaneCRDs(t)
+	dc := dynamicClient(t)
+	pods := startPodNetwork(t)
+	roles := []string{"aborts", "promotes", "bluegreen", "single", "headers", "first"}
+	nss := map[string]string{}
+	var all []string
+	for _, r := range roles {
+		ns := newNamespace(t)
+		nss[r] = ns
+		all = append(all, ns)
+		recordHistories(t, ns, "web")
+	}
+	port := startTraefikOn(t, all, pods)
+	soakGateway(t, dc, nss["aborts"], port)
+	followPods(t, all, pods)
+	for _, r := range roles {
+		ns := nss[r]
+		if r == "bluegreen" {
+			createServices(t, ns, "web", "web-preview")
+			soakRoute(t, dc, ns, nss["aborts"], r, "web")
+			continue
+		}
+		createServices(t, ns, "web-stable", "web-canary")
+		soakRoute(t, dc, ns, nss["aborts"], r, "web-stable")
+	}
+	grace := func(d *appsv1.Deployment) { d.Spec.Template.Spec.TerminationGracePeriodSeconds = new(int64(2)) }
+	traffic := withAnnotation(k8s.TrafficAnnotation, `{"httpRoute":{"name":"web"},"stableService":"web-stable","canaryService":"web-canary"}`)
+	create(t, newDeployment(nss["aborts"], "web", 10, "nginx:a0", rolling("2", "1"), withSteps(`[{"setWeight":10},{"pause":{}}]`), traffic, grace))
+	create(t, newDeployment(nss["promotes"], "web", 10, "nginx:p0", rolling("25%", "25%"),
+		withSteps(`[{"setWeight":30},{"pause":{"duration":"2s"}},{"setWeight":70},{"pause":{"duration":"2s"}}]`), traffic, grace))
+	create(t, newDeployment(nss["bluegreen"], "web", 4, "nginx:b1", rolling("25%", "25%"),
+		withAnnotation(k8s.BlueGreenAnnotation, `{"activeService":"web","previewService":"web-preview","scaleDownDelaySeconds":20}`), grace))
+	create(t, newDeployment(nss["single"], "web", 1, "nginx:s0", rolling("1", "0"), withSteps(`[{"setWeight":20},{"pause":{"duration":"2s"}}]`), traffic, grace))
+	create(t, newDeployment(nss["headers"], "web", 10, "nginx:h0", rolling("25%", "25%"),
+		withSteps(`[{"setCanaryScale":{"replicas":2}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"pause":{"duration":"3s"}},{"setCanaryScale":{"matchTrafficWeight":true}},{"setWeight":50},{"pause":{"duration":"2s"}}]`),
+		traffic, grace))
+	create(t, newDeployment(nss["first"], "web", 4, "nginx:f1", rolling("25%", "25%"), grace))
+	for _, ns := range all {
+		waitComplete(t, ns, "web")
+	}
+	// Traefik has every route and its endpoints before the load starts.
+	for _, r := range roles {
+		svc := "web-stable"
+		if r == "bluegreen" {
+			svc = "web"
+		}
+		waitEndpointsAll(t, nss[r], svc)
+		waitAcceptedNamed(t, dc, nss[r])
+	}
+	g := newGatewayClient(port)
+	eventually(t, 60*time.Second, func() string {
+		for _, r := range roles {
+			if _, why := g.getHost(r+".soak.test", nil); why != "" {
+				return r + ": " + why
+			}
+		}
+		return ""
+	})
+
+	sampler := startSoakSampler(t, dc, all)
+	load := startSoakLoad(g, roles)
+	start := time.Now()
+
+	var rollouts atomic.Int32
+	var abortTimes []time.Duration
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	scenario := func(name string, fn func(t *testing.T)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run(name, fn)
+		}()
+	}
+	// abortAndTime aborts the rollout and returns the time from the command to the route
+	// carrying no weight to the canary (every request to stable pods).
+	abortAndTime := func(t *testing.T, ns string) time.Duration {
+		t.Helper()
+		at := time.Now()
+		if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"soak"}`); err != nil {
+			t.Fatalf("abort: %v\n%s", err, out)
+		}
+		var took time.Duration
+		eventually(t, 2*time.Minute, func() string {
+			v := viewRoute(t, dc, ns)
+			if v.canaryWeight > 0 && v.stableHash != v.canaryHash {
+				return fmt.Sprintf("after the abort: route %s", v)
+			}
+			took = time.Since(at)
+			return ""
+		})
+		mu.Lock()
+		abortTimes = append(abortTimes, took)
+		mu.Unlock()
+		return took
+	}
+
+	scenario("aborts", func(t *testing.T) {
+		ns := nss["aborts"]
+		for i, w := range []int{10, 20, 30, 40, 50, 60, 70, 80, 90, 100} {
+			image := fmt.Sprintf("nginx:a%d", i+1)
+			update(t, ns, "web", func(d *appsv1.Deployment) {
+				d.Annotations[k8s.StepsAnnotation] = fmt.Sprintf(`[{"setWeight":%d},{"pause":{}}]`, w)
+				d.Spec.Template.Spec.Containers[0].Image = image
+			})
+			rollouts.Add(1)
+			st := waitHeld(t, ns, 2, workflows.WaitingForPromote)
+			// The setWeight step passed only once the route carried its weight.
+			want := int32(w)
+			if c, s := k8s.StepShares(want, 10, 2); true {
+				want = k8s.FollowPods(k8s.TrafficWeight(want, c, s), c, s)
+			}
+			if tr := st.Steps.Traffic; tr == nil || tr.CanaryWeight != want {
+				t.Errorf("setWeight %d: at the pause the route carries %+v, want the canary at %d", w, tr, want)
+			}
+			took := abortAndTime(t, ns)
+			waitComplete(t, ns, "web")
+			t.Logf("setWeight %d: aborted; all traffic on stable pods %s after the abort", w, took.Round(time.Millisecond))
+		}
+	})
+	scenario("promotes", func(t *testing.T) {
+		ns := nss["promotes"]
+		for i := 1; i <= 9; i++ {
+			setImage(t, ns, "web", fmt.Sprintf("nginx:p%d", i))
+			rollouts.Add(1)
+			waitCompleteImage(t, ns, fmt.Sprintf("nginx:p%d", i))
+		}
+	})
+	scenario("bluegreen", func(t *testing.T) {
+		ns := nss["bluegreen"]
+		setImage(t, ns, "web", "nginx:b2")
+		rollouts.Add(1)
+		var h2 string
+		eventually(t, 2*time.Minute, func() string {
+			h2 = hashOfOr(t, ns, "nginx:b2")
+			if h2 == "" || selects(t, ns, "web") != sel(h2) {
+				return "v2 not promoted yet: active " + selects(t, ns, "web")
+			}
+			return ""
+		})
+		// A new template inside v2's scale-down delay: production stays on v2 until v3 is
+		// promoted, never back on v1.
+		time.Sleep(2 * time.Second)
+		h1 := hashOf(t, ns, "nginx:b1")
+		stop := watchSelector(t, ns, "web")
+		setImage(t, ns, "web", "nginx:b3")
+		rollouts.Add(1)
+		var h3 string
+		eventually(t, 2*time.Minute, func() string {
+			h3 = hashOfOr(t, ns, "nginx:b3")
+			if h3 == "" || selects(t, ns, "web") != sel(h3) {
+				return "v3 not promoted yet: active " + selects(t, ns, "web")
+			}
+			return ""
+		})
+		seen := stop()
+		for _, h := range seen {
+			if h == h1 {
+				t.Errorf("the active Service went back to v1 (%s) after v2 was promoted: selectors %v", h1, seen)
+			}
+		}
+		waitComplete(t, ns, "web")
+	})
+	scenario("single", func(t *testing.T) {
+		ns := nss["single"]
+		for i := 1; i <= 4; i++ {
+			setImage(t, ns, "web", fmt.Sprintf("nginx:s%d", i))
+			rollouts.Add(1)
+			waitCompleteImage(t, ns, fmt.Sprintf("nginx:s%d", i))
+		}
+	})
+	scenario("headers", func(t *testing.T) {
+		ns := nss["headers"]
+		for i := 1; i <= 3; i++ {
+			setImage(t, ns, "web", fmt.Sprintf("nginx:h%d", i))
+			rollouts.Add(1)
+			waitCompleteImage(t, ns, fmt.Sprintf("nginx:h%d", i))
+		}
+	})
+	scenario("first", func(t *testing.T) {
+		ns := nss["first"]
+		steps := `[{"setWeight":50},{"pause":{}}]`
+		route := `{"httpRoute":{"name":"web"},"stableService":"web-stable","canaryService":"web-canary"}`
+		update(t, ns, "web", func(d *appsv1.Deployment) {
+			d.Annotations[k8s.StepsAnnotation] = steps
+			d.Annotations[k8s.TrafficAnnotation] = route
+			d.Spec.Template.Spec.Containers[0].Image = "nginx:f2"
+		})
+		rollouts.Add(1)
+		waitHeld(t, ns, 2, workflows.WaitingForPromote)
+		abortAndTime(t, ns)
+		waitComplete(t, ns, "web")
+		d := getDeployment(t, ns, "web")
+		if d.Annotations[k8s.StepsAnnotation] != steps || d.Annotations[k8s.TrafficAnnotation] != route {
+			t.Errorf("after the abort: annotations %v, want the steps and traffic annotations kept", d.Annotations)
+		}
+		setImage(t, ns, "web", "nginx:f3")
+		rollouts.Add(1)
+		st := waitHeld(t, ns, 2, workflows.WaitingForPromote)
+		if tr := st.Steps.Traffic; tr == nil || tr.CanaryWeight != 50 {
+			t.Errorf("the rollout after the abort: traffic %+v, want routed at 50", tr)
+		}
+		if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
+			t.Fatalf("promote: %v\n%s", err, out)
+		}
+		waitCompleteImage(t, ns, "nginx:f3")
+	})
+	wg.Wait()
+	time.Sleep(time.Second)
+	elapsed := time.Since(start)
+	sent, failed, firstFail, byRole := load.end()
+	samples, bad := sampler.end()
+
+	rate := float64(sent) / elapsed.Seconds()
+	t.Logf("soak: %d rollouts in %s; %d requests (%.0f/s), %d failed; %d samples, %d with a weighted backend without an available pod",
+		rollouts.Load(), elapsed.Round(time.Second), sent, rate, failed, samples, len(bad))
+	for _, r := range roles {
+		t.Logf("soak: %s: %d requests", r, byRole[r])
+	}
+	sort.Slice(abortTimes, func(i, j int) bool { return abortTimes[i] < abortTimes[j] })
+	med, p99 := percentile(abortTimes, 50), percentile(abortTimes, 99)
+	t.Logf("soak: %d aborts, from the command to 100%% of traffic on stable pods: median %s, p99 %s, all %v",
+		len(abortTimes), med.Round(time.Millisecond), p99.Round(time.Millisecond), roundAll(abortTimes))
+	if f := os.Getenv("SOAK_REPORT"); f != "" {
+		report := fmt.Sprintf("rollouts %d\nseconds %.0f\nrequests %d\nrate %.0f\nfailed %d\nsamples %d\nbad_samples %d\naborts %d\nabort_median_ms %d\nabort_p99_ms %d\n",
+			rollouts.Load(), elapsed.Seconds(), sent, rate, failed, samples, len(bad), len(abortTimes), med.Milliseconds(), p99.Milliseconds())
+		_ = os.WriteFile(f, []byte(report), 0o644)
+	}
+	if n := rollouts.Load(); n < 30 {
+		t.Errorf("soak: %d rollouts, want at least 30", n)
+	}
+	if rate < 100 {
+		t.Errorf("soak: %.0f requests a second, want at least 100", rate)
+	}
+	if failed > 0 {
+		t.Errorf("soak: %d of %d requests failed; first: %s", failed, sent, firstFail)
+	}
+	if len(bad) > 0 {
+		t.Errorf("soak: %d of %d samples had a backend with weight and no available pod; first: %s", len(bad), samples, bad[0])
+	}
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	i := (len(d)*p + 99) / 100
+	return d[min(max(i-1, 0), len(d)-1)]
+}
+
+func roundAll(d []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(d))
+	for i, x := range d {
+		out[i] = x.Round(time.Millisecond)
+	}
+	return out
+}
+
+// startTraefikOn runs Traefik with its Gateway provider watching the namespaces.
+func startTraefikOn(t *testing.T, nss []string, pods *podNetwork) int {
+	t.Helper()
+	bin := stack.ToolPath(env.tools, "traefik")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("traefik %s is not built (%v): run make tools", stack.TraefikVersion, err)
+	}
+	port, err := stack.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{
+		fmt.Sprintf("--entryPoints.web.address=127.0.0.1:%d", port),
+		"--providers.kubernetesgateway=true",
+		"--providers.kubernetesgateway.namespaces=" + strings.Join(nss, ","),
+		"--providers.providersThrottleDuration=" + traefikThrottle.String(),
+		"--global.checkNewVersion=false", "--global.sendAnonymousUsage=false",
+		"--log.level=INFO",
+	}
+	penv := []string{"KUBECONFIG=" + env.stack.Kubeconfig, "KUBERNETES_SERVICE_HOST=", "KUBERNETES_SERVICE_PORT=",
+		"HTTP_PROXY=socks5://" + pods.addr, "http_proxy=", "NO_PROXY=", "no_proxy=", "HTTPS_PROXY=", "https_proxy="}
+	p, err := stack.StartProc(env.logDir, "traefik-soak", bin, args, penv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Stop(10 * time.Second)
+		if t.Failed() {
+			t.Logf("---- traefik log tail ----\n%s", p.Tail(4000))
+		}
+	})
+	return port
+}
+
+// soakGateway creates the GatewayClass and one Gateway in ns whose listener takes routes from
+// every namespace.
+func soakGateway(t *testing.T, dc dynamic.Interface, ns string, port int) {
+	t.Helper()
+	ctx := context.Background()
+	gcRes := activities.HTTPRouteResource
+	gcRes.Resource = "gatewayclasses"
+	class := "traefik-" + ns
+	gc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+		"metadata": map[string]any{"name": class},
+		"spec":     map[string]any{"controllerName": "traefik.io/gateway-controller"},
+	}}
+	if _, err := dc.Resource(gcRes).Create(ctx, gc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create gatewayclass: %v", err)
+	}
+	t.Cleanup(func() { _ = dc.Resource(gcRes).Delete(context.Background(), class, metav1.DeleteOptions{}) })
+	gwRes := activities.HTTPRouteResource
+	gwRes.Resource = "gateways"
+	gw := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+		"metadata": map[string]any{"name": "gateway"},
+		"spec": map[string]any{
+			"gatewayClassName": class,
+			"listeners": []any{map[string]any{"name": "web", "port": int64(port), "protocol": "HTTP",
+				"allowedRoutes": map[string]any{"namespaces": map[string]any{"from": "All"}}}},
+		},
+	}}
+	if _, err := dc.Resource(gwRes).Namespace(ns).Create(ctx, gw, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create gateway: %v", err)
+	}
+}
+
+// soakRoute creates the HTTPRoute "web" in ns for host <role>.soak.test on the Gateway in
+// gwNS, its one rule all to backend.
+func soakRoute(t *testing.T, dc dynamic.Interface, ns, gwNS, role, backend string) {
+	t.Helper()
+	route := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+		"metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{
+			"parentRefs": []any{map[string]any{"name": "gateway", "namespace": gwNS}},
+			"hostnames":  []any{role + ".soak.test"},
+			"rules": []any{map[string]any{
+				"matches":     []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": "/"}}},
+				"backendRefs": []any{map[string]any{"name": backend, "port": int64(80)}},
+			}},
+		},
+	}}
+	if _, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Create(context.Background(), route, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create httproute in %s: %v", ns, err)
+	}
+}
+
+// followPods runs the pod network's servers for the pods of the namespaces.
+func followPods(t *testing.T, nss []string, pn *podNetwork) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var synced []cache.InformerSynced
+	var factories []informers.SharedInformerFactory
+	for _, ns := range nss {
+		kf := informers.NewSharedInformerFactoryWithOptions(env.kube, 0, informers.WithNamespace(ns))
+		inf := kf.Core().V1().Pods().Informer()
+		pod := func(o any, deleted bool) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if p, ok := o.(*corev1.Pod); ok {
+				pn.onPod(p, deleted)
+			}
+		}
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { pod(o, false) },
+			UpdateFunc: func(_, o any) { pod(o, false) },
+			DeleteFunc: func(o any) { pod(o, true) },
+		}); err != nil {
+			t.Fatal(err)
+		}
+		kf.Start(ctx.Done())
+		synced = append(synced, inf.HasSynced)
+		factories = append(factories, kf)
+	}
+	t.Cleanup(func() {
+		cancel()
+		for _, kf := range factories {
+			kf.Shutdown()
+		}
+	})
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		t.Fatal("pod informers did not sync")
+	}
+}
+
+// waitEndpointsAll waits until the Service's ready endpoints are the addresses of the Ready
+// pods it selects.
+func waitEndpointsAll(t *testing.T, ns, svc string) {
+	t.Helper()
+	s, err := env.kube.CoreV1().Services(ns).Get(context.Background(), svc, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := s.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey]
+	if hash == "" {
+		rss := replicaSets(t, ns)
+		hash = rss[0].Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	}
+	waitEndpoints(t, ns, svc, hash)
+}
+
+// waitAcceptedNamed waits for the route "web" in ns to be accepted by the gateway.
+func waitAcceptedNamed(t *testing.T, dc dynamic.Interface, ns string) { waitAccepted(t, dc, ns) }
+
+// getHost sends one request for host (with header) and returns the answering pod's hash, or
+// "" and why not.
+func (g *gatewayClient) getHost(host string, header map[string]string) (string, string) {
+	req, _ := http.NewRequest(http.MethodGet, g.url, nil)
+	req.Host = host
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := g.c.Do(req)
+	if err != nil {
+		return "", err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Pod") == "" {
+		return "", fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	return string(b), ""
+}
+
+// soakPace is the pause between two requests of one stream.
+const soakPace = 30 * time.Millisecond
+
+// soakLoad sends requests without pause, one stream per role, and counts them.
+type soakLoad struct {
+	mu     sync.Mutex
+	sent   int
+	failed int
+	first  string
+	byRole map[string]int
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+func startSoakLoad(g *gatewayClient, roles []string) *soakLoad {
+	l := &soakLoad{byRole: map[string]int{}, stop: make(chan struct{})}
+	for _, r := range roles {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			host := r + ".soak.test"
+			for n := 0; ; n++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				var hdr map[string]string
+				if r == "headers" && n%2 == 1 {
+					hdr = map[string]string{"X-Canary": "true"}
+				}
+				_, why := g.getHost(host, hdr)
+				// About 30 requests a second per stream: well above 100 a second in all, and
+				// no more, so the load does not starve the stack on a small machine.
+				time.Sleep(soakPace)
+				l.mu.Lock()
+				l.sent++
+				l.byRole[r]++
+				if why != "" {
+					l.failed++
+					if l.first == "" {
+						l.first = fmt.Sprintf("%s %s: %s", time.Now().Format("15:04:05.000"), host, why)
+					}
+				}
+				l.mu.Unlock()
+			}
+		}()
+	}
+	return l
+}
+
+func (l *soakLoad) end() (sent, failed int, first string, byRole map[string]int) {
+	close(l.stop)
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sent, l.failed, l.first, l.byRole
+}
+
+// soakSampler reads every route, Service and pod of the namespaces from the apiserver every
+// 50 ms and records each sample in which a backend with weight selects no available pod
+// (Ready, not terminating).
+type soakSampler struct {
+	mu      sync.Mutex
+	samples int
+	bad     []string
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func startSoakSampler(t *testing.T, dc dynamic.Interface, nss []string) *soakSampler {
+	t.Helper()
+	s := &soakSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	in := map[string]bool{}
+	for _, ns := range nss {
+		in[ns] = true
+	}
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-tick.C:
+			}
+			bad, ok := sampleOnce(dc, in)
+			if !ok {
+				continue
+			}
+			s.mu.Lock()
+			s.samples++
+			s.bad = append(s.bad, bad...)
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+func (s *soakSampler) end() (int, []string) {
+	close(s.stop)
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.samples, s.bad
+}
+
+// sampleOnce reads the routes, Services and pods of the namespaces in (three lists) and
+// returns each weighted backend without an available pod; ok is false when a read failed.
+func sampleOnce(dc dynamic.Interface, in map[string]bool) (bad []string, ok bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	routes, err := dc.Resource(activities.HTTPRouteResource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, false
+	}
+	svcs, err := env.kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, false
+	}
+	pl, err := env.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, false
+	}
+	svcBy := map[string]*corev1.Service{}
+	for i := range svcs.Items {
+		s := &svcs.Items[i]
+		svcBy[s.Namespace+"/"+s.Name] = s
+	}
+	now := time.Now().Format("15:04:05.000")
+	for _, r := range routes.Items {
+		ns := r.GetNamespace()
+		if !in[ns] {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
+		for ri, x := range rules {
+			refs, _, _ := unstructured.NestedSlice(x.(map[string]any), "backendRefs")
+			for _, ref := range refs {
+				m := ref.(map[string]any)
+				w, found, _ := unstructured.NestedInt64(m, "weight")
+				if found && w == 0 {
+					continue
+				}
+				name, _ := m["name"].(string)
+				svc := svcBy[ns+"/"+name]
+				if svc == nil {
+					bad = append(bad, fmt.Sprintf("%s %s: route rule %d sends %d to Service %s, which does not exist", now, ns, ri, w, name))
+					continue
+				}
+				sel := labels.SelectorFromSet(svc.Spec.Selector)
+				n := 0
+				for i := range pl.Items {
+					p := &pl.Items[i]
+					if p.Namespace == ns && p.DeletionTimestamp == nil && podReady(p) && sel.Matches(labels.Set(p.Labels)) {
+						n++
+					}
+				}
+				if n == 0 {
+					bad = append(bad, fmt.Sprintf("%s %s: route rule %d sends weight %d to Service %s (%v) with no available pod", now, ns, ri, w, name, svc.Spec.Selector))
+				}
+			}
+		}
+	}
+	return bad, true
+}
+
+// waitHeld waits until the stepped rollout waits for `waiting` at 1-based step `step`, using
+// the Temporal client, and returns the status.
+func waitHeld(t *testing.T, ns string, step int, waiting string) workflows.Status {
+	t.Helper()
+	var st workflows.Status
+	eventually(t, 2*time.Minute, func() string {
+		v, err := env.tc.QueryWorkflow(context.Background(), workflowID(ns, "web"), "", workflows.QueryStatus)
+		if err != nil {
+			return err.Error()
+		}
+		st = workflows.Status{}
+		if err := v.Get(&st); err != nil {
+			return err.Error()
+		}
+		if st.Steps == nil || st.Steps.Step != step || st.Steps.WaitingFor != waiting {
+			return fmt.Sprintf("steps %+v, want step %d waiting for %s", st.Steps, step, waiting)
+		}
+		return ""
+	})
+	return st
+}
+
+// waitCompleteImage waits until the Deployment's rollout of image is complete and every other
+// ReplicaSet is at 0.
+func waitCompleteImage(t *testing.T, ns, image string) {
+	t.Helper()
+	eventually(t, 3*time.Minute, func() string {
+		d := getDeployment(t, ns, "web")
+		if d.Spec.Template.Spec.Containers[0].Image != image {
+			return "template " + d.Spec.Template.Spec.Containers[0].Image + ", want " + image
+		}
+		if p := rolloutPending(d); p != "" {
+			return p
+		}
+		for _, rs := range replicaSets(t, ns) {
+			if rs.Spec.Template.Spec.Containers[0].Image != image && *rs.Spec.Replicas != 0 {
+				return "replicasets " + sizes(t, ns)
+			}
+		}
+		return ""
+	})
+}
+
+// hashOfOr is the pod-template-hash of image's ReplicaSet, "" when there is none yet.
+func hashOfOr(t *testing.T, ns, image string) string {
+	t.Helper()
+	for _, rs := range replicaSets(t, ns) {
+		if rs.Spec.Template.Spec.Containers[0].Image == image {
+			return rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		}
+	}
+	return ""
+}
+
+// watchSelector records every pod-template-hash the Service's selector takes until the
+// returned function is called.
+func watchSelector(t *testing.T, ns, name string) func() []string {
+	t.Helper()
+	w, err := env.kube.CoreV1().Services(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	go func() {
+		for ev := range w.ResultChan() {
+			if s, ok := ev.Object.(*corev1.Service); ok {
+				mu.Lock()
+				seen = append(seen, s.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey])
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		w.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
