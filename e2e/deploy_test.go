@@ -34,7 +34,10 @@ func TestDeployManifests(t *testing.T) {
 	if strings.Contains(out, "temporal-rollout-watcher") {
 		t.Errorf("apply output has a watcher of its own; the workers run it (--watch):\n%s", out)
 	}
-	t.Cleanup(func() { _, _ = runKubectl("delete", "-k", "../deploy", "--wait=false") })
+	t.Cleanup(func() {
+		_, _ = runKubectl("delete", "-k", "../deploy", "--wait=false")
+		restoreWorkerRBAC(t)
+	})
 	sts, err := env.kube.AppsV1().StatefulSets("temporal-rollout").Get(ctx, "temporal-rollout-worker", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("worker StatefulSet: %v", err)
@@ -53,6 +56,10 @@ func TestDeployManifests(t *testing.T) {
 		{"delete", "replicasets.apps", "yes"},
 		{"watch", "pods", "yes"},
 		{"create", "events", "yes"},
+		{"list", "events", "yes"}, // a release's wait for a rollout
+		{"update", "events", "no"},
+		{"patch", "services", "no"},
+		{"list", "jobs.batch", "no"},
 		{"delete", "deployments.apps", "no"},
 		{"create", "pods", "no"},
 		{"get", "secrets", "no"},

@@ -37,6 +37,9 @@ var env struct {
 	// prom is the suite's Prometheus, scraping a target the tests set series on; the worker
 	// queries it for analysis steps.
 	prom *suiteProm
+	// workerKubeconfig is the kubeconfig of our worker and watcher: deploy/'s ServiceAccount's
+	// permissions, or the admin's with E2E_WORKER_CREDENTIALS=admin (worker_rbac_test.go).
+	workerKubeconfig string
 }
 
 func TestMain(m *testing.M) {
@@ -99,6 +102,10 @@ func run(m *testing.M) int {
 		}
 	}()
 	env.stack, env.kube = s, s.Client
+	if env.workerKubeconfig, err = workerCredentials(ctx, dir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: the worker's credentials:", err)
+		return 1
+	}
 	if env.prom, err = startSuiteProm(ctx, s); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: prometheus:", err)
 		return 1
@@ -134,7 +141,7 @@ func run(m *testing.M) int {
 }
 
 func commonArgs() []string {
-	return []string{"--kubeconfig", env.stack.Kubeconfig, "--temporal-address", env.stack.TemporalAddress,
+	return []string{"--kubeconfig", env.workerKubeconfig, "--temporal-address", env.stack.TemporalAddress,
 		"--log-format", "text", "--metrics-address", "",
 		"--kube-qps", strconv.Itoa(env.qps), "--kube-burst", strconv.Itoa(env.burst)}
 }

@@ -608,7 +608,10 @@ func TestManagedModeInstall(t *testing.T) {
 			t.Errorf("apply output lacks %s:\n%s", want, out)
 		}
 	}
-	t.Cleanup(func() { _, _ = runKubectl("delete", "-k", "../deploy/managed", "--wait=false") })
+	t.Cleanup(func() {
+		_, _ = runKubectl("delete", "-k", "../deploy/managed", "--wait=false")
+		restoreWorkerRBAC(t)
+	})
 	if cfg := kubectl(t, "get", "configmap", "temporal-rollout", "-n", "temporal-rollout", "-o", "jsonpath={.data.config\\.yaml}"); !strings.Contains(cfg, "mode: managed") {
 		t.Errorf("deploy/managed config.yaml:\n%s\nwant mode: managed", cfg)
 	}

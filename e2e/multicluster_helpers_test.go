@@ -29,6 +29,9 @@ type testCluster struct {
 	kube kubernetes.Interface
 	// worker is the stack's process name of its worker.
 	worker string
+	// kubeconfig is its worker's: deploy/'s ServiceAccount's permissions on the cluster, as the
+	// suite's worker has on the suite's (worker_rbac_test.go).
+	kubeconfig string
 }
 
 // startCluster starts cluster name (etcd, kube-apiserver, kube-controller-manager without the
@@ -42,7 +45,7 @@ func startCluster(t *testing.T, name string) *testCluster {
 	if err != nil {
 		t.Fatalf("start cluster %s: %v", name, err)
 	}
-	c := &testCluster{name: name, k: k, kube: k.Client, worker: "worker-" + name}
+	c := &testCluster{name: name, k: k, kube: k.Client, worker: "worker-" + name, kubeconfig: k.Kubeconfig}
 	t.Cleanup(func() {
 		env.stack.StopProcess(c.worker)
 		k.Stop()
@@ -52,6 +55,11 @@ func startCluster(t *testing.T, name string) *testCluster {
 			}
 		}
 	})
+	if env.workerKubeconfig != env.stack.Kubeconfig {
+		if c.kubeconfig, err = serviceAccountAccess(ctx, k.Client, k.APIServer, k.Token, k.Dir); err != nil {
+			t.Fatalf("cluster %s: the worker's credentials: %v", name, err)
+		}
+	}
 	startClusterWorker(t, c)
 	return c
 }
@@ -59,7 +67,7 @@ func startCluster(t *testing.T, name string) *testCluster {
 // clusterWorkerArgs are the worker's flags for cluster c: its kubeconfig, --cluster, and
 // --watch with the search attributes (so its runs carry RolloutCluster).
 func clusterWorkerArgs(c *testCluster) []string {
-	return []string{"--kubeconfig", c.k.Kubeconfig, "--temporal-address", env.stack.TemporalAddress,
+	return []string{"--kubeconfig", c.kubeconfig, "--temporal-address", env.stack.TemporalAddress,
 		"--log-format", "text", "--metrics-address", "",
 		"--kube-qps", strconv.Itoa(env.qps), "--kube-burst", strconv.Itoa(env.burst),
 		"--cluster", c.name, "--watch", "--search-attributes"}

@@ -29,7 +29,8 @@ func TestReleaseActivities(t *testing.T) {
 	ns := newNamespace(t)
 	create(t, newDeployment(ns, "web", 4, "app:v1", rolling("1", "0")))
 	d1 := waitComplete(t, ns, "web")
-	a := &activities.Activities{Client: env.kube}
+	// With the worker's credentials: deploy/'s ServiceAccount's permissions (worker_rbac_test.go).
+	a := &activities.Activities{Client: workerClient(t)}
 
 	got, err := a.ReadTargets(ctx, activities.ReadTargetsInput{Namespace: ns, Names: []string{"web", "nope"}})
 	if err != nil {

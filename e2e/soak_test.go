@@ -262,11 +262,11 @@ func TestTrafficSoak(t *testing.T) {
 	time.Sleep(time.Second)
 	elapsed := time.Since(start)
 	sent, failed, firstFail, byRole := load.end()
-	samples, bad := sampler.end()
+	samples, skipped, bad := sampler.end()
 
 	rate := float64(sent) / elapsed.Seconds()
-	t.Logf("soak: %d rollouts in %s; %d requests (%.0f/s), %d failed; %d samples, %d with a weighted backend without an available pod",
-		rollouts.Load(), elapsed.Round(time.Second), sent, rate, failed, samples, len(bad))
+	t.Logf("soak: %d rollouts in %s; %d requests (%.0f/s), %d failed; %d samples (%d ticks without one), %d with a weighted backend without an available pod",
+		rollouts.Load(), elapsed.Round(time.Second), sent, rate, failed, samples, skipped, len(bad))
 	for _, r := range roles {
 		t.Logf("soak: %s: %d requests", r, byRole[r])
 	}
@@ -275,8 +275,8 @@ func TestTrafficSoak(t *testing.T) {
 	t.Logf("soak: %d aborts, from the command to 100%% of traffic on stable pods: median %s, p99 %s, all %v",
 		len(abortTimes), med.Round(time.Millisecond), p99.Round(time.Millisecond), roundAll(abortTimes))
 	if f := os.Getenv("SOAK_REPORT"); f != "" {
-		report := fmt.Sprintf("rollouts %d\nseconds %.0f\nrequests %d\nrate %.0f\nfailed %d\nsamples %d\nbad_samples %d\naborts %d\nabort_median_ms %d\nabort_p99_ms %d\n",
-			rollouts.Load(), elapsed.Seconds(), sent, rate, failed, samples, len(bad), len(abortTimes), med.Milliseconds(), p99.Milliseconds())
+		report := fmt.Sprintf("rollouts %d\nseconds %.0f\nrequests %d\nrate %.0f\nfailed %d\nsamples %d\nskipped_samples %d\nbad_samples %d\naborts %d\nabort_median_ms %d\nabort_p99_ms %d\n",
+			rollouts.Load(), elapsed.Seconds(), sent, rate, failed, samples, skipped, len(bad), len(abortTimes), med.Milliseconds(), p99.Milliseconds())
 		_ = os.WriteFile(f, []byte(report), 0o644)
 	}
 	if n := rollouts.Load(); n < 30 {
@@ -287,6 +287,9 @@ func TestTrafficSoak(t *testing.T) {
 	}
 	if failed > 0 {
 		t.Errorf("soak: %d of %d requests failed; first: %s", failed, sent, firstFail)
+	}
+	if want := int(elapsed / (100 * time.Millisecond)); samples < want {
+		t.Errorf("soak: %d samples in %s, want one every 50 ms (at least %d, half of them)", samples, elapsed.Round(time.Second), want)
 	}
 	if len(bad) > 0 {
 		t.Errorf("soak: %d of %d samples had a backend with weight and no available pod; first: %s", len(bad), samples, bad[0])
@@ -540,6 +543,8 @@ func (l *soakLoad) end() (sent, failed int, first string, byRole map[string]int)
 type soakSampler struct {
 	mu      sync.Mutex
 	samples int
+	// skipped: ticks with no sample (16 already in flight, or a read failed).
+	skipped int
 	bad     []string
 	stop    chan struct{}
 	done    chan struct{}
@@ -556,31 +561,49 @@ func startSoakSampler(t *testing.T, dc dynamic.Interface, nss []string) *soakSam
 		defer close(s.done)
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
+		// A sample's three reads take longer than 50 ms on a loaded machine: each tick starts
+		// one of its own (up to 16 at once), so one begins every 50 ms.
+		slots := make(chan struct{}, 16)
+		var wg sync.WaitGroup
+		defer wg.Wait()
 		for {
 			select {
 			case <-s.stop:
 				return
 			case <-tick.C:
 			}
-			bad, ok := sampleOnce(dc, in)
-			if !ok {
+			select {
+			case slots <- struct{}{}:
+			default:
+				s.mu.Lock()
+				s.skipped++
+				s.mu.Unlock()
 				continue
 			}
-			s.mu.Lock()
-			s.samples++
-			s.bad = append(s.bad, bad...)
-			s.mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer func() { <-slots; wg.Done() }()
+				bad, ok := sampleOnce(dc, in)
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if !ok {
+					s.skipped++
+					return
+				}
+				s.samples++
+				s.bad = append(s.bad, bad...)
+			}()
 		}
 	}()
 	return s
 }
 
-func (s *soakSampler) end() (int, []string) {
+func (s *soakSampler) end() (samples, skipped int, bad []string) {
 	close(s.stop)
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.samples, s.bad
+	return s.samples, s.skipped, s.bad
 }
 
 // sampleOnce reads the routes, Services and pods of the namespaces in (three lists) and

@@ -92,7 +92,7 @@ func lastLine(out string) string {
 }
 
 func isolatedArgs(t *testing.T, ns string) []string {
-	return []string{"--kubeconfig", env.stack.Kubeconfig, "--temporal-address", env.stack.TemporalAddress,
+	return []string{"--kubeconfig", env.workerKubeconfig, "--temporal-address", env.stack.TemporalAddress,
 		"--log-format", "text", "--task-queue", "startup-" + ns, "--watch-namespace", ns, "--metrics-address", ""}
 }
 
@@ -188,7 +188,7 @@ func TestDefaultMetricsAddressesDiffer(t *testing.T) {
 		l.Close()
 	}
 	ns := newNamespace(t)
-	base := []string{"--kubeconfig", env.stack.Kubeconfig, "--temporal-address", env.stack.TemporalAddress,
+	base := []string{"--kubeconfig", env.workerKubeconfig, "--temporal-address", env.stack.TemporalAddress,
 		"--log-format", "text", "--task-queue", "startup-" + ns, "--watch-namespace", ns}
 	worker := startOurs(t, "worker", base...)
 	watcher := startOurs(t, "starter", append([]string{"watch"}, base...)...)

@@ -117,7 +117,7 @@ func TestThousandTargetsContinueAsNewAndRollBack(t *testing.T) {
 
 	// Run 2: wave 2 fails; everything goes back.
 	env2 := newEnv(t, next)
-	env2.SetContinuedExecutionRunID("run-1") // a run takes resume only when continued as new
+	env2.SetContinuedExecutionRunID("run-1")
 	f2 := newFleet(env2, append(keys, "/shop/z")...)
 	f2.realistic = true
 	for _, k := range keys {

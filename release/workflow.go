@@ -104,8 +104,6 @@ func (st *State) check(spec *Spec) error {
 			return fmt.Errorf("target %d (%s) is in wave %q, which the release does not have", i, targetString(t.Cluster, t.Namespace, t.Name), t.Wave)
 		}
 		waves[t.Wave]++
-		// A changed target restores from Before or, handed over compacted, from the ReplicaSet
-		// BeforeHash names.
 		if p := st.Points[i]; p.Changed && p.Before == nil && p.BeforeHash == "" {
 			return fmt.Errorf("target %d (%s) is changed but has no template to restore", i, targetString(t.Cluster, t.Namespace, t.Name))
 		}

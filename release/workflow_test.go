@@ -959,7 +959,7 @@ func TestResumedStateMalformed(t *testing.T) {
 		{"current past the waves", func(st *State) { st.Current = 2 }, "current wave 2 is not one of the release's 2 (0-based)"},
 		{"negative current", func(st *State) { st.Current = -1 }, "current wave -1 is not one of the release's 2 (0-based)"},
 		{"points missing", func(st *State) { st.Points = st.Points[:1] }, "1 restore points for 3 targets"},
-		{"changed without a template", func(st *State) { st.Points[0].Before = nil }, "target 0 (shop/a) is changed but has no template to restore"},
+		{"changed without a template", func(st *State) { st.Points[0].Before, st.Points[0].BeforeHash = nil, "" }, "target 0 (shop/a) is changed but has no template to restore"},
 		{"a wave without targets", func(st *State) { st.Status.Targets, st.Points = st.Status.Targets[:1], st.Points[:1] }, `wave "second" has no targets`},
 		{"another release's", func(st *State) { st.Status.Name = "other" }, `it is release "other"'s, not "web-1-27"'s`},
 	}

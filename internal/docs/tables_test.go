@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/yaml"
 
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/k8s"
@@ -327,45 +326,6 @@ func TestCodecClearText(t *testing.T) {
 				t.Errorf("docs/codec.md: what stays in clear lacks %s.%s (%q)", dir, name, v)
 			}
 		}
-	}
-}
-
-// TestOperationsRBAC: docs/operations.md's line on base/rbac.yaml names each resource the
-// ClusterRole grants, with its verbs as "`resource` verb/verb".
-func TestOperationsRBAC(t *testing.T) {
-	var role struct {
-		Kind  string `json:"kind"`
-		Rules []struct {
-			Resources []string `json:"resources"`
-			Verbs     []string `json:"verbs"`
-		} `json:"rules"`
-	}
-	var rules int
-	for _, doc := range strings.Split(read(t, "deploy/base/rbac.yaml"), "\n---\n") {
-		role.Rules = nil
-		if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
-			t.Fatal(err)
-		}
-		if role.Kind != "ClusterRole" {
-			continue
-		}
-		var line string
-		for _, row := range tableRows(section(t, "docs/operations.md", "Kubernetes manifests")) {
-			if row[0] == "`base/rbac.yaml`" {
-				line = row[1]
-			}
-		}
-		for _, r := range role.Rules {
-			rules++
-			for _, res := range r.Resources {
-				if want := "`" + res + "` " + strings.Join(r.Verbs, "/"); !strings.Contains(line, want) {
-					t.Errorf("docs/operations.md's base/rbac.yaml line lacks %q", want)
-				}
-			}
-		}
-	}
-	if rules == 0 {
-		t.Fatal("deploy/base/rbac.yaml has no ClusterRole rules")
 	}
 }
 
