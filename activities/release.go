@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -130,6 +131,9 @@ type ApplyInput struct {
 	Patch       json.RawMessage   `json:"patch,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
 	ExpectUID   types.UID         `json:"expectUID,omitempty"`
+	// ReadBack only reads: it writes nothing and says whether the Deployment has the change
+	// (HasChange), as a release asks after a change whose result was lost.
+	ReadBack bool `json:"readBack,omitempty"`
 }
 
 // ApplyResult is the Deployment after the change and what it was before.
@@ -152,6 +156,9 @@ type ApplyResult struct {
 	// BeforeHash is Template's pod-template-hash: the ReplicaSet the Deployment keeps for it,
 	// which RestoreInput.FromHash restores from.
 	BeforeHash string `json:"beforeHash,omitempty"`
+	// HasChange: the template is the desired one after the call. With ReadBack, false means
+	// the change did not land, and Template is the current template.
+	HasChange bool `json:"hasChange,omitempty"`
 }
 
 // ApplyTemplateChange applies a release's change to one Deployment, with the read's
@@ -164,6 +171,9 @@ func (a *Activities) ApplyTemplateChange(ctx context.Context, in ApplyInput) (Ap
 	what := "apply template change to deployment " + in.Namespace + "/" + in.Name
 	if len(in.Images) == 0 && len(in.Patch) == 0 && len(in.Annotations) == 0 {
 		return ApplyResult{}, nonRetryable(ErrInvalid, "%s: no images, patch or annotations given", what)
+	}
+	if in.ReadBack {
+		return a.readBack(ctx, in, what)
 	}
 	var res ApplyResult
 	read, wrote, changed, err := a.updateTemplate(ctx, in.Namespace, in.Name, in.ExpectUID, in.Annotations, what, func(d *appsv1.Deployment) (corev1.PodTemplateSpec, error) {
@@ -186,11 +196,38 @@ func (a *Activities) ApplyTemplateChange(ctx context.Context, in ApplyInput) (Ap
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	res.Generation = read.Generation
+	res.Generation, res.HasChange = read.Generation, true
 	if wrote != nil {
 		res.Generation, res.Changed = wrote.Generation, changed
 	}
 	return res, nil
+}
+
+// readBack is ApplyTemplateChange's ReadBack: whether the Deployment has the change, and the
+// template before it (as a retry after a success would report it) when it has.
+func (a *Activities) readBack(ctx context.Context, in ApplyInput, what string) (ApplyResult, error) {
+	what = "read back " + what
+	d, err := a.client(ctx).AppsV1().Deployments(in.Namespace).Get(ctx, in.Name, metav1.GetOptions{})
+	if err != nil {
+		return ApplyResult{}, classify(what, err)
+	}
+	if in.ExpectUID != "" && d.UID != in.ExpectUID {
+		return ApplyResult{}, nonRetryable(ErrStale, "%s: UID %s, expected %s (deleted and recreated?)", what, d.UID, in.ExpectUID)
+	}
+	want, err := desiredTemplate(d.Spec.Template, in)
+	if err != nil {
+		return ApplyResult{}, nonRetryable(ErrInvalid, "%s: %v", what, err)
+	}
+	res := ApplyResult{UID: d.UID, Generation: d.Generation, TemplateHash: k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)}
+	if !equality.Semantic.DeepEqual(want, d.Spec.Template) {
+		res.Revision, _ = k8s.Revision(d.Annotations)
+		res.Template = *d.Spec.Template.DeepCopy()
+		res.BeforeHash = res.TemplateHash
+		return res, nil
+	}
+	res.HasChange = true
+	res.Revision, res.Template, res.BeforeHash, err = a.previousTemplate(ctx, d, res.TemplateHash)
+	return res, err
 }
 
 // updateTemplate reads the Deployment live, asks desired for the template it should have, and
@@ -361,6 +398,10 @@ type AwaitDoneInput struct {
 	Name         string `json:"name"`
 	Generation   int64  `json:"generation"`
 	TemplateHash string `json:"templateHash,omitempty"`
+	// ReportHold ends the wait when whether the rollout is held by the fleet freeze
+	// (k8s.HeldByFleetFreeze) differs from Held: a release stops its clock while it is.
+	ReportHold bool `json:"reportHold,omitempty"`
+	Held       bool `json:"held,omitempty"`
 }
 
 // AwaitDoneResult says how the rollout ended: Complete (as `kubectl rollout status` would say:
@@ -370,6 +411,10 @@ type AwaitDoneResult struct {
 	Complete bool   `json:"complete,omitempty"`
 	Failed   bool   `json:"failed,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Held (with ReportHold): the rollout is held by the fleet freeze, HoldMessage says
+	// where; neither Complete nor Failed.
+	Held        bool   `json:"held,omitempty"`
+	HoldMessage string `json:"holdMessage,omitempty"`
 	// Generation and ObservedGeneration are the Deployment's at the end.
 	Generation         int64 `json:"generation"`
 	ObservedGeneration int64 `json:"observedGeneration"`
@@ -381,6 +426,9 @@ type AwaitDoneResult struct {
 //   - the Deployment's workflow aborted the rollout (a Warning RolloutAborted event on the
 //     Deployment since this activity was scheduled; its message is the Reason);
 //   - with TemplateHash, the template is no longer that one (superseded).
+//
+// With ReportHold it also returns when the rollout's hold by the fleet freeze starts (Held) or,
+// with Held, ends.
 //
 // A paused Deployment keeps it waiting. A Deployment deleted or recreated (new UID) is
 // ErrNotFound.
@@ -436,6 +484,13 @@ func (a *Activities) rolloutDone(ctx context.Context, d *appsv1.Deployment, in A
 	if in.TemplateHash != "" {
 		if hash := k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount); hash != in.TemplateHash {
 			res.Failed, res.Reason = true, fmt.Sprintf("superseded: the template changed (pod-template-hash %s, want %s) at generation %d", hash, in.TemplateHash, d.Generation)
+			return res, "", nil
+		}
+	}
+	if in.ReportHold {
+		msg, held := k8s.HeldByFleetFreeze(d.Status)
+		if held != in.Held {
+			res.Held, res.HoldMessage = held, msg
 			return res, "", nil
 		}
 	}
@@ -507,6 +562,11 @@ type RestoreInput struct {
 	FromHash    string                 `json:"fromHash,omitempty"`
 	Annotations map[string]string      `json:"annotations,omitempty"`
 	ExpectUID   types.UID              `json:"expectUID,omitempty"`
+	// ExpectTemplateHash, when set, is the pod-template-hash of the template the release
+	// wrote: a Deployment whose template is another one (changed since, a hotfix) is left as
+	// it is and the result says Skipped. The restored template's own hash (Template's, or
+	// FromHash) is accepted too (a retry after the restore).
+	ExpectTemplateHash string `json:"expectTemplateHash,omitempty"`
 }
 
 // RestoreResult is the Deployment's generation with the restored template.
@@ -515,6 +575,11 @@ type RestoreResult struct {
 	TemplateHash string `json:"templateHash"`
 	// Changed: this call wrote the template (false: it was that one already).
 	Changed bool `json:"changed"`
+	// Skipped: the template is no longer the one ExpectTemplateHash names; nothing was
+	// written. Drift says what differs from the release's ("container app: image
+	// nginx:1.26 → nginx:1.26-hotfix").
+	Skipped bool   `json:"skipped,omitempty"`
+	Drift   string `json:"drift,omitempty"`
 }
 
 // RestoreTemplate writes the pre-release template back. The Deployment's workflow then rolls
@@ -527,7 +592,20 @@ func (a *Activities) RestoreTemplate(ctx context.Context, in RestoreInput) (Rest
 		return RestoreResult{}, nonRetryable(ErrInvalid, "%s: the template has no containers and no fromHash is given", what)
 	}
 	var res RestoreResult
+	var skipped *appsv1.Deployment
 	read, wrote, changed, err := a.updateTemplate(ctx, in.Namespace, in.Name, in.ExpectUID, in.Annotations, what, func(d *appsv1.Deployment) (corev1.PodTemplateSpec, error) {
+		// The release's own template and the one to restore: with FromHash, its ReplicaSet's
+		// hash (a retry after the restore has it).
+		restoring := in.FromHash
+		if len(in.Template.Spec.Containers) > 0 {
+			restoring = k8s.PodTemplateHash(&in.Template, d.Status.CollisionCount)
+		}
+		if in.ExpectTemplateHash != "" {
+			if cur := k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount); cur != in.ExpectTemplateHash && cur != restoring {
+				res, skipped = RestoreResult{TemplateHash: restoring}, d
+				return d.Spec.Template, errSkipRestore
+			}
+		}
 		tpl := *in.Template.DeepCopy()
 		if len(tpl.Spec.Containers) == 0 {
 			rs, err := a.replicaSetByHash(ctx, d, in.FromHash)
@@ -546,6 +624,11 @@ func (a *Activities) RestoreTemplate(ctx context.Context, in RestoreInput) (Rest
 		res = RestoreResult{TemplateHash: k8s.PodTemplateHash(&tpl, d.Status.CollisionCount)}
 		return tpl, nil
 	})
+	if err == errSkipRestore {
+		res.Skipped, res.Generation = true, skipped.Generation
+		res.Drift, err = a.drift(ctx, skipped, in.ExpectTemplateHash)
+		return res, err
+	}
 	if err != nil {
 		return RestoreResult{}, err
 	}
@@ -554,6 +637,80 @@ func (a *Activities) RestoreTemplate(ctx context.Context, in RestoreInput) (Rest
 		res.Generation, res.Changed = wrote.Generation, changed
 	}
 	return res, nil
+}
+
+// errSkipRestore stops RestoreTemplate's update: the template is not the release's.
+var errSkipRestore = errors.New("the template is not the release's")
+
+// drift says how d's template differs from the one with pod-template-hash hash (the
+// release's, from its ReplicaSet, which the cluster keeps): templateDrift; without that
+// ReplicaSet, the two hashes.
+func (a *Activities) drift(ctx context.Context, d *appsv1.Deployment, hash string) (string, error) {
+	rs, err := a.replicaSetByHash(ctx, d, hash)
+	if err != nil {
+		return "", err
+	}
+	if rs != nil {
+		return templateDrift(replicaSetTemplate(rs), d.Spec.Template), nil
+	}
+	cur := k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
+	return fmt.Sprintf("pod-template-hash %s, the release wrote %s", cur, hash), nil
+}
+
+// templateDrift describes how now differs from was: "container app: image nginx:1.26 →
+// nginx:1.26-hotfix", each container whose image changed, was added or removed (init
+// containers too), by name, then "other fields" when the rest differs as well.
+func templateDrift(was, now corev1.PodTemplateSpec) string {
+	images := func(t *corev1.PodTemplateSpec) map[string]string {
+		m := map[string]string{}
+		for _, list := range [][]corev1.Container{t.Spec.InitContainers, t.Spec.Containers} {
+			for _, c := range list {
+				m[c.Name] = c.Image
+			}
+		}
+		return m
+	}
+	before, after := images(&was), images(&now)
+	names := make([]string, 0, len(before)+len(after))
+	for n := range before {
+		names = append(names, n)
+	}
+	for n := range after {
+		if _, ok := before[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var parts []string
+	added := false
+	for _, n := range names {
+		b, inB := before[n]
+		c, inC := after[n]
+		switch {
+		case !inB:
+			parts, added = append(parts, fmt.Sprintf("container %s added (%s)", n, c)), true
+		case !inC:
+			parts, added = append(parts, fmt.Sprintf("container %s removed", n)), true
+		case b != c:
+			parts = append(parts, fmt.Sprintf("container %s: image %s → %s", n, b, c))
+		}
+	}
+	// The rest: both templates with the images of now.
+	rest := *was.DeepCopy()
+	for _, list := range [][]corev1.Container{rest.Spec.InitContainers, rest.Spec.Containers} {
+		for j := range list {
+			if img, ok := after[list[j].Name]; ok {
+				list[j].Image = img
+			}
+		}
+	}
+	if !added && !equality.Semantic.DeepEqual(rest, now) {
+		parts = append(parts, "other fields")
+	}
+	if len(parts) == 0 {
+		return "no difference in the template"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // PreflightInput checks a release's change against Deployments of one namespace before any of

@@ -125,13 +125,13 @@ func TestApplyTemplateChange(t *testing.T) {
 		{
 			name:       "image and annotation",
 			give:       ApplyInput{Namespace: testNS, Name: "web", Images: map[string]string{"app": "nginx:2"}, Annotations: map[string]string{"example.com/release": "r1"}, ExpectUID: dUID},
-			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Changed: true, Revision: 1, Template: oldTpl, BeforeHash: oldHash},
+			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Changed: true, Revision: 1, Template: oldTpl, BeforeHash: oldHash, HasChange: true},
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"}, wantUpdates: 1,
 		},
 		{
 			name:       "init container image",
 			give:       ApplyInput{Namespace: testNS, Name: "web", Images: map[string]string{"init": "busybox:2"}},
-			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(ptr(withImages(oldTpl, "busybox:2", "nginx:1")), nil), Changed: true, Revision: 1, Template: oldTpl, BeforeHash: oldHash},
+			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(ptr(withImages(oldTpl, "busybox:2", "nginx:1")), nil), Changed: true, Revision: 1, Template: oldTpl, BeforeHash: oldHash, HasChange: true},
 			wantImages: "init=busybox:2 app=nginx:1", wantAnno: map[string]string{k8s.RevisionAnnotation: "1"}, wantUpdates: 1,
 		},
 		{
@@ -164,13 +164,42 @@ func TestApplyTemplateChange(t *testing.T) {
 					}
 				}
 			},
-			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Revision: 1, Template: oldTpl, BeforeHash: oldHash},
+			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Revision: 1, Template: oldTpl, BeforeHash: oldHash, HasChange: true},
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "2", "example.com/release": "r1"},
 		},
 		{
+			// The write landed, its answer was lost: reading back finds the change and
+			// names the old ReplicaSet's template, writing nothing.
+			name: "read back: the change landed",
+			give: ApplyInput{Namespace: testNS, Name: "web", Images: map[string]string{"app": "nginx:2"}, Annotations: map[string]string{"example.com/release": "r2"}, ExpectUID: dUID, ReadBack: true},
+			prepare: func(f *fixture) {
+				d := f.deployment(t)
+				d.Spec.Template, d.Generation = newTpl, 3
+				d.Annotations = map[string]string{k8s.RevisionAnnotation: "2", "example.com/release": "r1"}
+				if err := f.client.Tracker().Update(dGVR, d, testNS); err != nil {
+					t.Fatal(err)
+				}
+				for _, rs := range []*appsv1.ReplicaSet{releaseRS(d, oldTpl, "1", 3), releaseRS(d, newTpl, "2", 1)} {
+					if err := f.client.Tracker().Add(rs); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Revision: 1, Template: oldTpl, BeforeHash: oldHash, HasChange: true},
+			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "2", "example.com/release": "r1"},
+		},
+		{
+			name:       "read back: the change did not land",
+			give:       ApplyInput{Namespace: testNS, Name: "web", Images: map[string]string{"app": "nginx:2"}, Annotations: map[string]string{"example.com/release": "r2"}, ReadBack: true},
+			want:       ApplyResult{UID: dUID, Generation: 2, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Revision: 1, Template: oldTpl, BeforeHash: oldHash},
+			wantImages: "init=busybox:1 app=nginx:1", wantAnno: map[string]string{k8s.RevisionAnnotation: "1"},
+		},
+		{name: "read back: another UID", give: ApplyInput{Namespace: testNS, Name: "web", Images: map[string]string{"app": "nginx:2"}, ExpectUID: "other", ReadBack: true}, wantErr: ErrStale,
+			wantImages: "init=busybox:1 app=nginx:1", wantAnno: map[string]string{k8s.RevisionAnnotation: "1"}},
+		{
 			name:       "annotations only; an empty value removes one",
 			give:       ApplyInput{Namespace: testNS, Name: "web", Annotations: map[string]string{k8s.RevisionAnnotation: "", "example.com/release": "r2"}},
-			want:       ApplyResult{UID: dUID, Generation: 2, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Revision: 1, Template: oldTpl, BeforeHash: oldHash},
+			want:       ApplyResult{UID: dUID, Generation: 2, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Revision: 1, Template: oldTpl, BeforeHash: oldHash, HasChange: true},
 			wantImages: "init=busybox:1 app=nginx:1", wantAnno: map[string]string{"example.com/release": "r2"}, wantUpdates: 1,
 		},
 		{
@@ -179,7 +208,7 @@ func TestApplyTemplateChange(t *testing.T) {
 			prepare: func(f *fixture) {
 				f.failFirst("update", "deployments", 1, conflict(dGR, "web"))
 			},
-			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Changed: true, Revision: 1, Template: oldTpl, BeforeHash: oldHash},
+			want:       ApplyResult{UID: dUID, Generation: 3, TemplateHash: k8s.PodTemplateHash(&newTpl, nil), Changed: true, Revision: 1, Template: oldTpl, BeforeHash: oldHash, HasChange: true},
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1"}, wantUpdates: 2,
 		},
 		{name: "nothing to change", give: ApplyInput{Namespace: testNS, Name: "web"}, wantErr: ErrInvalid, wantImages: "init=busybox:1 app=nginx:1", wantAnno: map[string]string{k8s.RevisionAnnotation: "1"}},
@@ -292,6 +321,32 @@ func TestRestoreTemplate(t *testing.T) {
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"},
 		},
 		{
+			name:       "still the release's template: restored",
+			give:       RestoreInput{Namespace: testNS, Name: "web", Template: oldTpl, ExpectTemplateHash: k8s.PodTemplateHash(ptr(podTemplate("nginx:2", "")), nil)},
+			want:       RestoreResult{Generation: 4, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Changed: true},
+			wantImages: "init=busybox:1 app=nginx:1", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"}, wantUpdates: 1,
+		},
+		{
+			name:       "already restored, retried: no write",
+			give:       RestoreInput{Namespace: testNS, Name: "web", Template: podTemplate("nginx:2", ""), ExpectTemplateHash: "written"},
+			want:       RestoreResult{Generation: 3, TemplateHash: k8s.PodTemplateHash(ptr(podTemplate("nginx:2", "")), nil)},
+			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"},
+		},
+		{
+			// Its template changed since the release wrote nginx:1.5 (a hotfix): left as it
+			// is, and what changed is said from the release's ReplicaSet.
+			name:       "changed since the release: skipped",
+			give:       RestoreInput{Namespace: testNS, Name: "web", Template: oldTpl, Annotations: map[string]string{"example.com/release": ""}, ExpectTemplateHash: k8s.PodTemplateHash(ptr(podTemplate("nginx:1.5", "")), nil)},
+			want:       RestoreResult{Generation: 3, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Skipped: true, Drift: "container app: image nginx:1.5 → nginx:2"},
+			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"},
+		},
+		{
+			name:       "changed since the release, its ReplicaSet gone: the hashes",
+			give:       RestoreInput{Namespace: testNS, Name: "web", Template: oldTpl, ExpectTemplateHash: "gone"},
+			want:       RestoreResult{Generation: 3, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Skipped: true, Drift: "pod-template-hash " + k8s.PodTemplateHash(ptr(podTemplate("nginx:2", "")), nil) + ", the release wrote gone"},
+			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"},
+		},
+		{
 			// The release's state carries no template: the ReplicaSet of revision 1 has it.
 			name:       "from the old ReplicaSet",
 			give:       RestoreInput{Namespace: testNS, Name: "web", FromHash: k8s.PodTemplateHash(&oldTpl, nil), Annotations: map[string]string{"example.com/release": ""}, ExpectUID: dUID},
@@ -300,6 +355,34 @@ func TestRestoreTemplate(t *testing.T) {
 		},
 		{name: "the old ReplicaSet is gone", give: RestoreInput{Namespace: testNS, Name: "web", FromHash: "5d8f7b9c4"}, wantErr: ErrNotFound,
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"}},
+		{
+			// From the old ReplicaSet, the template still the release's: restored.
+			name:       "from the old ReplicaSet, still the release's template: restored",
+			give:       RestoreInput{Namespace: testNS, Name: "web", FromHash: k8s.PodTemplateHash(&oldTpl, nil), ExpectTemplateHash: k8s.PodTemplateHash(ptr(podTemplate("nginx:2", "")), nil)},
+			want:       RestoreResult{Generation: 4, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Changed: true},
+			wantImages: "init=busybox:1 app=nginx:1", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"}, wantUpdates: 1,
+		},
+		{
+			name:       "from the old ReplicaSet, already restored, retried: no write",
+			give:       RestoreInput{Namespace: testNS, Name: "web", FromHash: k8s.PodTemplateHash(ptr(podTemplate("nginx:2", "")), nil), ExpectTemplateHash: "written"},
+			want:       RestoreResult{Generation: 3, TemplateHash: k8s.PodTemplateHash(ptr(podTemplate("nginx:2", "")), nil)},
+			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"},
+		},
+		{
+			// The state handed over carries no template, and the Deployment changed since the
+			// release wrote nginx:1.5: skipped, the drift from the release's ReplicaSet.
+			name:       "from the old ReplicaSet, changed since the release: skipped",
+			give:       RestoreInput{Namespace: testNS, Name: "web", FromHash: k8s.PodTemplateHash(&oldTpl, nil), ExpectTemplateHash: k8s.PodTemplateHash(ptr(podTemplate("nginx:1.5", "")), nil)},
+			want:       RestoreResult{Generation: 3, TemplateHash: k8s.PodTemplateHash(&oldTpl, nil), Skipped: true, Drift: "container app: image nginx:1.5 → nginx:2"},
+			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"},
+		},
+		{
+			// Changed since, and the ReplicaSet to restore from gone too: skipped all the same.
+			name:       "changed since the release, the old ReplicaSet gone: skipped",
+			give:       RestoreInput{Namespace: testNS, Name: "web", FromHash: "5d8f7b9c4", ExpectTemplateHash: k8s.PodTemplateHash(ptr(podTemplate("nginx:1.5", "")), nil)},
+			want:       RestoreResult{Generation: 3, TemplateHash: "5d8f7b9c4", Skipped: true, Drift: "container app: image nginx:1.5 → nginx:2"},
+			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"},
+		},
 		{name: "no containers", give: RestoreInput{Namespace: testNS, Name: "web"}, wantErr: ErrInvalid,
 			wantImages: "init=busybox:1 app=nginx:2", wantAnno: map[string]string{k8s.RevisionAnnotation: "1", "example.com/release": "r1"}},
 		{name: "another UID", give: RestoreInput{Namespace: testNS, Name: "web", Template: oldTpl, ExpectUID: "other"}, wantErr: ErrStale,
@@ -307,7 +390,9 @@ func TestRestoreTemplate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, changed, releaseRS(changed, oldTpl, "1", 0), releaseRS(changed, changed.Spec.Template, "2", 3))
+			// The ReplicaSets of the template before the release (revision 1), of the release's
+			// (nginx:1.5, 2) and of the current one (a hotfix, nginx:2, 3).
+			f := newFixture(t, changed, releaseRS(changed, oldTpl, "1", 0), releaseRS(changed, podTemplate("nginx:1.5", ""), "2", 0), releaseRS(changed, changed.Spec.Template, "3", 3))
 			bumpGeneration(f)
 			got, err := f.a.RestoreTemplate(context.Background(), tt.give)
 			checkErr(t, err, tt.wantErr)
@@ -357,6 +442,9 @@ func TestAwaitRolloutDone(t *testing.T) {
 	done := appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}
 	complete := rolledOut(done, progressingCond(corev1.ConditionTrue, k8s.NewRSAvailableReason, "ReplicaSet web-x has successfully progressed."))
 	hash := k8s.PodTemplateHash(&complete.Spec.Template, nil)
+	heldMsg := "Held before step 2 of 4 (pause 5s): " + k8s.FleetFreezeHeldText + " 2026-12-01T08:00:00Z (black friday)"
+	held := rolledOut(appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 1, AvailableReplicas: 3},
+		progressingCond(corev1.ConditionUnknown, k8s.CanaryPausedReason, heldMsg))
 	tests := []struct {
 		name    string
 		objs    []runtime.Object
@@ -384,6 +472,12 @@ func TestAwaitRolloutDone(t *testing.T) {
 		{name: "superseded: another template", objs: []runtime.Object{complete},
 			give: AwaitDoneInput{Namespace: testNS, Name: "web", Generation: 3, TemplateHash: "other"},
 			want: AwaitDoneResult{Failed: true, Reason: "superseded: the template changed (pod-template-hash " + hash + ", want other) at generation 3", Generation: 3, ObservedGeneration: 3}},
+		{name: "held by the fleet freeze", objs: []runtime.Object{held},
+			give: AwaitDoneInput{Namespace: testNS, Name: "web", Generation: 3, TemplateHash: hash, ReportHold: true},
+			want: AwaitDoneResult{Held: true, HoldMessage: heldMsg, Generation: 3, ObservedGeneration: 3}},
+		{name: "the hold ended", objs: []runtime.Object{complete},
+			give: AwaitDoneInput{Namespace: testNS, Name: "web", Generation: 3, TemplateHash: hash, ReportHold: true, Held: true},
+			want: AwaitDoneResult{Generation: 3, ObservedGeneration: 3}},
 		{name: "no such Deployment", give: AwaitDoneInput{Namespace: testNS, Name: "web", Generation: 3}, wantErr: ErrNotFound},
 		{name: "no generation", objs: []runtime.Object{complete}, give: AwaitDoneInput{Namespace: testNS, Name: "web"}, wantErr: ErrInvalid},
 	}

@@ -732,4 +732,3 @@ func watchSelector(t *testing.T, ns, name string) func() []string {
 		return append([]string(nil), seen...)
 	}
 }
-

@@ -36,7 +36,11 @@ const (
 	ResumedDeployReason     = "DeploymentResumed"
 	// CanaryPausedReason and CanaryResumedReason are ours: a stepped rollout waits at a step
 	// (a pause, an analysis), and goes on from it.
-	CanaryPausedReason         = "CanaryPaused"
+	CanaryPausedReason = "CanaryPaused"
+	// FleetFreezeHeldText is in the message of a hold the fleet freeze makes ("Held before
+	// step 3 of 4 (setWeight 60): fleet freeze until ..."): HeldByFleetFreeze tells it from
+	// a step's own pause by it.
+	FleetFreezeHeldText        = "fleet freeze until"
 	CanaryResumedReason        = "CanaryResumed"
 	MinimumReplicasAvailable   = "MinimumReplicasAvailable"
 	MinimumReplicasUnavailable = "MinimumReplicasUnavailable"
@@ -478,4 +482,14 @@ func annotationInt32(rs *appsv1.ReplicaSet, key string) (int32, bool) {
 		return 0, false
 	}
 	return int32(n), true
+}
+
+// HeldByFleetFreeze: the stepped rollout waits at a step because the fleet is frozen (the
+// Progressing condition CanaryPaused with FleetFreezeHeldText), and the hold's message.
+func HeldByFleetFreeze(st appsv1.DeploymentStatus) (string, bool) {
+	c := GetCondition(st, appsv1.DeploymentProgressing)
+	if c == nil || c.Reason != CanaryPausedReason || !strings.Contains(c.Message, FleetFreezeHeldText) {
+		return "", false
+	}
+	return c.Message, true
 }

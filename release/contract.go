@@ -116,6 +116,10 @@ const (
 	TargetRollingBack    = "RollingBack"
 	TargetRolledBack     = "RolledBack"
 	TargetRollbackFailed = "RollbackFailed"
+	// TargetRollbackSkipped: at the rollback, the Deployment's template was no longer the one
+	// the release wrote (a hotfix since): it was left as it is, Reason says what changed, and
+	// the release ends Halted naming it.
+	TargetRollbackSkipped = "RollbackSkipped"
 )
 
 // States of a wave (WaveStatus.State).

@@ -16,7 +16,8 @@ import (
 
 // The fleet freeze: one durable workflow, freeze/fleet, holds the current freeze (until when,
 // why, by whom). `starter freeze` and `starter thaw` update it (starting it if needed);
-// releases ask it before each wave and, while it holds, wait for its end.
+// releases ask it before each wave and each Deployment change and, while it holds, wait for
+// its end.
 const (
 	// FleetFreezeID is the fleet freeze workflow's ID.
 	FleetFreezeID = "freeze/fleet"

@@ -22,14 +22,17 @@ import (
 // The release workflow, release/<name>, on the "releases" task queue:
 //
 //  1. validate the spec (a bad one fails the run at once, naming every problem);
-//  2. read the targets (ReadTargets per group, on the group's cluster), before any change;
+//  2. read the targets (ReadTargets per group, on the group's cluster) and check the change
+//     against every one (PreflightChange), before any change;
 //  3. per wave, in order: wait for its approvals, for any freeze (the release's windows, the
 //     fleet freeze) and for a pause to end; change its Deployments (ApplyTemplateChange, at
-//     most maxConcurrent at once, each followed by AwaitRolloutDone); measure its analysis;
-//     bake;
+//     most maxConcurrent at once, the freezes checked again before each, each followed by
+//     AwaitRolloutDone, whose clock stops while the fleet freeze holds the rollout); measure
+//     its analysis; bake;
 //  4. on a failure (an abort, a failed rollout or analysis, a cluster that did not answer
-//     within clusterTimeout): stop, and unless onFailure is halt restore every changed target
-//     (RestoreTemplate), the last wave first.
+//     within clusterTimeout; a change whose result was lost is read back first): stop, and
+//     unless onFailure is halt restore every changed target whose template is still the
+//     release's (RestoreTemplate), the last wave first.
 //
 // History: each Deployment costs about 20 events on the way (apply, event, wait, the workflow
 // tasks and memo updates between) and about as many on a rollback (measured on the real
@@ -56,9 +59,23 @@ type State struct {
 	Runs   int            `json:"runs,omitempty"`
 }
 
-// changeResumeOnlyContinued: a run takes Spec.Resume only when it was continued as new
-// (docs/versioning.md).
-const changeResumeOnlyContinued = "release-resume-only-continued"
+// Change IDs of the release workflow (docs/versioning.md, "The release workflow").
+const (
+	// changeResumeOnlyContinued: a run takes Spec.Resume only when it was continued as new.
+	changeResumeOnlyContinued = "release-resume-only-continued"
+	// changeFreezeEachChange: the release's windows and the fleet freeze are checked before
+	// every Deployment change, not only before a wave.
+	changeFreezeEachChange = "release-freeze-each-change"
+	// changeAwaitHeld: a rollout held by the fleet freeze stops the release's rolloutTimeout
+	// clock (AwaitRolloutDone with ReportHold) and shows in the status.
+	changeAwaitHeld = "release-await-held"
+	// changeReadBackLostChange: a change whose result was lost is read back; one that landed
+	// counts as a change.
+	changeReadBackLostChange = "release-read-back-lost-change"
+	// changeRollbackKeepsLaterChanges: a rollback restores only a Deployment whose template is
+	// still the one the release wrote.
+	changeRollbackKeepsLaterChanges = "release-rollback-keeps-later-changes"
+)
 
 // check says what in the state would index out of range or dereference nil in this
 // release's run: a state the workflow handed over never does, a hand-made one may.
@@ -122,6 +139,9 @@ type restorePoint struct {
 	// BeforeHash is Before's pod-template-hash (ApplyResult.BeforeHash); empty from a cluster
 	// worker older than it, whose Before is then carried on.
 	BeforeHash string `json:"beforeHash,omitempty"`
+	// Unknown: the change's result was lost and reading the Deployment back failed too, so
+	// whether it has the change is not known; the release cannot end RolledBack.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // compact drops the templates that a ReplicaSet's hash names, before the state is handed over.
@@ -140,6 +160,10 @@ type run struct {
 	// cancelWave stops the waits of the wave under way (abort, failure).
 	cancelWave workflow.CancelFunc
 	memo       string
+	// held counts the wave's rollouts held by the fleet freeze, heldMsg is the last hold's
+	// message (awaitRollout).
+	held    int
+	heldMsg string
 }
 
 // ReleaseWorkflow runs one release. Start it with `starter release apply -f FILE` or:
@@ -354,7 +378,7 @@ func (r *run) gate(ctx workflow.Context) bool {
 			r.st.Status.FrozenUntil, r.st.Status.FreezeReason = nil, ""
 			continue
 		}
-		if held, err := r.awaitFleetThaw(ctx); err != nil {
+		if held, err := r.awaitFleetThaw(ctx, fmt.Sprintf("wave %d (%s)", wi+1, ws.Name)); err != nil {
 			r.failWith("fleet freeze: " + errMessage(err))
 			continue
 		} else if held {
@@ -387,8 +411,9 @@ func (r *run) wallClockWindows(ctx workflow.Context) bool {
 }
 
 // awaitFleetThaw checks the fleet freeze and, while it holds, waits for its end (AwaitThaw
-// heartbeats; an abort cancels it). true when it waited.
-func (r *run) awaitFleetThaw(ctx workflow.Context) (bool, error) {
+// heartbeats; an abort cancels it), the status saying that what ("wave 2 (eu)") waits. true
+// when it waited.
+func (r *run) awaitFleetThaw(ctx workflow.Context, what string) (bool, error) {
 	var fa *Activities
 	var f FleetFreeze
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, freezeCheckOptions), fa.FleetFreezeState).Get(ctx, &f); err != nil {
@@ -398,11 +423,12 @@ func (r *run) awaitFleetThaw(ctx workflow.Context) (bool, error) {
 		return false, nil
 	}
 	wi := r.st.Current
-	ws := &r.st.Status.Waves[wi]
-	ws.State = WaveWaiting
+	if ws := &r.st.Status.Waves[wi]; ws.State != WaveRolling {
+		ws.State = WaveWaiting
+	}
 	until := f.Until
 	r.st.Status.FrozenUntil, r.st.Status.FreezeReason = &until, f.Reason
-	r.setPhase(ctx, PhaseWaiting, WaitingForFleetFreeze, fmt.Sprintf("wave %d (%s) waits for the fleet freeze to end (until %s): %s", wi+1, ws.Name, until.UTC().Format(time.RFC3339), f.Reason))
+	r.setPhase(ctx, PhaseWaiting, WaitingForFleetFreeze, fmt.Sprintf("%s waits for the fleet freeze to end (until %s): %s", what, until.UTC().Format(time.RFC3339), f.Reason))
 	actx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(actx, thawOptions), fa.AwaitThaw)
@@ -436,7 +462,11 @@ func (r *run) runWave(ctx workflow.Context) bool {
 		}
 	}
 	hold := func() bool { return r.st.Status.Paused }
-	r.each(ctx, wctx, w.maxConcurrent(), items, hold, r.failed, r.rollTarget)
+	var clear func() bool
+	if workflow.GetVersion(ctx, changeFreezeEachChange, workflow.DefaultVersion, 1) >= 1 {
+		clear = func() bool { return r.changeAllowed(ctx) }
+	}
+	r.each(ctx, wctx, w.maxConcurrent(), items, hold, r.failed, clear, r.rollTarget)
 	if r.failed() {
 		ws.State = WaveFailed
 		return false
@@ -473,11 +503,16 @@ func (r *run) runWave(ctx workflow.Context) bool {
 
 // each runs fn on items, at most n at once, in order, starting none while hold() or halt();
 // it returns once every started one ended and no more will start (all started, or halt()).
-// Goroutines run on gctx, which the caller may cancel.
-func (r *run) each(ctx, gctx workflow.Context, n int, items []int, hold, halt func() bool, fn func(workflow.Context, int)) {
+// Before each item but the first (which the caller's gate just let through), clear, when set,
+// may wait (a freeze) and say false: then hold and halt are asked again. Goroutines run on
+// gctx, which the caller may cancel.
+func (r *run) each(ctx, gctx workflow.Context, n int, items []int, hold, halt, clear func() bool, fn func(workflow.Context, int)) {
 	running, next := 0, 0
 	for {
 		for running < n && next < len(items) && !hold() && !halt() {
+			if next > 0 && clear != nil && !clear() {
+				continue
+			}
 			i := items[next]
 			next++
 			running++
@@ -494,6 +529,151 @@ func (r *run) each(ctx, gctx workflow.Context, n int, items []int, hold, halt fu
 	}
 }
 
+// changeAllowed is asked before each Deployment change of a wave after its first: while one of
+// the release's freeze windows or the fleet freeze holds, it waits for its end (the status
+// says so; an abort or failure ends the wait) and returns false, so the caller asks again
+// (pause, failure, the freeze once more). A fleet freeze set during a wave so stops its next
+// change within the FleetFreezeState round trip. Rollouts already under way go on (a stepped
+// one holds itself at its next step: awaitRollout).
+func (r *run) changeAllowed(ctx workflow.Context) bool {
+	wi := r.st.Current
+	ws := &r.st.Status.Waves[wi]
+	started, total := 0, 0
+	for _, t := range r.st.Status.Targets {
+		if t.Wave == ws.Name {
+			total++
+			if t.State != TargetPending {
+				started++
+			}
+		}
+	}
+	what := fmt.Sprintf("wave %d (%s), %d of %d Deployments started,", wi+1, ws.Name, started, total)
+	if until, reason, frozen := frozenAt(r.spec.Freeze, workflow.Now(ctx), r.wallClockWindows(ctx)); frozen {
+		r.st.Status.FrozenUntil, r.st.Status.FreezeReason = &until, reason
+		r.setPhase(ctx, PhaseWaiting, WaitingForFreeze, fmt.Sprintf("%s waits for the freeze window to end at %s: %s", what, until.UTC().Format(time.RFC3339), reason))
+		_, _ = workflow.AwaitWithTimeout(ctx, until.Sub(workflow.Now(ctx)), r.failed)
+		r.st.Status.FrozenUntil, r.st.Status.FreezeReason = nil, ""
+		r.rollingStatus(ctx)
+		return false
+	}
+	held, err := r.awaitFleetThaw(ctx, what)
+	if err != nil {
+		r.failWith("fleet freeze: " + errMessage(err))
+		return false
+	}
+	if held {
+		r.rollingStatus(ctx)
+		return false
+	}
+	return true
+}
+
+// rollingStatus is the status of a wave rolling out: held by the fleet freeze while one of
+// its rollouts is (awaitRollout), else rolling.
+func (r *run) rollingStatus(ctx workflow.Context) {
+	if r.failed() {
+		return
+	}
+	wi := r.st.Current
+	ws := &r.st.Status.Waves[wi]
+	if r.held > 0 {
+		r.setPhase(ctx, PhaseWaiting, WaitingForFleetFreeze, fmt.Sprintf("wave %d (%s): %d rollouts held by the fleet freeze, their rolloutTimeout stopped: %s", wi+1, ws.Name, r.held, r.heldMsg))
+		return
+	}
+	r.setPhase(ctx, PhaseRolling, WaitingForRollouts, fmt.Sprintf("wave %d (%s): rolling out", wi+1, ws.Name))
+}
+
+// awaitRollout waits for target i's rollout. In runs with changeAwaitHeld, time the rollout is
+// held by the fleet freeze (a stepped rollout at a step, k8s.HeldByFleetFreeze) does not count
+// against rolloutTimeout: AwaitRolloutDone returns when the hold starts, the release shows it
+// and waits for its end without a deadline (heartbeating), then waits on with what is left.
+// 30m rolloutTimeout, held after 10m for 2h: the last wait has 20m.
+func (r *run) awaitRollout(ctx workflow.Context, i int, in activities.AwaitDoneInput) (activities.AwaitDoneResult, error) {
+	t := &r.st.Status.Targets[i]
+	var done activities.AwaitDoneResult
+	if workflow.GetVersion(ctx, changeAwaitHeld, workflow.DefaultVersion, 1) < 1 {
+		err := workflow.ExecuteActivity(r.awaitOptions(ctx, t.Cluster), a.AwaitRolloutDone, in).Get(ctx, &done)
+		return done, err
+	}
+	in.ReportHold = true
+	defer func() {
+		if in.Held {
+			r.held--
+		}
+	}()
+	left := r.spec.rolloutTimeout()
+	for {
+		opts := workflow.ActivityOptions{
+			TaskQueue:           taskQueueFor(t.Cluster),
+			StartToCloseTimeout: max(left, time.Second),
+			HeartbeatTimeout:    30 * time.Second,
+			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 15 * time.Second},
+		}
+		opts.ScheduleToCloseTimeout = opts.StartToCloseTimeout + r.spec.clusterTimeout()
+		if in.Held {
+			opts.StartToCloseTimeout, opts.ScheduleToCloseTimeout = thawOptions.StartToCloseTimeout, 0
+		}
+		start := workflow.Now(ctx)
+		done = activities.AwaitDoneResult{}
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), a.AwaitRolloutDone, in).Get(ctx, &done)
+		if !in.Held {
+			left -= workflow.Now(ctx).Sub(start)
+		}
+		if err != nil || done.Complete || done.Failed || done.Held == in.Held {
+			return done, err
+		}
+		in.Held = done.Held
+		if in.Held {
+			r.held++
+			r.heldMsg = done.HoldMessage
+			t.Reason = "held by the fleet freeze (rolloutTimeout stopped): " + done.HoldMessage
+		} else {
+			r.held--
+			t.Reason = ""
+		}
+		r.rollingStatus(ctx)
+	}
+}
+
+// mayHaveLanded: an ApplyTemplateChange error after which the write may have happened: not one
+// of the errors it returns before writing (or for a write the apiserver refused).
+func mayHaveLanded(err error) bool {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		switch appErr.Type() {
+		case activities.ErrInvalid, activities.ErrStale, activities.ErrNotFound:
+			return false
+		}
+	}
+	return true
+}
+
+// readBack decides on a change whose result was lost: ApplyTemplateChange with ReadBack reads
+// the Deployment, and a change that landed (and that it did not have before the release read
+// it) counts as a change, rolled back with the rest. When reading back fails too, whether it
+// landed is unknown (restorePoint.Unknown).
+func (r *run) readBack(ctx workflow.Context, i int, in activities.ApplyInput) {
+	t := &r.st.Status.Targets[i]
+	p := &r.st.Points[i]
+	in.ReadBack = true
+	var res activities.ApplyResult
+	if err := workflow.ExecuteActivity(r.clusterOptions(ctx, t.Cluster), a.ApplyTemplateChange, in).Get(ctx, &res); err != nil {
+		p.Unknown = true
+		t.Reason += "; read back: " + errMessage(err) + ": whether the change landed is unknown"
+		return
+	}
+	switch {
+	case !res.HasChange:
+		t.Reason += "; read back: the change did not land"
+	case p.ReadHash != "" && p.ReadHash == res.TemplateHash:
+		t.Reason += "; read back: it had the change before the release"
+	default:
+		p.Changed, p.Before, p.Hash, p.BeforeHash = true, &res.Template, res.TemplateHash, res.BeforeHash
+		t.RevisionBefore = res.Revision
+		t.Reason += "; read back: the change landed, so it is rolled back with the rest"
+	}
+}
+
 // rollTarget changes one Deployment and waits for its rollout.
 func (r *run) rollTarget(ctx workflow.Context, i int) {
 	t := &r.st.Status.Targets[i]
@@ -503,16 +683,20 @@ func (r *run) rollTarget(ctx workflow.Context, i int) {
 	// target is rolled back.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	var res activities.ApplyResult
-	err := workflow.ExecuteActivity(r.clusterOptions(dctx, t.Cluster), a.ApplyTemplateChange, activities.ApplyInput{
+	in := activities.ApplyInput{
 		Namespace: t.Namespace, Name: t.Name, Images: r.spec.Change.Images, Patch: r.spec.Change.Patch,
 		Annotations: map[string]string{
 			AnnotationRelease:         r.spec.Name,
 			k8s.ChangeCauseAnnotation: fmt.Sprintf("release %s, wave %s", r.spec.Name, t.Wave),
 		},
 		ExpectUID: p.UID,
-	}).Get(dctx, &res)
+	}
+	err := workflow.ExecuteActivity(r.clusterOptions(dctx, t.Cluster), a.ApplyTemplateChange, in).Get(dctx, &res)
 	if err != nil {
 		t.State, t.Reason = TargetFailed, "change: "+errMessage(err)
+		if mayHaveLanded(err) && workflow.GetVersion(ctx, changeReadBackLostChange, workflow.DefaultVersion, 1) >= 1 {
+			r.readBack(dctx, i, in)
+		}
 		r.failWith(fmt.Sprintf("wave %s: %s: %s", t.Wave, targetString(t.Cluster, t.Namespace, t.Name), t.Reason))
 		return
 	}
@@ -526,10 +710,9 @@ func (r *run) rollTarget(ctx workflow.Context, i int) {
 	t.RevisionBefore = res.Revision
 	r.event(dctx, i, corev1.EventTypeNormal, "ReleaseChanged", fmt.Sprintf("Release %s (wave %s) changed the pod template: %s", r.spec.Name, t.Wave, r.changeString()))
 
-	var done activities.AwaitDoneResult
-	err = workflow.ExecuteActivity(r.awaitOptions(ctx, t.Cluster), a.AwaitRolloutDone, activities.AwaitDoneInput{
+	done, err := r.awaitRollout(ctx, i, activities.AwaitDoneInput{
 		Namespace: t.Namespace, Name: t.Name, Generation: res.Generation, TemplateHash: res.TemplateHash,
-	}).Get(ctx, &done)
+	})
 	switch {
 	case ctx.Err() != nil:
 		// The release failed elsewhere: this rollout is no longer waited for.
@@ -650,15 +833,19 @@ func (r *run) finish(ctx workflow.Context) (Result, error) {
 		}
 		return Result{Phase: PhaseHalted, Reason: reason}, nil
 	}
-	changed := false
+	changed, unknown := false, false
 	for _, p := range r.st.Points {
-		changed = changed || p.Changed
+		changed, unknown = changed || p.Changed, unknown || p.Unknown
 	}
-	if !changed {
+	if !changed && !unknown {
 		r.setPhase(ctx, PhaseFailed, "", "failed before any change: "+reason)
 		return Result{Phase: PhaseFailed, Reason: reason}, nil
 	}
-	r.setPhase(ctx, PhaseRollingBack, "", "rolling back: "+reason)
+	keep := false
+	if changed {
+		keep = workflow.GetVersion(ctx, changeRollbackKeepsLaterChanges, workflow.DefaultVersion, 1) >= 1
+		r.setPhase(ctx, PhaseRollingBack, "", "rolling back: "+reason)
+	}
 	noHold := func() bool { return false }
 	for wi := min(r.st.Current, len(r.spec.Waves)-1); wi >= 0; wi-- {
 		var items []int
@@ -671,17 +858,32 @@ func (r *run) finish(ctx workflow.Context) (Result, error) {
 			continue
 		}
 		r.setPhase(ctx, PhaseRollingBack, "", fmt.Sprintf("rolling back wave %d (%s): %s", wi+1, st.Waves[wi].Name, reason))
-		r.each(ctx, ctx, r.spec.Waves[wi].maxConcurrent(), items, noHold, noHold, func(c workflow.Context, i int) { r.rollBack(c, i, reason) })
+		r.each(ctx, ctx, r.spec.Waves[wi].maxConcurrent(), items, noHold, noHold, nil, func(c workflow.Context, i int) { r.rollBack(c, i, reason, keep) })
 		st.Waves[wi].State = WaveRolledBack
 	}
-	var left []string
-	for _, t := range st.Targets {
-		if t.State == TargetRollbackFailed {
-			left = append(left, targetString(t.Cluster, t.Namespace, t.Name))
+	var failed, skipped, unsure []string
+	for i, t := range st.Targets {
+		name := targetString(t.Cluster, t.Namespace, t.Name)
+		switch {
+		case t.State == TargetRollbackFailed:
+			failed = append(failed, name)
+		case t.State == TargetRollbackSkipped:
+			skipped = append(skipped, name+" ("+t.Reason+")")
+		case r.st.Points[i].Unknown:
+			unsure = append(unsure, name)
 		}
 	}
-	if len(left) > 0 {
-		msg := fmt.Sprintf("%s; the rollback of %s failed", reason, strings.Join(left, ", "))
+	if len(failed)+len(skipped)+len(unsure) > 0 {
+		msg := reason
+		if len(failed) > 0 {
+			msg += fmt.Sprintf("; the rollback of %s failed", strings.Join(failed, ", "))
+		}
+		if len(skipped) > 0 {
+			msg += fmt.Sprintf("; not rolled back, changed since the release: %s", strings.Join(skipped, "; "))
+		}
+		if len(unsure) > 0 {
+			msg += fmt.Sprintf("; %s may have the change (its result was lost and reading it back failed): check it", strings.Join(unsure, ", "))
+		}
 		r.setPhase(ctx, PhaseHalted, "", msg)
 		return Result{Phase: PhaseHalted, Reason: msg}, nil
 	}
@@ -690,7 +892,9 @@ func (r *run) finish(ctx workflow.Context) (Result, error) {
 }
 
 // rollBack restores one target's template from before the release and waits for its rollout.
-func (r *run) rollBack(ctx workflow.Context, i int, reason string) {
+// With keep (changeRollbackKeepsLaterChanges), only while its template is still the one the
+// release wrote (p.Hash): one changed since (a hotfix) is left as it is, RollbackSkipped.
+func (r *run) rollBack(ctx workflow.Context, i int, reason string, keep bool) {
 	t := &r.st.Status.Targets[i]
 	p := &r.st.Points[i]
 	t.State = TargetRollingBack
@@ -704,10 +908,21 @@ func (r *run) rollBack(ctx workflow.Context, i int, reason string) {
 		// Handed over without its template (compact): the old ReplicaSet has it.
 		in.FromHash = p.BeforeHash
 	}
+	if keep {
+		// The release's template is named by its hash, which the state keeps (compact drops
+		// only Before): RestoreTemplate compares the live one with it, and describes a drift
+		// from the release's ReplicaSet.
+		in.ExpectTemplateHash = p.Hash
+	}
 	var res activities.RestoreResult
 	err := workflow.ExecuteActivity(r.clusterOptions(ctx, t.Cluster), a.RestoreTemplate, in).Get(ctx, &res)
 	if err != nil {
 		t.State, t.Reason = TargetRollbackFailed, "restore: "+errMessage(err)
+		return
+	}
+	if res.Skipped {
+		t.State, t.Reason = TargetRollbackSkipped, "changed since the release wrote it: "+res.Drift
+		r.event(ctx, i, corev1.EventTypeWarning, "ReleaseRollbackSkipped", fmt.Sprintf("Release %s did not roll this Deployment back (%s): its template changed since the release wrote it: %s", r.spec.Name, reason, res.Drift))
 		return
 	}
 	var done activities.AwaitDoneResult
@@ -763,7 +978,7 @@ func (r *run) upsertMemo(ctx workflow.Context) {
 		counts[t.State]++
 	}
 	var parts []string
-	for _, s := range []string{TargetPending, TargetUpdating, TargetDone, TargetFailed, TargetRollingBack, TargetRolledBack, TargetRollbackFailed} {
+	for _, s := range []string{TargetPending, TargetUpdating, TargetDone, TargetFailed, TargetRollingBack, TargetRolledBack, TargetRollbackFailed, TargetRollbackSkipped} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}

@@ -44,6 +44,10 @@ type fakeFleet struct {
 	measures    []activities.Measurement
 	// queues records the task queue each activity ran on, by activity name.
 	queues map[string]map[string]bool
+	// lostResult: changes of these Deployments (by name) land, but every answer is an error
+	// (the result lost); readBackFails: reading them back fails too.
+	lostResult    map[string]bool
+	readBackFails bool
 	// realistic: ApplyTemplateChange answers with realisticTemplate, not template.
 	realistic bool
 	// fromHash counts the restores from a ReplicaSet's hash (RestoreInput.FromHash).
@@ -65,10 +69,12 @@ type fakeDep struct {
 	revision   int64
 	generation int64
 	annots     map[string]string
+	// before is the image before the last change (what a ReadBack names).
+	before string
 }
 
 func newFleet(env *testsuite.TestWorkflowEnvironment, names ...string) *fakeFleet {
-	f := &fakeFleet{env: env, deps: map[string]*fakeDep{}, failRollout: map[string]string{}, start: env.Now(), queues: map[string]map[string]bool{}}
+	f := &fakeFleet{env: env, deps: map[string]*fakeDep{}, failRollout: map[string]string{}, start: env.Now(), queues: map[string]map[string]bool{}, lostResult: map[string]bool{}}
 	for _, n := range names {
 		f.deps[n] = &fakeDep{image: "nginx:1.26", revision: 3, generation: 5, annots: map[string]string{}}
 	}
@@ -167,12 +173,26 @@ func template(image string) corev1.PodTemplateSpec {
 
 func (f *fakeFleet) apply(ctx context.Context, in activities.ApplyInput) (activities.ApplyResult, error) {
 	k := f.key(ctx, in.Namespace, in.Name)
+	if in.ReadBack {
+		f.logf("read back %s", k)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		d := f.deps[k]
+		if f.readBackFails {
+			return activities.ApplyResult{}, errors.New("apiserver unreachable")
+		}
+		if d.image != in.Images["app"] {
+			return activities.ApplyResult{Revision: d.revision, Template: f.template(d.image), TemplateHash: "h-" + d.image, BeforeHash: "h-" + d.image, Generation: d.generation}, nil
+		}
+		return activities.ApplyResult{Revision: d.revision - 1, Template: f.template(d.before), TemplateHash: "h-" + d.image, BeforeHash: "h-" + d.before, Generation: d.generation, HasChange: true}, nil
+	}
 	f.logf("apply %s %s", k, in.Images["app"])
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.deps[k]
-	res := activities.ApplyResult{Revision: d.revision, Template: f.template(d.image), TemplateHash: "h-" + in.Images["app"], BeforeHash: "h-" + d.image}
+	res := activities.ApplyResult{Revision: d.revision, Template: f.template(d.image), TemplateHash: "h-" + in.Images["app"], BeforeHash: "h-" + d.image, HasChange: true}
 	if d.image != in.Images["app"] {
+		d.before = d.image
 		d.image, d.revision, d.generation = in.Images["app"], d.revision+1, d.generation+1
 		res.Changed = true
 	}
@@ -180,6 +200,9 @@ func (f *fakeFleet) apply(ctx context.Context, in activities.ApplyInput) (activi
 		d.annots[k] = v
 	}
 	res.Generation = d.generation
+	if f.lostResult[in.Name] {
+		return activities.ApplyResult{}, errors.New("connection to the apiserver lost")
+	}
 	return res, nil
 }
 
@@ -209,10 +232,18 @@ func (f *fakeFleet) restore(ctx context.Context, in activities.RestoreInput) (ac
 	} else {
 		image = in.Template.Spec.Containers[0].Image
 	}
+	f.mu.Lock()
+	d := f.deps[k]
+	if h := in.ExpectTemplateHash; h != "" && h != "h-"+d.image && d.image != image {
+		f.mu.Unlock()
+		f.logf("restore skipped %s %s", k, d.image)
+		return activities.RestoreResult{Generation: d.generation, TemplateHash: "h-" + image, Skipped: true,
+			Drift: fmt.Sprintf("container app: image %s → %s", strings.TrimPrefix(h, "h-"), d.image)}, nil
+	}
+	f.mu.Unlock()
 	f.logf("restore %s %s", k, image)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	d := f.deps[k]
 	d.image, d.generation = image, d.generation+1
 	for k, v := range in.Annotations {
 		d.annots[k] = v

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/k8s"
 )
 
 // The fleet freeze (docs/releases.md): while `starter freeze` holds, a stepped rollout that is
@@ -90,7 +91,7 @@ func (r *rollout) frozenMessage() string {
 	if s.Step+1 < len(r.stepList) {
 		next = fmt.Sprintf("step %d of %d (%s)", s.Step+2, len(r.stepList), r.stepList[s.Step+1])
 	}
-	return fmt.Sprintf("Held before %s: fleet freeze until %s (%s)", next, s.Freeze.Until.Format(time.RFC3339), s.Freeze.Reason)
+	return fmt.Sprintf("Held before %s: %s %s (%s)", next, k8s.FleetFreezeHeldText, s.Freeze.Until.Format(time.RFC3339), s.Freeze.Reason)
 }
 
 // startFreezeTimer starts the held rollout's next look at the freeze: in freezeRecheck, or at
@@ -149,7 +150,7 @@ func (r *rollout) autoPromoteBlueGreen(ctx workflow.Context, why string) {
 }
 
 func blueGreenFrozenMessage(f *FreezeHold) string {
-	return fmt.Sprintf("Blue-green: automatic promotion held: fleet freeze until %s (%s)", f.Until.Format(time.RFC3339), f.Reason)
+	return fmt.Sprintf("Blue-green: automatic promotion held: %s %s (%s)", k8s.FleetFreezeHeldText, f.Until.Format(time.RFC3339), f.Reason)
 }
 
 // startBlueGreenFreezeTimer: the held promotion's next look at the freeze, as

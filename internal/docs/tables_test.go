@@ -329,7 +329,6 @@ func TestCodecClearText(t *testing.T) {
 	}
 }
 
-
 // TestCLIWorkerOnlyFlags: docs/cli.md's list of the worker's own flags is config.WorkerFlags.
 func TestCLIWorkerOnlyFlags(t *testing.T) {
 	m := regexp.MustCompile(`(?s)The worker's own flags \((.*?)\) belong`).FindStringSubmatch(read(t, "docs/cli.md"))
