@@ -75,6 +75,30 @@ func TestSearchAttributesMissing(t *testing.T) {
 		allNames = append(allNames, sa.Name)
 	}
 
+	// A worker with --releases upserts ReleaseName: without it registered, a release's workflow
+	// task would fail for ever. It exits at start, naming the attribute and its command, with or
+	// without --search-attributes.
+	t.Run("releases without ReleaseName", func(t *testing.T) {
+		args := append(append([]string{}, isolatedArgs(t, ns)...), "--temporal-address", addr, "--releases")
+		start := time.Now()
+		p := startOurs(t, "worker", args...)
+		code := p.wait(10 * time.Second)
+		out := p.output()
+		if code == -1 {
+			t.Fatalf("still running after 10s; output:\n%s", out)
+		}
+		last := lastLine(out)
+		t.Logf("exit %d after %s: %s", code, time.Since(start).Round(time.Millisecond), last)
+		if code == 0 {
+			t.Errorf("exit code 0, want non-zero")
+		}
+		for _, w := range []string{"ReleaseName (Keyword)", command("ReleaseName", "Keyword")} {
+			if !strings.Contains(last, w) {
+				t.Errorf("last line %q does not name %q", last, w)
+			}
+		}
+	})
+
 	for _, step := range []struct {
 		name    string
 		create  []string // registered before the runs
