@@ -30,7 +30,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/temporal-rollout/rollout/activities"
-	"github.com/temporal-rollout/rollout/internal/stack"
 	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/workflows"
 )
@@ -434,40 +433,7 @@ func waitCRDs(crds ...string) error {
 // the pod network. It returns the entrypoint's port; the test's end stops it.
 func startTraefik(t *testing.T, ns string, pods *podNetwork) int {
 	t.Helper()
-	bin := stack.ToolPath(env.tools, "traefik")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("traefik %s is not built (%v): run make tools (hack/tools.sh builds it from the Go module proxy)", stack.TraefikVersion, err)
-	}
-	port, err := stack.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := []string{
-		fmt.Sprintf("--entryPoints.web.address=127.0.0.1:%d", port),
-		"--providers.kubernetesgateway=true",
-		"--providers.kubernetesgateway.namespaces=" + ns,
-		// Apply each change as it comes: with the default (2s) a route move reaches the data
-		// plane up to 2s late (docs/traffic.md).
-		"--providers.providersThrottleDuration=" + traefikThrottle.String(),
-		"--global.checkNewVersion=false", "--global.sendAnonymousUsage=false",
-		"--log.level=INFO",
-	}
-	// KUBECONFIG: the provider's cluster-external client (the stack's admin token).
-	// HTTP_PROXY: connections to pod addresses go through the pod network (Go's transport
-	// never proxies loopback addresses, so the apiserver is reached directly).
-	penv := []string{"KUBECONFIG=" + env.stack.Kubeconfig, "KUBERNETES_SERVICE_HOST=", "KUBERNETES_SERVICE_PORT=",
-		"HTTP_PROXY=socks5://" + pods.addr, "http_proxy=", "NO_PROXY=", "no_proxy=", "HTTPS_PROXY=", "https_proxy="}
-	p, err := stack.StartProc(env.logDir, "traefik-"+ns, bin, args, penv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		p.Stop(10 * time.Second)
-		if t.Failed() {
-			t.Logf("---- traefik log tail ----\n%s", p.Tail(4000))
-		}
-	})
-	return port
+	return startTraefikOn(t, []string{ns}, pods)
 }
 
 // traefikThrottle is Traefik's providersThrottleDuration in the data-plane test.
@@ -478,33 +444,8 @@ const traefikThrottle = 0 * time.Second
 // HTTPRoute the rollout drives, its rule 0 all to web-stable.
 func gatewayObjects(t *testing.T, dc dynamic.Interface, ns string, port int) {
 	t.Helper()
-	ctx := context.Background()
-	gcRes := activities.HTTPRouteResource
-	gcRes.Resource = "gatewayclasses"
-	class := "traefik-" + ns
-	gc := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
-		"metadata": map[string]any{"name": class},
-		"spec":     map[string]any{"controllerName": "traefik.io/gateway-controller"},
-	}}
-	if _, err := dc.Resource(gcRes).Create(ctx, gc, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create gatewayclass: %v", err)
-	}
-	t.Cleanup(func() { _ = dc.Resource(gcRes).Delete(context.Background(), class, metav1.DeleteOptions{}) })
-	gwRes := activities.HTTPRouteResource
-	gwRes.Resource = "gateways"
-	gw := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
-		"metadata": map[string]any{"name": "gateway"},
-		"spec": map[string]any{
-			"gatewayClassName": class,
-			"listeners":        []any{map[string]any{"name": "web", "port": int64(port), "protocol": "HTTP"}},
-		},
-	}}
-	if _, err := dc.Resource(gwRes).Namespace(ns).Create(ctx, gw, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create gateway: %v", err)
-	}
-	createTrafficObjects(t, ctx, dc, ns, podPort)
+	createGateway(t, dc, ns, port, false)
+	createTrafficObjects(t, context.Background(), dc, ns, podPort)
 }
 
 // gatewayClient sends requests to Traefik's entrypoint (never through a proxy).
@@ -522,20 +463,7 @@ func newGatewayClient(port int) *gatewayClient {
 
 // get sends one request and returns the answering pod's hash, or "" and why not.
 func (g *gatewayClient) get(header map[string]string) (hash string, why string) {
-	req, _ := http.NewRequest(http.MethodGet, g.url, nil)
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := g.c.Do(req)
-	if err != nil {
-		return "", err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Pod") == "" {
-		return "", fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b)))
-	}
-	return string(b), ""
+	return g.getHost("", header)
 }
 
 // split sends n requests and counts the answers by hash ("" counts failures; the first one is

@@ -65,7 +65,7 @@ func TestTrafficSoak(t *testing.T) {
 		recordHistories(t, ns, "web")
 	}
 	port := startTraefikOn(t, all, pods)
-	soakGateway(t, dc, nss["aborts"], port)
+	createGateway(t, dc, nss["aborts"], port, true)
 	followPods(t, all, pods)
 	for _, r := range roles {
 		ns := nss[r]
@@ -313,7 +313,10 @@ func roundAll(d []time.Duration) []time.Duration {
 	return out
 }
 
-// startTraefikOn runs Traefik with its Gateway provider watching the namespaces.
+// startTraefikOn runs Traefik with its Kubernetes Gateway provider on the stack's apiserver,
+// watching the namespaces, one entrypoint on a free port, and its requests to pods through the
+// pod network (HTTP_PROXY: Go's transport never proxies loopback, so the apiserver is reached
+// directly). It returns the entrypoint's port; the test's end stops it.
 func startTraefikOn(t *testing.T, nss []string, pods *podNetwork) int {
 	t.Helper()
 	bin := stack.ToolPath(env.tools, "traefik")
@@ -334,7 +337,7 @@ func startTraefikOn(t *testing.T, nss []string, pods *podNetwork) int {
 	}
 	penv := []string{"KUBECONFIG=" + env.stack.Kubeconfig, "KUBERNETES_SERVICE_HOST=", "KUBERNETES_SERVICE_PORT=",
 		"HTTP_PROXY=socks5://" + pods.addr, "http_proxy=", "NO_PROXY=", "no_proxy=", "HTTPS_PROXY=", "https_proxy="}
-	p, err := stack.StartProc(env.logDir, "traefik-soak", bin, args, penv)
+	p, err := stack.StartProc(env.logDir, "traefik-"+nss[0], bin, args, penv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,9 +350,9 @@ func startTraefikOn(t *testing.T, nss []string, pods *podNetwork) int {
 	return port
 }
 
-// soakGateway creates the GatewayClass and one Gateway in ns whose listener takes routes from
-// every namespace.
-func soakGateway(t *testing.T, dc dynamic.Interface, ns string, port int) {
+// createGateway creates the GatewayClass for Traefik's controller and a Gateway in ns with an
+// HTTP listener on Traefik's entrypoint port; allowAll lets routes of every namespace attach.
+func createGateway(t *testing.T, dc dynamic.Interface, ns string, port int, allowAll bool) {
 	t.Helper()
 	ctx := context.Background()
 	gcRes := activities.HTTPRouteResource
@@ -366,13 +369,16 @@ func soakGateway(t *testing.T, dc dynamic.Interface, ns string, port int) {
 	t.Cleanup(func() { _ = dc.Resource(gcRes).Delete(context.Background(), class, metav1.DeleteOptions{}) })
 	gwRes := activities.HTTPRouteResource
 	gwRes.Resource = "gateways"
+	listener := map[string]any{"name": "web", "port": int64(port), "protocol": "HTTP"}
+	if allowAll {
+		listener["allowedRoutes"] = map[string]any{"namespaces": map[string]any{"from": "All"}}
+	}
 	gw := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
 		"metadata": map[string]any{"name": "gateway"},
 		"spec": map[string]any{
 			"gatewayClassName": class,
-			"listeners": []any{map[string]any{"name": "web", "port": int64(port), "protocol": "HTTP",
-				"allowedRoutes": map[string]any{"namespaces": map[string]any{"from": "All"}}}},
+			"listeners":        []any{listener},
 		},
 	}}
 	if _, err := dc.Resource(gwRes).Namespace(ns).Create(ctx, gw, metav1.CreateOptions{}); err != nil {
@@ -459,11 +465,13 @@ func waitEndpointsAll(t *testing.T, ns, svc string) {
 // waitAcceptedNamed waits for the route "web" in ns to be accepted by the gateway.
 func waitAcceptedNamed(t *testing.T, dc dynamic.Interface, ns string) { waitAccepted(t, dc, ns) }
 
-// getHost sends one request for host (with header) and returns the answering pod's hash, or
-// "" and why not.
+// getHost sends one request for host ("": the gateway's address) with header and returns the
+// answering pod's hash, or "" and why not.
 func (g *gatewayClient) getHost(host string, header map[string]string) (string, string) {
 	req, _ := http.NewRequest(http.MethodGet, g.url, nil)
-	req.Host = host
+	if host != "" {
+		req.Host = host
+	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
