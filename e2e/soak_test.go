@@ -149,6 +149,16 @@ func TestTrafficSoak(t *testing.T) {
 		return took
 	}
 
+	// rollImages rolls out prefix1, prefix2, ..., prefixN one after another, each the moment
+	// the previous one completed.
+	rollImages := func(t *testing.T, ns, prefix string, n int) {
+		t.Helper()
+		for i := 1; i <= n; i++ {
+			setImage(t, ns, "web", fmt.Sprintf("%s%d", prefix, i))
+			rollouts.Add(1)
+			waitCompleteImage(t, ns, fmt.Sprintf("%s%d", prefix, i))
+		}
+	}
 	scenario("aborts", func(t *testing.T) {
 		ns := nss["aborts"]
 		for i, w := range []int{10, 20, 30, 40, 50, 60, 70, 80, 90, 100} {
@@ -173,25 +183,13 @@ func TestTrafficSoak(t *testing.T) {
 		}
 	})
 	scenario("promotes", func(t *testing.T) {
-		ns := nss["promotes"]
-		for i := 1; i <= 9; i++ {
-			setImage(t, ns, "web", fmt.Sprintf("nginx:p%d", i))
-			rollouts.Add(1)
-			waitCompleteImage(t, ns, fmt.Sprintf("nginx:p%d", i))
-		}
+		rollImages(t, nss["promotes"], "nginx:p", 9)
 	})
 	scenario("bluegreen", func(t *testing.T) {
 		ns := nss["bluegreen"]
 		setImage(t, ns, "web", "nginx:b2")
 		rollouts.Add(1)
-		var h2 string
-		eventually(t, 2*time.Minute, func() string {
-			h2 = hashOfOr(t, ns, "nginx:b2")
-			if h2 == "" || selects(t, ns, "web") != sel(h2) {
-				return "v2 not promoted yet: active " + selects(t, ns, "web")
-			}
-			return ""
-		})
+		waitActive(t, ns, "nginx:b2")
 		// A new template inside v2's scale-down delay: production stays on v2 until v3 is
 		// promoted, never back on v1.
 		time.Sleep(2 * time.Second)
@@ -199,14 +197,7 @@ func TestTrafficSoak(t *testing.T) {
 		stop := watchSelector(t, ns, "web")
 		setImage(t, ns, "web", "nginx:b3")
 		rollouts.Add(1)
-		var h3 string
-		eventually(t, 2*time.Minute, func() string {
-			h3 = hashOfOr(t, ns, "nginx:b3")
-			if h3 == "" || selects(t, ns, "web") != sel(h3) {
-				return "v3 not promoted yet: active " + selects(t, ns, "web")
-			}
-			return ""
-		})
+		waitActive(t, ns, "nginx:b3")
 		seen := stop()
 		for _, h := range seen {
 			if h == h1 {
@@ -216,20 +207,10 @@ func TestTrafficSoak(t *testing.T) {
 		waitComplete(t, ns, "web")
 	})
 	scenario("single", func(t *testing.T) {
-		ns := nss["single"]
-		for i := 1; i <= 4; i++ {
-			setImage(t, ns, "web", fmt.Sprintf("nginx:s%d", i))
-			rollouts.Add(1)
-			waitCompleteImage(t, ns, fmt.Sprintf("nginx:s%d", i))
-		}
+		rollImages(t, nss["single"], "nginx:s", 4)
 	})
 	scenario("headers", func(t *testing.T) {
-		ns := nss["headers"]
-		for i := 1; i <= 3; i++ {
-			setImage(t, ns, "web", fmt.Sprintf("nginx:h%d", i))
-			rollouts.Add(1)
-			waitCompleteImage(t, ns, fmt.Sprintf("nginx:h%d", i))
-		}
+		rollImages(t, nss["headers"], "nginx:h", 3)
 	})
 	scenario("first", func(t *testing.T) {
 		ns := nss["first"]
@@ -698,6 +679,17 @@ func waitCompleteImage(t *testing.T, ns, image string) {
 			if rs.Spec.Template.Spec.Containers[0].Image != image && *rs.Spec.Replicas != 0 {
 				return "replicasets " + sizes(t, ns)
 			}
+		}
+		return ""
+	})
+}
+
+// waitActive waits until the blue-green active Service "web" selects image's pods (promoted).
+func waitActive(t *testing.T, ns, image string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, func() string {
+		if h := hashOfOr(t, ns, image); h == "" || selects(t, ns, "web") != sel(h) {
+			return image + " not promoted yet: active " + selects(t, ns, "web")
 		}
 		return ""
 	})

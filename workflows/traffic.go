@@ -89,9 +89,9 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	// selects serve: a sync that takes the new template for the stable one before its
 	// ReplicaSet has a pod (the next image right after a rollout completed) leaves it where it
 	// is, and the new template is the canary's.
+	availNow, availAfter := k8s.AvailablePods(snap.ReplicaSets), k8s.AvailableAfter(snap.ReplicaSets, plan)
 	if cur := r.traffic; cur != nil && cur.Stable.Hash != "" && stable != cur.Stable.Hash {
-		avail := k8s.AvailablePods(snap.ReplicaSets)
-		if avail[stable] <= 0 && avail[cur.Stable.Hash] > 0 && workflow.GetVersion(ctx, changeTrafficStableServes, workflow.DefaultVersion, 1) == 1 {
+		if availNow[stable] <= 0 && availNow[cur.Stable.Hash] > 0 && workflow.GetVersion(ctx, changeTrafficStableServes, workflow.DefaultVersion, 1) == 1 {
 			stable = cur.Stable.Hash
 		}
 	}
@@ -105,7 +105,7 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 		headers = k8s.ActiveHeaderRoutes(r.stepList, s.Step)
 		// A header route goes only to a canary with available pods, before and after the
 		// plan's writes.
-		if len(headers) > 0 && min(k8s.AvailablePods(snap.ReplicaSets)[canary], k8s.AvailableAfter(snap.ReplicaSets, plan)[canary]) <= 0 &&
+		if len(headers) > 0 && min(availNow[canary], availAfter[canary]) <= 0 &&
 			workflow.GetVersion(ctx, changeTrafficStepPods, workflow.DefaultVersion, 1) == 1 {
 			headers = nil
 		}
