@@ -52,6 +52,11 @@ type AwaitTraffic struct {
 	// NeedsCanaryPods: the step (setHeaderRoute) passes only once the canary has an available
 	// pod.
 	NeedsCanaryPods bool `json:"needsCanaryPods,omitempty"`
+	// Cur: the route and Services as the last sync left them; the wait weighs what a sync
+	// would write through the gate (k8s.GateTraffic), so a route the gate holds does not wake
+	// the workflow until the pods change what it allows. Returning: an abort is under way.
+	Cur       *k8s.TrafficState `json:"cur,omitempty"`
+	Returning bool              `json:"returning,omitempty"`
 }
 
 // moves reports whether a sync on plan would move the route, and whether the route carries
@@ -68,6 +73,12 @@ func (t *AwaitTraffic) moves(rss []*appsv1.ReplicaSet, plan k8s.Plan) (move, rea
 	}
 	if t.NeedsCanaryPods && k8s.SizesAfter(rss, plan)[t.Ask.Canary] > 0 && min(dec.Available[t.Ask.Canary], dec.After[t.Ask.Canary]) <= 0 {
 		reached = false
+	}
+	if c := t.Cur; c != nil {
+		want := k8s.TrafficState{StableHash: dec.Stable, CanaryHash: dec.Canary, Route: k8s.RouteState{CanaryWeight: dec.Weight, HeaderRoutes: c.Route.HeaderRoutes}}
+		g := k8s.GateTraffic(k8s.TrafficSpec{}, k8s.GateInput{Cur: *c, Want: want, Available: k8s.AvailablePods(rss), Sizes: k8s.SizesAfter(rss, plan),
+			Returning: t.Returning || dec.Abort, Handover: dec.Handover})
+		return g.Want.Route.CanaryWeight != c.Route.CanaryWeight || g.Want.StableHash != c.StableHash || g.Want.CanaryHash != c.CanaryHash, reached
 	}
 	return dec.Weight != t.Weight, reached
 }

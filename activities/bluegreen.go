@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +19,9 @@ type ServiceSwitch struct {
 	Service string    `json:"service"`
 	Hash    string    `json:"hash,omitempty"`
 	Event   k8s.Event `json:"event"`
+	// Active: the active Service, which the gate moves only to a fully available template
+	// (k8s.GateSelector).
+	Active bool `json:"active,omitempty"`
 }
 
 // SyncBlueGreenInput points a blue-green rollout's Services at their ReplicaSets.
@@ -33,6 +35,8 @@ type SyncBlueGreenInput struct {
 type SyncBlueGreenResult struct {
 	Selects  map[string]string `json:"selects"`
 	Switched []string          `json:"switched,omitempty"`
+	// Hold: why the gate left a Service where it was ("" when every switch was made).
+	Hold string `json:"hold,omitempty"`
 }
 
 // SyncBlueGreen sets each Service's pod-template-hash selector, in the order given (the
@@ -45,6 +49,7 @@ func (a *Activities) SyncBlueGreen(ctx context.Context, in SyncBlueGreenInput) (
 	services := a.client(ctx).CoreV1().Services(ns)
 	res := SyncBlueGreenResult{Selects: map[string]string{}}
 	var events []k8s.Event
+	var available, sizes map[string]int32
 	for _, sw := range in.Switches {
 		svc, err := services.Get(ctx, sw.Service, metav1.GetOptions{})
 		if err != nil {
@@ -60,17 +65,21 @@ func (a *Activities) SyncBlueGreen(ctx context.Context, in SyncBlueGreenInput) (
 			res.Selects[sw.Service] = cur
 			continue
 		}
-		obj := svc.DeepCopy()
-		obj.ManagedFields = nil
-		if obj.Spec.Selector == nil {
-			obj.Spec.Selector = map[string]string{}
+		if sw.Active && available == nil {
+			if available, sizes, err = a.podsNow(ctx, in.Deployment); err != nil {
+				a.record(in.Deployment, events)
+				return res, err
+			}
 		}
-		obj.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey] = sw.Hash
-		_, err = services.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
-		a.countWrite("update", "services", err)
-		if err != nil {
+		if hold := gateSwitch(sw, available, sizes); hold != "" {
+			res.Selects[sw.Service] = cur
+			res.Hold = hold
+			events = append(events, k8s.Event{Type: "Warning", Reason: "TrafficHeld", Message: "Service switch held by the gate: " + hold})
+			continue
+		}
+		if _, err := a.setSelector(ctx, services, svc, sw.Hash); err != nil {
 			a.record(in.Deployment, events)
-			return res, classify(fmt.Sprintf("point service %s/%s at pod-template-hash %s", ns, sw.Service, sw.Hash), err)
+			return res, err
 		}
 		res.Selects[sw.Service] = sw.Hash
 		res.Switched = append(res.Switched, sw.Service)

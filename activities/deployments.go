@@ -86,11 +86,13 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 		obj := have.DeepCopy()
 		obj.ManagedFields = nil
 		obj.Status = want.Status
-		if rev, ok := want.Annotations[k8s.RevisionAnnotation]; ok {
-			if obj.Annotations == nil {
-				obj.Annotations = map[string]string{}
+		for _, k := range []string{k8s.RevisionAnnotation, k8s.StableAnnotation} {
+			if v, ok := want.Annotations[k]; ok {
+				if obj.Annotations == nil {
+					obj.Annotations = map[string]string{}
+				}
+				obj.Annotations[k] = v
 			}
-			obj.Annotations[k8s.RevisionAnnotation] = rev
 		}
 		updated, err := dc.UpdateStatus(wctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
 		if refused := writeRefused("update status of deployment "+want.Namespace+"/"+want.Name, err); refused != nil && wctx != ctx {

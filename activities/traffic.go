@@ -51,8 +51,11 @@ type SyncTrafficInput struct {
 	// Abort: an abort's weights (k8s.AbortWeight): the canary keeps what the stable pods
 	// cannot take yet, and the moves are checked for pods behind every weight
 	// (k8s.CheckServed).
-	Abort  bool        `json:"abort,omitempty"`
-	Events []k8s.Event `json:"events,omitempty"`
+	Abort bool `json:"abort,omitempty"`
+	// SizesAfter: each template's replicas once the sync's plan has run (k8s.SizesAfter);
+	// the gate weighs the pods read just before the writes, capped by them.
+	SizesAfter map[string]int32 `json:"sizesAfter,omitempty"`
+	Events     []k8s.Event      `json:"events,omitempty"`
 }
 
 // TrafficMoveResult is one move as carried out: the move, whether it wrote, and the invariant
@@ -73,14 +76,16 @@ type SyncTrafficResult struct {
 	Canary k8s.Backend         `json:"canary"`
 	// Check is the invariant check on the route as left ("" when it holds).
 	Check string `json:"check,omitempty"`
+	// Hold: why the gate did not make the route as asked ("" when it did).
+	Hold string `json:"hold,omitempty"`
 }
 
-// SyncTraffic brings the two Services and the HTTPRoute to what the workflow wants, in the
-// order k8s.TrafficMoves gives (a Service switches pods only while it has no traffic). Each
-// write carries the resourceVersion it was decided on: a conflict is a stale decision
-// (ErrStale). Every route move is checked (k8s.CheckTraffic) and the check recorded; a move
-// that would raise the canary's weight past the invariant is refused (ErrTraffic), one that
-// lowers it is made, since it only narrows the breach.
+// SyncTraffic brings the two Services and the HTTPRoute to what the workflow wants, through
+// the gate (k8s.GateTraffic, gate.go): the ReplicaSets are read again just before the writes,
+// and the route written is the nearest to the one asked that keeps the gate's rules; the
+// writes go in the order k8s.TrafficMoves gives (a Service switches pods only while it has no
+// traffic). Each write carries the resourceVersion it was decided on: a conflict is a stale
+// decision (ErrStale). Where the gate holds, Hold says why and the workflow holds on it.
 func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (SyncTrafficResult, error) {
 	ns, spec := in.Deployment.Namespace, in.Spec
 	if a.Dynamic == nil {
@@ -107,26 +112,25 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 	if err != nil {
 		return SyncTrafficResult{}, nonRetryable(ErrTraffic, "read traffic of %s: %v", in.Deployment, err)
 	}
-	res := SyncTrafficResult{Before: cur}
-	want := keepServingStable(cur, in.Want, in.Available)
-	for _, m := range k8s.TrafficMoves(spec, cur, want) {
+	availNow, sizesNow, err := a.podsNow(ctx, in.Deployment)
+	if err != nil {
+		return SyncTrafficResult{}, err
+	}
+	sizes := gatedSizes(sizesNow, in.SizesAfter)
+	if in.SizesAfter == nil {
+		sizes = gatedSizes(sizesNow, in.AvailableAfter)
+	}
+	gate := k8s.GateTraffic(spec, k8s.GateInput{Cur: cur, Want: in.Want, Available: availNow, Sizes: sizes, Returning: in.Abort, Handover: in.Handover})
+	res := SyncTrafficResult{Before: cur, Hold: gate.Hold}
+	for _, m := range gate.Moves {
 		mr := TrafficMoveResult{Move: m}
 		if m.Route == nil {
-			svc := svcs[m.Service]
-			if svc.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey] != m.Hash {
-				obj := svc.DeepCopy()
-				obj.ManagedFields = nil
-				if obj.Spec.Selector == nil {
-					obj.Spec.Selector = map[string]string{}
-				}
-				obj.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey] = m.Hash
-				out, err := services.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
-				a.countWrite("update", "services", err)
-				if err != nil {
-					return res, classify(fmt.Sprintf("point service %s/%s at pod-template-hash %s", ns, m.Service, m.Hash), err)
-				}
-				svcs[m.Service], mr.Wrote = out, true
+			out, err := a.setSelector(ctx, services, svcs[m.Service], m.Hash)
+			if err != nil {
+				return res, err
 			}
+			mr.Wrote = out != svcs[m.Service]
+			svcs[m.Service] = out
 			if m.Service == spec.StableService {
 				cur.StableHash = m.Hash
 			} else {
@@ -143,68 +147,54 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 			{spec.StableService, cur.StableHash, cur.Route.CanaryWeight < 100, m.Route.CanaryWeight < 100},
 			{spec.CanaryService, cur.CanaryHash, cur.Route.CanaryWeight > 0 || len(cur.Route.HeaderRoutes) > 0, m.Route.CanaryWeight > 0 || len(m.Route.HeaderRoutes) > 0},
 		} {
-			if !b.before && b.after && in.Available[b.hash] > 0 {
+			if !b.before && b.after && availNow[b.hash] > 0 {
 				if err := a.awaitEndpoints(ctx, ns, b.svc, b.hash); err != nil {
 					res.Moves = append(res.Moves, mr)
 					return res, err
 				}
 			}
 		}
-		if err := checkBoth(spec, cur.StableHash, cur.CanaryHash, m.Route.CanaryWeight, in); err != nil {
-			mr.Check = err.Error()
-			if m.Route.CanaryWeight > cur.Route.CanaryWeight {
-				res.Moves = append(res.Moves, mr)
-				return res, nonRetryable(ErrTraffic, "move httproute %s/%s to canary weight %d: refused, the invariant would not hold: %v", ns, spec.HTTPRoute.Name, m.Route.CanaryWeight, err)
-			}
-		}
+		next := cur
+		next.Route = *m.Route
+		mr.Check = k8s.CheckServing(spec, next, availNow, sizes)
 		obj, changed, err := writeRoute(route, spec, *m.Route)
 		if err != nil {
 			return res, nonRetryable(ErrTraffic, "move httproute %s/%s: %v", ns, spec.HTTPRoute.Name, err)
 		}
 		if changed {
-			out, err := routes.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
-			a.countWrite("update", "httproutes", err)
+			out, err := a.writeRouteObject(ctx, routes, obj)
 			if err != nil {
 				return res, classify(fmt.Sprintf("move httproute %s/%s to canary weight %d", ns, spec.HTTPRoute.Name, m.Route.CanaryWeight), err)
 			}
 			route, mr.Wrote = out, true
 			// Traffic taken off a side: the pods it leaves may go once this sync's plan runs
-			// (the canary's, or at a handover the stable's last), so wait until the gateways
-			// have the route as written.
+			// (the canary's, or at a handover the stable's last), so the gateways must have the
+			// route as written first. If they do not answer in time the scale-down waits: the
+			// sync fails (TrafficError) and runs again after a backoff.
 			if m.Route.CanaryWeight < cur.Route.CanaryWeight || len(m.Route.HeaderRoutes) < len(cur.Route.HeaderRoutes) ||
 				(in.Handover && m.Route.CanaryWeight > cur.Route.CanaryWeight) {
-				route, _ = awaitGateways(ctx, routes, out)
+				var ok bool
+				route, ok = awaitGateways(ctx, routes, out)
+				if !ok {
+					cur.Route = *m.Route
+					res.Moves = append(res.Moves, mr)
+					return res, nonRetryable(ErrTraffic, "httproute %s/%s: the gateways have not accepted generation %d after %s; the scale-down waits",
+						ns, spec.HTTPRoute.Name, out.GetGeneration(), gatewayWait)
+				}
 			}
 		}
 		cur.Route = *m.Route
 		res.Moves = append(res.Moves, mr)
 	}
 	res.After = cur
-	res.Stable, res.Canary = backends(spec, cur.StableHash, cur.CanaryHash, cur.Route.CanaryWeight, in.Available)
-	if err := checkBoth(spec, cur.StableHash, cur.CanaryHash, cur.Route.CanaryWeight, in); err != nil {
-		res.Check = err.Error()
+	res.Stable, res.Canary = backends(spec, cur.StableHash, cur.CanaryHash, cur.Route.CanaryWeight, availNow)
+	res.Check = k8s.CheckServing(spec, cur, availNow, sizes)
+	events := in.Events
+	if gate.Hold != "" {
+		events = append(events, k8s.Event{Type: "Warning", Reason: "TrafficHeld", Message: "Traffic held by the gate: " + gate.Hold})
 	}
-	a.record(in.Deployment, in.Events)
+	a.record(in.Deployment, events)
 	return res, nil
-}
-
-// keepServingStable keeps the stable Service on its pods when the sync would point it at a
-// template with no available pod while its own pods are available: a sync that took a new
-// template for the stable one before its ReplicaSet had a pod (its Deployment's status still
-// complete from the previous rollout). The canary Service takes the new template instead, at no
-// weight until its pods are available; the stable Service switches once they are.
-func keepServingStable(cur, want k8s.TrafficState, avail map[string]int32) k8s.TrafficState {
-	if cur.StableHash == "" || want.StableHash == cur.StableHash || avail[want.StableHash] > 0 || avail[cur.StableHash] <= 0 {
-		return want
-	}
-	canary := want.CanaryHash
-	want.StableHash = cur.StableHash
-	if canary == cur.StableHash {
-		return want
-	}
-	want.Route.CanaryWeight = min(want.Route.CanaryWeight, 0)
-	want.Route.HeaderRoutes = nil
-	return want
 }
 
 // endpointsWait bounds how long a sync waits for a Service's EndpointSlices to follow its
@@ -342,46 +332,6 @@ func trafficErr(what string, err error) error {
 		// A missing route or Service is not a missing Deployment: back off, do not re-observe
 		// at once.
 		return nonRetryable(ErrTraffic, "%v", err)
-	}
-	return err
-}
-
-// checkBoth checks a route against the pods available now and, for the canary's bound, once
-// the sync's plan has run. The stable Service is weighed as it is now: it is the fallback, and
-// its last pods go in the plan while it still serves the share the canary's bound leaves it.
-// A handover (in.Handover) is checked once the plan has run alone: the canary takes all
-// traffic as the stable's last pods go.
-func checkBoth(spec k8s.TrafficSpec, stableHash, canaryHash string, canaryWeight int32, in SyncTrafficInput) error {
-	if in.Abort {
-		for i, avail := range []map[string]int32{in.Available, in.AvailableAfter} {
-			if avail == nil {
-				continue
-			}
-			s, c := backends(spec, stableHash, canaryHash, canaryWeight, avail)
-			if err := k8s.CheckServed(s, c); err != nil {
-				if i == 1 {
-					err = fmt.Errorf("after the sync's writes: %w", err)
-				}
-				return err
-			}
-		}
-		return nil
-	}
-	if in.Handover && in.AvailableAfter != nil {
-		s2, c2 := backends(spec, stableHash, canaryHash, canaryWeight, in.AvailableAfter)
-		if err := k8s.CheckTraffic(s2, c2); err != nil {
-			return fmt.Errorf("after the sync's writes: %w", err)
-		}
-		return nil
-	}
-	stable, canary := backends(spec, stableHash, canaryHash, canaryWeight, in.Available)
-	err := k8s.CheckTraffic(stable, canary)
-	if err == nil && in.AvailableAfter != nil {
-		s2, c2 := backends(spec, stableHash, canaryHash, canaryWeight, in.AvailableAfter)
-		s2.Available = max(s2.Available, min(stable.Available, 1))
-		if err2 := k8s.CheckTraffic(s2, c2); err2 != nil {
-			err = fmt.Errorf("after the sync's writes: %w", err2)
-		}
 	}
 	return err
 }
@@ -650,13 +600,10 @@ func (a *Activities) ReleaseTraffic(ctx context.Context, in ReleaseTrafficInput)
 		if _, ok := svc.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey]; !ok {
 			continue
 		}
-		obj := svc.DeepCopy()
-		obj.ManagedFields = nil
-		delete(obj.Spec.Selector, appsv1.DefaultDeploymentUniqueLabelKey)
-		_, err = services.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
-		a.countWrite("update", "services", err)
-		if err != nil {
-			return res, classify("give service "+ns+"/"+name+" its selector back", err)
+		// Selecting every pod of the Deployment again only widens what serves: the gate lets
+		// it through.
+		if _, err := a.setSelector(ctx, services, svc, ""); err != nil {
+			return res, err
 		}
 		res.Released = append(res.Released, name)
 	}

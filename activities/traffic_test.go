@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -34,6 +35,16 @@ func httpRoute(stableWeight int64, extra ...any) *unstructured.Unstructured {
 	}}
 }
 
+// routeWith is httpRoute with a canary backendRef beside the stable one.
+func routeWith(stableWeight, canaryWeight int64) *unstructured.Unstructured {
+	r := httpRoute(stableWeight)
+	rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
+	refs := rules[0].(map[string]any)["backendRefs"].([]any)
+	rules[0].(map[string]any)["backendRefs"] = append(refs, map[string]any{"name": "web-canary", "port": int64(80), "weight": canaryWeight})
+	_ = unstructured.SetNestedSlice(r.Object, rules, "spec", "rules")
+	return r
+}
+
 func service(name, hash string) *corev1.Service {
 	sel := map[string]string{"app": "web"}
 	if hash != "" {
@@ -46,6 +57,39 @@ func trafficActivities(route *unstructured.Unstructured, svcs ...runtime.Object)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{HTTPRouteResource: "HTTPRouteList"}, route)
 	kc := fake.NewSimpleClientset(svcs...)
 	return &Activities{Client: kc, Dynamic: dyn}, dyn, kc
+}
+
+// withPods puts the Deployment web and one ReplicaSet per template in the fake cluster: avail
+// available pods of size replicas (sizes, or avail where sizes leaves it out). The gate reads
+// them just before its writes.
+func withPods(t *testing.T, kc *fake.Clientset, avail, sizes map[string]int32) {
+	t.Helper()
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "web-uid"}, Spec: appsv1.DeploymentSpec{Selector: sel}}
+	if err := kc.Tracker().Add(d); err != nil {
+		t.Fatal(err)
+	}
+	hashes := map[string]bool{}
+	for h := range avail {
+		hashes[h] = true
+	}
+	for h := range sizes {
+		hashes[h] = true
+	}
+	for h := range hashes {
+		n, ok := sizes[h]
+		if !ok {
+			n = avail[h]
+		}
+		rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-" + h, UID: types.UID("rs-" + h),
+			Labels:          map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: h},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+			Spec:   appsv1.ReplicaSetSpec{Replicas: &n, Selector: sel},
+			Status: appsv1.ReplicaSetStatus{Replicas: max(n, avail[h]), ReadyReplicas: avail[h], AvailableReplicas: avail[h]}}
+		if err := kc.Tracker().Add(rs); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func readBack(t *testing.T, a *Activities, dyn *dynamicfake.FakeDynamicClient, kc *fake.Clientset) (weights map[string]int64, rules []string, stable, canary string) {
@@ -104,6 +148,7 @@ func TestSyncTraffic(t *testing.T) {
 		wantCanary  string
 		wantErr     string
 		wantCheck   string
+		wantHold    string
 	}{
 		{name: "a new rollout: canary backendRef added at 0, canary selector to the new hash",
 			route: httpRoute(1), stable: "n", canary: "n", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m"},
@@ -111,12 +156,17 @@ func TestSyncTraffic(t *testing.T) {
 		{name: "raise to 20 with a header route; the old managed rule goes",
 			route: httpRoute(100, managed), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 20, HeaderRoutes: hr}},
 			avail: map[string]int32{"n": 8, "m": 2}, wantWeights: map[string]int64{"web-stable": 80, "web-canary": 20}, wantRules: []string{"", "temporal-rollout-testers"}, wantStable: "n", wantCanary: "m"},
-		{name: "a raise past the invariant is refused",
+		{name: "a raise past the canary's share of the pods read now is cut to the share",
 			route: httpRoute(100), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 30}},
-			avail: map[string]int32{"n": 8, "m": 2}, wantErr: "the invariant would not hold"},
-		{name: "the stable's last pod goes in the sync: 100 would break the bound on the pods now, refused",
-			route: httpRoute(12), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 100}},
-			avail: map[string]int32{"n": 1, "m": 8}, after: map[string]int32{"n": 0, "m": 8}, wantErr: "the invariant would not hold"},
+			avail: map[string]int32{"n": 8, "m": 2}, wantWeights: map[string]int64{"web-stable": 80, "web-canary": 20}, wantRules: []string{""}, wantStable: "n", wantCanary: "m"},
+		{name: "the stable's last pod goes in the sync: the canary takes everything first",
+			route: httpRoute(12), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 88}},
+			avail: map[string]int32{"n": 1, "m": 8}, after: map[string]int32{"n": 0, "m": 8},
+			wantWeights: map[string]int64{"web-stable": 0, "web-canary": 100}, wantRules: []string{""}, wantStable: "n", wantCanary: "m"},
+		{name: "the workflow decided on pods that have gone since: no weight on the canary's",
+			route: httpRoute(80), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 20}},
+			avail: map[string]int32{"n": 8, "m": 0}, after: map[string]int32{"n": 8, "m": 2},
+			wantWeights: map[string]int64{"web-stable": 100, "web-canary": 0}, wantRules: []string{""}, wantStable: "n", wantCanary: "m"},
 		{name: "the same as a handover: checked once the plan has run, canary 100",
 			route: httpRoute(12), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 100}},
 			avail: map[string]int32{"n": 1, "m": 8}, after: map[string]int32{"n": 0, "m": 8}, handover: true,
@@ -132,9 +182,22 @@ func TestSyncTraffic(t *testing.T) {
 			stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 20}},
 			avail: map[string]int32{"n": 8, "m": 2}, wantErr: "rule 1 also sends to Service web-stable"},
 		{name: "an abort keeps the canary's share while the stable pods come back: checked for pods behind each weight only",
-			route: httpRoute(0), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 75}},
+			route: routeWith(0, 100), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 75}},
 			avail: map[string]int32{"n": 3, "m": 9}, after: map[string]int32{"n": 3, "m": 9}, abort: true,
 			wantWeights: map[string]int64{"web-stable": 25, "web-canary": 75}, wantRules: []string{""}, wantStable: "n", wantCanary: "m"},
+		{name: "an abort never raises the canary: at 0 with 3 canary pods it stays 0, not AbortWeight's 24",
+			route: routeWith(100, 0), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 24}},
+			avail: map[string]int32{"n": 10, "m": 3}, abort: true,
+			wantWeights: map[string]int64{"web-stable": 100, "web-canary": 0}, wantRules: []string{""}, wantStable: "n", wantCanary: "m"},
+		{name: "the rollback signal at 100: no canary asked, the stable template has no pod: the canary keeps its pods and its 100",
+			route: routeWith(0, 100), stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "n"},
+			avail: map[string]int32{"n": 0, "m": 10}, after: map[string]int32{"n": 3, "m": 10},
+			wantWeights: map[string]int64{"web-stable": 0, "web-canary": 100}, wantRules: []string{""}, wantStable: "n", wantCanary: "m", wantHold: ""},
+		{name: "the stable Service does not move to a template that is not fully available",
+			route: routeWith(100, 0), stable: "m", canary: "m", want: k8s.TrafficState{StableHash: "x", CanaryHash: "x"},
+			avail: map[string]int32{"m": 10, "x": 2}, after: map[string]int32{"m": 10, "x": 10},
+			wantWeights: map[string]int64{"web-stable": 84, "web-canary": 16}, wantRules: []string{""}, wantStable: "m", wantCanary: "x",
+			wantHold: "stable Service web-stable stays on m: template x has 2 of 10 pods available"},
 		{name: "no such rule", route: func() *unstructured.Unstructured {
 			r := httpRoute(100)
 			r.Object["spec"] = map[string]any{"rules": []any{}}
@@ -144,6 +207,7 @@ func TestSyncTraffic(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, dyn, kc := trafficActivities(tt.route, service("web-stable", tt.stable), service("web-canary", tt.canary))
+			withPods(t, kc, tt.avail, tt.after)
 			res, err := a.SyncTraffic(context.Background(), SyncTrafficInput{Deployment: DeploymentRef{Namespace: "default", Name: "web"}, Spec: trafficSpec, Want: tt.want, Available: tt.avail, AvailableAfter: tt.after, Handover: tt.handover, Abort: tt.abort})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -161,6 +225,9 @@ func TestSyncTraffic(t *testing.T) {
 			if res.Check != tt.wantCheck {
 				t.Errorf("check %q, want %q", res.Check, tt.wantCheck)
 			}
+			if res.Hold != tt.wantHold {
+				t.Errorf("hold %q, want %q", res.Hold, tt.wantHold)
+			}
 		})
 	}
 }
@@ -173,6 +240,7 @@ func TestSyncTrafficAbortOrder(t *testing.T) {
 	rules[0].(map[string]any)["backendRefs"] = append(refs, map[string]any{"name": "web-canary", "port": int64(80), "weight": int64(30)})
 	_ = unstructured.SetNestedSlice(r.Object, rules, "spec", "rules")
 	a, dyn, kc := trafficActivities(r, service("web-stable", "n"), service("web-canary", "m"))
+	withPods(t, kc, map[string]int32{"n": 7, "m": 3}, map[string]int32{"n": 10, "m": 0})
 	res, err := a.SyncTraffic(context.Background(), SyncTrafficInput{
 		Deployment: DeploymentRef{Namespace: "default", Name: "web"}, Spec: trafficSpec,
 		Want: k8s.TrafficState{StableHash: "n", CanaryHash: "n"}, Available: map[string]int32{"n": 7, "m": 3},

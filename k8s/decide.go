@@ -256,8 +256,17 @@ func (p *planner) hasRollbackStep() bool {
 
 // insertStatusStep writes status and annotations after the ReplicaSet writes, and before a
 // rollback, as upstream orders them.
+//
+// A status that completes a rollout of ours (a Deployment with steps, traffic or blue-green)
+// also records its template as the stable one (StableAnnotation), in the same write.
 func (p *planner) insertStatusStep() {
 	step := Step{Kind: StepUpdateStatus, Deployment: stripDeployment(p.d)}
+	if h := p.completedTemplate(); h != "" {
+		if step.Deployment.Annotations == nil {
+			step.Deployment.Annotations = map[string]string{}
+		}
+		step.Deployment.Annotations[StableAnnotation] = h
+	}
 	for i, s := range p.steps {
 		if s.Kind == StepRollback {
 			p.steps = append(p.steps[:i], append([]Step{step}, p.steps[i:]...)...)
@@ -271,4 +280,19 @@ func stripDeployment(d *appsv1.Deployment) *appsv1.Deployment {
 	c := d.DeepCopy()
 	c.ManagedFields = nil
 	return c
+}
+
+// completedTemplate is the pod-template-hash that the status being written completes, for a
+// Deployment rolled out with steps, traffic or blue-green ("" otherwise, or when the status
+// does not complete a rollout).
+func (p *planner) completedTemplate() string {
+	a := p.d.Annotations
+	if a[StepsAnnotation] == "" && a[TrafficAnnotation] == "" && a[BlueGreenAnnotation] == "" {
+		return ""
+	}
+	newRS := p.newReplicaSet()
+	if newRS == nil || !p.rolloutComplete(&p.d.Status) {
+		return ""
+	}
+	return newRS.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 }

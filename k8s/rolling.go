@@ -272,14 +272,21 @@ func (p *planner) scaleDownOldForRollingUpdate(all, old []*appsv1.ReplicaSet, li
 
 // stepShares is StepShares at the canary's weight, or with a setCanaryScale (Canary.Scale) the
 // new ReplicaSet at its scale and the old ones at their share at the weight, the new one within
-// what maxSurge leaves beside them. 10 replicas, maxSurge 3, setWeight 20 and setCanaryScale
-// {"replicas":5}: 5 and 8 (13 pods); {"replicas":10}: 5 too (10 + 3 − 8).
+// what maxSurge leaves beside them, and the old ones never below what maxUnavailable needs
+// beside the new one. 10 replicas, maxSurge 3, setWeight 20 and setCanaryScale
+// {"replicas":5}: 5 and 8 (13 pods); {"replicas":10}: 5 too (10 + 3 − 8). 10 replicas,
+// maxUnavailable 2, setCanaryScale {"replicas":2} and setWeight 50: 2 and 6 (not 5: 2 + 5 is
+// below the 8 that must stay available).
 func (p *planner) stepShares() (newRS, old int32) {
 	n, surge := replicas(p.d), MaxSurge(p.d)
 	newRS, old = StepShares(p.canary.Weight, n, surge)
 	if sc := p.canary.Scale; sc != nil {
 		old = n - WeightReplicas(p.canary.Weight, n)
 		newRS = max(min(sc.replicasOf(n), n+surge-old), 0)
+		// The rolling update keeps n − maxUnavailable pods available: an explicit canary
+		// scale below the weight's share leaves the old ones what availability needs, or the
+		// step waits for a scale-down the rolling update never makes.
+		old = max(old, min(n-MaxUnavailable(p.d)-newRS, n))
 	}
 	return newRS, old
 }

@@ -58,6 +58,8 @@ var annotationsToSkip = map[string]bool{
 	DesiredReplicasAnnotation:          true,
 	MaxReplicasAnnotation:              true,
 	appsv1.DeprecatedRollbackTo:        true,
+	// Ours: the stable template is the Deployment's fact, not its template's.
+	StableAnnotation: true,
 }
 
 // ResolveFenceposts turns maxSurge and maxUnavailable into replica counts for `desired`

@@ -103,6 +103,8 @@ type BlueGreenServices struct {
 	ActiveSelects  string `json:"activeSelects,omitempty"`
 	Preview        string `json:"previewService,omitempty"`
 	PreviewSelects string `json:"previewSelects,omitempty"`
+	// Hold: why the traffic gate left a Service where it was (k8s.GateSelector).
+	Hold string `json:"hold,omitempty"`
 }
 
 // BlueGreenStatus is a blue-green Deployment's part of the status query: the phase of the
@@ -406,7 +408,7 @@ func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentR
 	if err := workflow.ExecuteLocalActivity(ctx, a.SyncBlueGreen, activities.SyncBlueGreenInput{Deployment: ref, Switches: switches}).Get(ctx, &res); err != nil {
 		return fmt.Errorf("switch blue-green services: %w", err)
 	}
-	sv := &BlueGreenServices{Active: spec.ActiveService, ActiveSelects: res.Selects[spec.ActiveService]}
+	sv := &BlueGreenServices{Active: spec.ActiveService, ActiveSelects: res.Selects[spec.ActiveService], Hold: res.Hold}
 	if spec.PreviewService != "" {
 		sv.Preview, sv.PreviewSelects = spec.PreviewService, res.Selects[spec.PreviewService]
 	}
@@ -452,7 +454,7 @@ func (r *rollout) serviceSwitch(snap k8s.Snapshot, plan k8s.Plan, service, reaso
 			name, n = rs.Name, rs.Status.AvailableReplicas
 		}
 	}
-	return activities.ServiceSwitch{Service: service, Hash: hash, Event: k8s.Event{
+	return activities.ServiceSwitch{Service: service, Hash: hash, Active: role == "Active", Event: k8s.Event{
 		Type: "Normal", Reason: reason,
 		Message: fmt.Sprintf("%s Service %s selects pod-template-hash %s (ReplicaSet %s, %d pods available)", role, service, hash, name, n),
 	}}

@@ -284,4 +284,7 @@ type TrafficStatus struct {
 	Canary       k8s.Backend       `json:"canary"`
 	HeaderRoutes []k8s.HeaderRoute `json:"headerRoutes,omitempty"`
 	Check        string            `json:"check"`
+	// Hold: why the traffic gate did not move the route as the rollout asked (k8s.GateTraffic);
+	// the rollout waits for TrafficGate until the pods allow it.
+	Hold string `json:"hold,omitempty"`
 }

@@ -32,6 +32,9 @@ const (
 	WaitingForTimer    = "Timer"
 	WaitingForPromote  = "Promote"
 	WaitingForAnalysis = "Analysis"
+	// WaitingForTrafficGate: the traffic gate held a route or Service move the rollout asked
+	// for (k8s.GateTraffic, k8s.GateSelector); it is made once the pods allow it.
+	WaitingForTrafficGate = "TrafficGate"
 )
 
 // Outcomes of an analysis.
@@ -363,6 +366,16 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 		hash = k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
 	}
 	r.lastHash = hash
+	// The stable template as the cluster records it comes first (k8s.StableTemplate): the
+	// status write that completed a rollout recorded it, so a completion this run's memory
+	// lost (a discarded workflow task, a template observed before the completion) is not lost.
+	if rec := k8s.StableTemplate(d, snap.ReplicaSets, hash); rec != "" && rec != r.stableHash &&
+		workflow.GetVersion(ctx, changeStableOnCluster, workflow.DefaultVersion, 1) == 1 {
+		if r.stableHash != "" {
+			r.log.Info("Stable template read from the cluster", "memory", r.stableHash, "cluster", rec)
+		}
+		r.stableHash = rec
+	}
 	if r.stableHash == "" {
 		r.stableHash = stableHash(d, snap.ReplicaSets, hash)
 	}
@@ -435,6 +448,10 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 	}
 	return c
 }
+
+// changeStableOnCluster: the stable template is read from the Deployment's
+// temporal-rollout.io/stable-pod-template-hash annotation first (k8s.StableTemplate).
+const changeStableOnCluster = "stable-on-cluster"
 
 // stableHash is the template of the revision a rollout would return to, when the workflow has
 // not seen one complete: the Deployment's own when it is complete, otherwise the newest other
@@ -782,6 +799,12 @@ func (r *rollout) upsertStepState(ctx workflow.Context) {
 		waiting = st.Steps.WaitingFor
 	} else if st.BlueGreen != nil {
 		waiting = st.BlueGreen.WaitingFor
+	}
+	if t := r.traffic; t != nil && t.Hold != "" {
+		waiting = WaitingForTrafficGate
+	}
+	if b := r.bgServices; b != nil && b.Hold != "" {
+		waiting = WaitingForTrafficGate
 	}
 	if r.waitingSA == waiting {
 		return

@@ -117,11 +117,12 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	dec := k8s.DecideTraffic(ask, snap.ReplicaSets, plan, r.trafficChange(ctx))
 	canary, weight, avail, after, handover := dec.Canary, dec.Weight, dec.Available, dec.After, dec.Handover
 	want := k8s.TrafficState{StableHash: stable, CanaryHash: canary, Route: k8s.RouteState{CanaryWeight: weight, HeaderRoutes: headers}}
-	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after, Handover: handover, Abort: dec.Abort}
+	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after, Handover: handover,
+		Abort: dec.Abort || r.abort != nil, SizesAfter: k8s.SizesAfter(snap.ReplicaSets, plan)}
 	routeName := fmt.Sprintf("%s rule %d", spec.HTTPRoute.Name, spec.HTTPRoute.Rule)
 	changed := r.traffic == nil || r.traffic.Route != routeName || r.traffic.CanaryWeight != want.Route.CanaryWeight ||
 		r.traffic.Stable.Hash != stable || r.traffic.Canary.Hash != canary || headerNames(r.traffic.HeaderRoutes) != headerNames(headers)
-	if !changed && r.traffic.Check == "holds" && sameHeaderRoutes(r.traffic.HeaderRoutes, headers) &&
+	if !changed && r.traffic.Check == "holds" && r.traffic.Hold == "" && sameHeaderRoutes(r.traffic.HeaderRoutes, headers) &&
 		workflow.GetVersion(ctx, changeTrafficUnchanged, workflow.DefaultVersion, 1) == 1 {
 		// The route and the Services are as the last move left them and as wanted: no reads,
 		// no writes. Every sync re-reading them spent the client budget its writes needed
@@ -141,20 +142,64 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 		}
 	}
 	if err != nil {
+		if r.returning(ask) && !activities.IsKind(err, activities.ErrStale) && !activities.IsKind(err, activities.ErrBusy) &&
+			workflow.GetVersion(ctx, changeTrafficErrorReturns, workflow.DefaultVersion, 1) == 1 {
+			// The way back to the stable template must not wait on a route that cannot be moved
+			// (deleted, unreadable, another rule on our Services): the Services select every
+			// pod of the Deployment, so whatever the route sends is served, and the plan
+			// restores the ReplicaSets.
+			return r.fallBackTraffic(ctx, ref, *spec, routeName, err)
+		}
 		return fmt.Errorf("sync traffic on httproute %s: %w", routeName, err)
 	}
 	st := &TrafficStatus{
 		Route: routeName, StableWeight: res.Stable.Weight, CanaryWeight: res.Canary.Weight,
-		Stable: res.Stable, Canary: res.Canary, HeaderRoutes: res.After.Route.HeaderRoutes, Check: "holds",
+		Stable: res.Stable, Canary: res.Canary, HeaderRoutes: res.After.Route.HeaderRoutes, Check: "holds", Hold: res.Hold,
 	}
 	if res.Check != "" {
 		st.Check = res.Check
 	}
+	held := r.traffic != nil && r.traffic.Hold != ""
 	r.traffic = st
 	r.trafficAsk = &ask
-	if changed {
+	if changed || held != (res.Hold != "") {
 		r.upsertStepState(ctx)
 	}
+	return nil
+}
+
+// changeTrafficErrorReturns: during an abort or a rollback a traffic error no longer stops the
+// sync; the Services select every pod (fallBackTraffic) and the plan's writes go on.
+const changeTrafficErrorReturns = "traffic-error-returns"
+
+// returning reports whether a sync asks for the way back to the stable template: an abort, or
+// no canary while the route's canary Service is on another template (the rollback signal,
+// kubectl rollout undo, a release's rollback).
+func (r *rollout) returning(ask k8s.TrafficAsk) bool {
+	if r.abort != nil || ask.Aborted != "" {
+		return true
+	}
+	t := r.traffic
+	return ask.Canary == ask.Stable && t != nil && t.Canary.Hash != "" && t.Canary.Hash != ask.Stable
+}
+
+// fallBackTraffic gives both Services their own selectors back (every pod of the Deployment)
+// when the route cannot be moved on the way back to the stable template, and says why in an
+// event. The next sync routes again once the route can be read.
+func (r *rollout) fallBackTraffic(ctx workflow.Context, ref activities.DeploymentRef, spec k8s.TrafficSpec, routeName string, cause error) error {
+	in := activities.ReleaseTrafficInput{Deployment: ref, Services: []string{spec.StableService, spec.CanaryService}, Events: []k8s.Event{{
+		Type: "Warning", Reason: "TrafficFallback",
+		Message: fmt.Sprintf("Returning to the stable template without moving httproute %s (%v): Services %s and %s select every pod of the Deployment until it can be moved",
+			routeName, cause, spec.StableService, spec.CanaryService),
+	}}}
+	var res activities.ReleaseTrafficResult
+	if err := workflow.ExecuteLocalActivity(ctx, a.ReleaseTraffic, in).Get(ctx, &res); err != nil {
+		return fmt.Errorf("sync traffic on httproute %s: %v; select every pod instead: %w", routeName, cause, err)
+	}
+	r.traffic = &TrafficStatus{Route: routeName, Check: "holds", Hold: "route not moved, the Services select every pod: " + cause.Error(),
+		Stable: k8s.Backend{Service: spec.StableService}, Canary: k8s.Backend{Service: spec.CanaryService}}
+	r.trafficAsk = nil
+	r.upsertStepState(ctx)
 	return nil
 }
 

@@ -19,7 +19,9 @@ const testTraffic = `{"httpRoute":{"name":"web"},"stableService":"web-stable","c
 // trafficMove is one SyncTraffic call as the fake cluster saw it: the weight asked for, the
 // pods then available on each template, and its place among the activity calls.
 type trafficMove struct {
-	want                  k8s.TrafficState
+	// want: the route written (through the gate); asked: what the workflow asked.
+	want, asked           k8s.TrafficState
+	hold                  string
 	canaryAvail, stableAv int32
 	// after: the available pods once the sync's plan has run, as the workflow weighed them.
 	after map[string]int32
@@ -38,20 +40,30 @@ func (r *fakeRoute) SyncTraffic(_ context.Context, in activities.SyncTrafficInpu
 	f := r.f
 	f.mu.Lock()
 	defer f.done("SyncTraffic", true, &err)
-	avail := map[string]int32{}
+	// The gate, as the activity runs it: on the fake cluster's ReplicaSets as they are now.
+	avail := k8s.AvailablePods(f.rss)
+	sizes := map[string]int32{}
 	for _, rs := range f.rss {
-		avail[rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]] += rs.Status.AvailableReplicas
+		h := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		sizes[h] += *rs.Spec.Replicas
+		if v, ok := in.SizesAfter[h]; ok {
+			sizes[h] = min(sizes[h], v)
+		}
 	}
-	r.moves = append(r.moves, trafficMove{want: in.Want, canaryAvail: avail[in.Want.CanaryHash], stableAv: avail[in.Want.StableHash],
-		after: in.AvailableAfter, abort: in.Abort, at: len(f.order)})
-	res := activities.SyncTrafficResult{Before: r.state, After: in.Want}
-	r.state = in.Want
-	stable := k8s.Backend{Service: in.Spec.StableService, Hash: in.Want.StableHash, Weight: 100 - in.Want.Route.CanaryWeight, Available: in.Available[in.Want.StableHash]}
-	canary := k8s.Backend{Service: in.Spec.CanaryService, Hash: in.Want.CanaryHash, Weight: in.Want.Route.CanaryWeight, Available: in.Available[in.Want.CanaryHash]}
+	g := k8s.GateTraffic(in.Spec, k8s.GateInput{Cur: r.state, Want: in.Want, Available: avail, Sizes: sizes, Returning: in.Abort, Handover: in.Handover})
+	written := g.Want
+	after := map[string]int32{}
+	for h := range avail {
+		after[h] = k8s.Serving(h, avail, sizes)
+	}
+	r.moves = append(r.moves, trafficMove{want: written, asked: in.Want, canaryAvail: avail[written.CanaryHash], stableAv: avail[written.StableHash],
+		after: after, abort: in.Abort, at: len(f.order), hold: g.Hold})
+	res := activities.SyncTrafficResult{Before: r.state, After: written, Hold: g.Hold}
+	r.state = written
+	stable := k8s.Backend{Service: in.Spec.StableService, Hash: written.StableHash, Weight: 100 - written.Route.CanaryWeight, Available: avail[written.StableHash]}
+	canary := k8s.Backend{Service: in.Spec.CanaryService, Hash: written.CanaryHash, Weight: written.Route.CanaryWeight, Available: avail[written.CanaryHash]}
 	res.Stable, res.Canary = stable, canary
-	if err := k8s.CheckTraffic(stable, canary); err != nil {
-		res.Check = err.Error()
-	}
+	res.Check = k8s.CheckServing(in.Spec, written, avail, sizes)
 	f.events = append(f.events, in.Events...)
 	return res, nil
 }
@@ -232,6 +244,15 @@ func servedMoves(t *testing.T, moves []trafficMove) {
 	t.Helper()
 	for i, m := range moves {
 		if m.want.CanaryHash == m.want.StableHash {
+			// Both Services on one template: all traffic goes to its pods, which must serve
+			// unless no pod serves anywhere.
+			any := false
+			for _, n := range m.after {
+				any = any || n > 0
+			}
+			if any && (m.stableAv <= 0 || m.after[m.want.StableHash] <= 0) {
+				t.Errorf("move %d (%+v): both Services on %s with %d pods available before the writes, %d after", i, m.want, m.want.StableHash, m.stableAv, m.after[m.want.StableHash])
+			}
 			continue
 		}
 		w := m.want.Route.CanaryWeight

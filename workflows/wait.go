@@ -104,7 +104,10 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 	// With traffic routing, the wait also wakes the workflow when the route should move (the
 	// pods it weighs changed, k8s.DecideTraffic), so a held rollout keeps following them.
 	if r.traffic != nil && r.trafficAsk != nil && r.trafficChange(ctx)(k8s.ChangeTrafficFollowsPods) {
-		in.Traffic = &activities.AwaitTraffic{Ask: *r.trafficAsk, Weight: r.traffic.CanaryWeight, Changes: r.trafficChanges, NeedsCanaryPods: r.headerStep()}
+		t := r.traffic
+		in.Traffic = &activities.AwaitTraffic{Ask: *r.trafficAsk, Weight: t.CanaryWeight, Changes: r.trafficChanges, NeedsCanaryPods: r.headerStep(),
+			Cur: &k8s.TrafficState{StableHash: t.Stable.Hash, CanaryHash: t.Canary.Hash, Route: k8s.RouteState{CanaryWeight: t.CanaryWeight, HeaderRoutes: t.HeaderRoutes}},
+			Returning: r.abort != nil}
 	}
 	if r.localWait > 0 && !r.awaitRemote && !r.recordRollback && !r.recordUpdate {
 		in.MaxWait = r.localWait

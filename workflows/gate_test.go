@@ -1,0 +1,126 @@
+package workflows
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/temporal-rollout/rollout/k8s"
+)
+
+// Issue 44, defect 1: [setWeight 100, pause], then the rollback signal to the previous
+// revision. The sync asks for no canary (the template is the stable one again), and before the
+// gate the first move gave the stable Service 100% with 0 available pods. Through the gate
+// the canary Service keeps the outgoing pods, which carry the traffic until the stable pods
+// come back, and the weight never rises on the way back.
+func TestGateRollbackSignalAtFullWeight(t *testing.T) {
+	f := stepped(`[{"setWeight":100},{"pause":{}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	v1 := podTemplate("nginx:v1")
+	h1 := k8s.PodTemplateHash(&v1, nil)
+	lagPods(f)
+	route := &fakeRoute{f: f}
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	from := -1
+	at(env, time.Hour, func() {
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.Traffic != nil && st.Steps.Traffic.CanaryWeight == 100, "in the pause: %+v, want the canary at 100", st.Steps)
+		from = len(route.moves)
+	})
+	signalAt(env, 2*time.Hour, SignalRollback, map[string]int64{"revision": 1})
+	env.ExecuteWorkflow(WorkflowType, input())
+	continuedAsNew(t, env)
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
+	if from < 0 || from >= len(route.moves) {
+		t.Fatalf("no traffic move after the rollback signal (moves %d, signal at %d)", len(route.moves), from)
+	}
+	servedMoves(t, route.moves)
+	prev := route.moves[from-1].want.Route.CanaryWeight
+	for i, m := range route.moves[from:] {
+		if w := m.want.Route.CanaryWeight; m.want.CanaryHash != m.want.StableHash && w > prev {
+			t.Errorf("move %d after the rollback: canary weight %d rose from %d", from+i, w, prev)
+		}
+		prev = m.want.Route.CanaryWeight
+		if m.want.CanaryHash == m.want.StableHash {
+			prev = 0
+		}
+	}
+	if last := route.state; last.StableHash != h1 || last.CanaryHash != h1 || last.Route.CanaryWeight != 0 {
+		t.Errorf("after the rollback: route %+v, want both Services on %s at 0", last, h1)
+	}
+}
+
+// Issue 44, defect 2: [setCanaryScale 3, pause] holds the canary at 0% with 3 pods; an abort
+// gave it AbortWeight(3, 10) = 24% on its first move. The way back never raises the canary.
+func TestGateAbortNeverRaisesCanary(t *testing.T) {
+	for _, steps := range []string{
+		`[{"setCanaryScale":{"replicas":3}},{"pause":{}}]`,
+		`[{"setCanaryScale":{"replicas":3}},{"setWeight":0},{"pause":{}}]`,
+		`[{"setCanaryScale":{"replicas":3}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"pause":{}}]`,
+	} {
+		t.Run(steps, func(t *testing.T) {
+			f := stepped(steps)
+			f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+			lagPods(f)
+			route := &fakeRoute{f: f}
+			env := newEnv(t, f)
+			env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+			from := -1
+			at(env, time.Hour, func() {
+				st := queryStatus(t, env)
+				check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForPromote, "in the pause: %+v, want waiting for promote", st.Steps)
+				check(t, f.replicasByImage()["nginx:v2"] == 3, "in the pause: replicas %v, want 3 canary pods", f.replicasByImage())
+				from = len(route.moves)
+			})
+			var aborted updateOutcome
+			updateAt(env, 2*time.Hour, UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
+			env.ExecuteWorkflow(WorkflowType, input())
+			continuedAsNew(t, env)
+			if !aborted.completed || aborted.err != nil {
+				t.Fatalf("abort: %+v, want completed", aborted)
+			}
+			assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
+			servedMoves(t, route.moves)
+			for i, m := range route.moves[from:] {
+				if w := m.want.Route.CanaryWeight; w > 0 {
+					t.Errorf("move %d after the abort: canary weight %d (asked %d), want 0: it was 0 when the abort came", from+i, w, m.asked.Route.CanaryWeight)
+				}
+			}
+		})
+	}
+}
+
+// Issue 44, defect 4: 10 replicas, maxUnavailable 25% (2), [setCanaryScale 2, setWeight 50]:
+// the old ReplicaSet's share at 50% is 5, but with 2 canary pods the rolling update keeps 8
+// available, so it never went below 6 and the step waited forever. The old share now keeps
+// what availability needs: 2 and 6, and the step passes.
+func TestGateCanaryScaleThenWeight(t *testing.T) {
+	f := stepped(`[{"setCanaryScale":{"replicas":2}},{"setWeight":50},{"pause":{}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	mu := intstr.FromString("25%")
+	f.d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &mu, MaxSurge: &mu}}
+	lagPods(f)
+	route := &fakeRoute{f: f}
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	ran := false
+	at(env, 10*time.Minute, func() {
+		ran = true
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.Step == 3 && st.Steps.WaitingFor == WaitingForPromote, "after 10 minutes: steps %+v, want the pause (step 3) reached", st.Steps)
+		got := f.replicasByImage()
+		check(t, got["nginx:v2"] == 2 && got["nginx:v1"] == 6, "after 10 minutes: replicas %v, want 2 canary and 6 stable", got)
+		check(t, st.Steps != nil && st.Steps.Traffic != nil && st.Steps.Traffic.CanaryWeight == 25, "after 10 minutes: traffic %+v, want the canary at its pods' share, 25", st.Steps.Traffic)
+	})
+	env.ExecuteWorkflow(WorkflowType, input())
+	continuedAsNew(t, env)
+	if !ran {
+		t.Fatalf("the run continued as new before 10 minutes: replicas %v", f.replicasByImage())
+	}
+	servedMoves(t, route.moves)
+}
