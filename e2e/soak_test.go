@@ -55,7 +55,7 @@ func TestTrafficSoak(t *testing.T) {
 	installDataPlaneCRDs(t)
 	dc := dynamicClient(t)
 	pods := startPodNetwork(t)
-	roles := []string{"aborts", "promotes", "bluegreen", "single", "headers", "first"}
+	roles := []string{"aborts", "promotes", "bluegreen", "single", "headers", "first", "rollback", "scaled", "instant"}
 	nss := map[string]string{}
 	var all []string
 	for _, r := range roles {
@@ -89,6 +89,12 @@ func TestTrafficSoak(t *testing.T) {
 		withSteps(`[{"setCanaryScale":{"replicas":2}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"pause":{"duration":"3s"}},{"setCanaryScale":{"matchTrafficWeight":true}},{"setWeight":50},{"pause":{"duration":"2s"}}]`),
 		traffic, grace))
 	create(t, newDeployment(nss["first"], "web", 4, "nginx:f1", rolling("25%", "25%"), grace))
+	// Issue 44: the rollback signal at setWeight 100; aborts after setCanaryScale (the canary at
+	// 0% and in a header route); setCanaryScale then setWeight; a new image the instant each
+	// completion is written.
+	create(t, newDeployment(nss["rollback"], "web", 6, "nginx:r0", rolling("25%", "25%"), withSteps(`[{"setWeight":100},{"pause":{}}]`), traffic, grace))
+	create(t, newDeployment(nss["scaled"], "web", 10, "nginx:c0", rolling("25%", "25%"), withSteps(`[{"setCanaryScale":{"replicas":3}},{"pause":{}}]`), traffic, grace))
+	create(t, newDeployment(nss["instant"], "web", 4, "nginx:i0", rolling("25%", "25%"), withSteps(`[{"setWeight":50},{"pause":{"duration":"1s"}}]`), traffic, grace))
 	for _, ns := range all {
 		waitComplete(t, ns, "web")
 	}
@@ -239,6 +245,62 @@ func TestTrafficSoak(t *testing.T) {
 			t.Fatalf("promote: %v\n%s", err, out)
 		}
 		waitCompleteImage(t, ns, "nginx:f3")
+	})
+	scenario("rollback", func(t *testing.T) {
+		ns := nss["rollback"]
+		for i := 1; i <= 2; i++ {
+			image := fmt.Sprintf("nginx:r%d", i)
+			setImage(t, ns, "web", image)
+			rollouts.Add(1)
+			if st := waitHeld(t, ns, 2, workflows.WaitingForPromote); st.Steps.Traffic == nil || st.Steps.Traffic.CanaryWeight != 100 {
+				t.Errorf("%s: at the pause the route carries %+v, want the canary at 100", image, st.Steps.Traffic)
+			}
+			// The rollback signal to the previous revision: the stable ReplicaSet has no pod,
+			// the canary keeps the traffic until it has.
+			signal(t, ns, "web", workflows.SignalRollback, `{"revision":0}`)
+			waitCompleteImage(t, ns, "nginx:r0")
+			t.Logf("%s: rolled back to nginx:r0 by the rollback signal", image)
+		}
+	})
+	scenario("scaled", func(t *testing.T) {
+		ns := nss["scaled"]
+		for i, steps := range []string{
+			`[{"setCanaryScale":{"replicas":3}},{"pause":{}}]`,
+			`[{"setCanaryScale":{"replicas":3}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"pause":{}}]`,
+		} {
+			image := fmt.Sprintf("nginx:c%d", i+1)
+			update(t, ns, "web", func(d *appsv1.Deployment) {
+				d.Annotations[k8s.StepsAnnotation] = steps
+				d.Spec.Template.Spec.Containers[0].Image = image
+			})
+			rollouts.Add(1)
+			waitHeld(t, ns, len(strings.Split(steps, "},{")), workflows.WaitingForPromote)
+			stop := watchCanaryWeight(t, dc, ns)
+			abortAndTime(t, ns)
+			waitComplete(t, ns, "web")
+			if ws := stop(); len(ws) > 0 {
+				t.Errorf("%s: the aborted canary at 0%% took weight on the way back: %v", steps, ws)
+			}
+		}
+		// setCanaryScale then setWeight: the step passes (the old side keeps what
+		// maxUnavailable needs) and the rollout is promoted to the end.
+		update(t, ns, "web", func(d *appsv1.Deployment) {
+			d.Annotations[k8s.StepsAnnotation] = `[{"setCanaryScale":{"replicas":2}},{"setWeight":50},{"pause":{}}]`
+			d.Spec.Template.Spec.Containers[0].Image = "nginx:c3"
+		})
+		rollouts.Add(1)
+		waitHeld(t, ns, 3, workflows.WaitingForPromote)
+		if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
+			t.Fatalf("promote: %v\n%s", err, out)
+		}
+		waitCompleteImage(t, ns, "nginx:c3")
+	})
+	scenario("instant", func(t *testing.T) {
+		rollImages(t, nss["instant"], "nginx:i", 20)
+		d := getDeployment(t, nss["instant"], "web")
+		if got, want := d.Annotations[k8s.StableAnnotation], hashOfOr(t, nss["instant"], "nginx:i20"); got != want {
+			t.Errorf("after 20 rollouts: %s = %q, want nginx:i20's template %q", k8s.StableAnnotation, got, want)
+		}
 	})
 	wg.Wait()
 	time.Sleep(time.Second)
@@ -730,5 +792,47 @@ func watchSelector(t *testing.T, ns, name string) func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), seen...)
+	}
+}
+
+// watchCanaryWeight records every canary weight above 0 the route carries from now until stop
+// is called (a watch on the HTTPRoute).
+func watchCanaryWeight(t *testing.T, dc dynamic.Interface, ns string) func() []int64 {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []int64
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			r, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Get(context.Background(), "web", metav1.GetOptions{})
+			if err != nil {
+				continue
+			}
+			v := routeOf(nil, ns, r)
+			sel := map[string]string{}
+			for _, n := range []string{"web-stable", "web-canary"} {
+				if svc, err := env.kube.CoreV1().Services(ns).Get(context.Background(), n, metav1.GetOptions{}); err == nil {
+					sel[n] = svc.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey]
+				}
+			}
+			if v.canaryWeight > 0 && sel["web-stable"] != sel["web-canary"] {
+				mu.Lock()
+				seen = append(seen, v.canaryWeight)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []int64 {
+		close(done)
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
 	}
 }

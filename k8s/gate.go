@@ -53,8 +53,18 @@ type GateResult struct {
 }
 
 // Serving is a template's pods that serve through a sync: available now, and no more than the
-// plan leaves it.
+// plan leaves it. A Service with no pod-template-hash ("") selects every pod of the
+// Deployment: all templates' pods serve it.
 func Serving(h string, available, sizes map[string]int32) int32 {
+	if h == "" {
+		var all int32
+		for k := range available {
+			if k != "" {
+				all += Serving(k, available, sizes)
+			}
+		}
+		return all
+	}
 	n := available[h]
 	if s, ok := sizes[h]; ok && sizes != nil {
 		n = min(n, s)
