@@ -55,6 +55,9 @@ type SyncTrafficInput struct {
 	// SizesAfter: each template's replicas once the sync's plan has run (k8s.SizesAfter);
 	// the gate weighs the pods read just before the writes, capped by them.
 	SizesAfter map[string]int32 `json:"sizesAfter,omitempty"`
+	// KnownHeaderRoutes: every header route the steps add; on a cluster whose CRDs prune
+	// HTTPRouteRule.name an unnamed rule is ours only with the headers of one of them.
+	KnownHeaderRoutes []k8s.HeaderRoute `json:"knownHeaderRoutes,omitempty"`
 	Events     []k8s.Event      `json:"events,omitempty"`
 }
 
@@ -105,7 +108,8 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 		}
 		svcs[name] = svc
 	}
-	cur, err := readTraffic(route, spec, svcs)
+	known := append(append([]k8s.HeaderRoute(nil), in.KnownHeaderRoutes...), in.Want.Route.HeaderRoutes...)
+	cur, err := readTraffic(route, spec, svcs, known)
 	if errors.Is(err, errOtherRule) {
 		a.record(in.Deployment, []k8s.Event{{Type: "Warning", Reason: "InvalidRolloutAnnotation", Message: "Traffic not moved: " + err.Error()}})
 	}
@@ -157,7 +161,7 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 		next := cur
 		next.Route = *m.Route
 		mr.Check = k8s.CheckServing(spec, next, availNow, sizes)
-		obj, changed, err := writeRoute(route, spec, *m.Route)
+		obj, changed, err := writeRoute(route, spec, *m.Route, known)
 		if err != nil {
 			return res, nonRetryable(ErrTraffic, "move httproute %s/%s: %v", ns, spec.HTTPRoute.Name, err)
 		}
@@ -345,7 +349,7 @@ func backends(spec k8s.TrafficSpec, stableHash, canaryHash string, canaryWeight 
 // readTraffic is the traffic as the objects have it. The canary's weight is its percentage of
 // the rule's two weights (0 when both are 0 or it has no backendRef); the header routes are
 // the rules named by headerRulePrefix.
-func readTraffic(route *unstructured.Unstructured, spec k8s.TrafficSpec, svcs map[string]*corev1.Service) (k8s.TrafficState, error) {
+func readTraffic(route *unstructured.Unstructured, spec k8s.TrafficSpec, svcs map[string]*corev1.Service, known []k8s.HeaderRoute) (k8s.TrafficState, error) {
 	st := k8s.TrafficState{
 		StableHash: svcs[spec.StableService].Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey],
 		CanaryHash: svcs[spec.CanaryService].Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey],
@@ -385,7 +389,7 @@ func readTraffic(route *unstructured.Unstructured, spec k8s.TrafficSpec, svcs ma
 		if i == spec.HTTPRoute.Rule {
 			continue
 		}
-		if ownedRule(rule, spec) {
+		if ownedRule(rule, spec, known) {
 			name, _ := rule["name"].(string)
 			st.Route.HeaderRoutes = append(st.Route.HeaderRoutes, k8s.HeaderRoute{Name: strings.TrimPrefix(name, headerRulePrefix), Match: headerMatches(rule)})
 			continue
@@ -409,9 +413,11 @@ var errOtherRule = errors.New("another rule routes to the rollout's Services")
 
 // ownedRule reports whether a rule is one of the header routes' rules: named with
 // headerRulePrefix, or, where the cluster's Gateway API CRDs predate HTTPRouteRule.name (before
-// v1.4, which prune the field), of their shape: no name, matches that all test headers, and one
-// backendRef, to the canary Service.
-func ownedRule(rule map[string]any, spec k8s.TrafficSpec) bool {
+// v1.4, which prune the field), of their shape (no name, one backendRef, to the canary Service,
+// matches that all test headers) and with the headers of one of the rollout's own header routes
+// (known: the steps' setHeaderRoute matches). A user's own unnamed header rule to the canary
+// Service with other headers is never taken for ours, nor removed.
+func ownedRule(rule map[string]any, spec k8s.TrafficSpec, known []k8s.HeaderRoute) bool {
 	name, hasName := rule["name"].(string)
 	if hasName && name != "" {
 		return strings.HasPrefix(name, headerRulePrefix)
@@ -430,6 +436,34 @@ func ownedRule(rule map[string]any, spec k8s.TrafficSpec) bool {
 	for _, m := range matches {
 		mm, _ := m.(map[string]any)
 		if hs, _, _ := unstructured.NestedSlice(mm, "headers"); len(hs) == 0 {
+			return false
+		}
+	}
+	have := headerMatches(rule)
+	for _, h := range known {
+		if sameMatches(have, h.Match) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameMatches: a rule's header matches end with exactly the route's (the rule's own matches
+// may test headers of the weighted rule before them), the type "" being Exact.
+func sameMatches(rule, route []k8s.HeaderMatch) bool {
+	if len(route) == 0 || len(rule) < len(route) {
+		return false
+	}
+	tail := rule[len(rule)-len(route):]
+	for i, m := range route {
+		typ, got := m.Type, tail[i].Type
+		if typ == "" {
+			typ = k8s.HeaderMatchExact
+		}
+		if got == "" {
+			got = k8s.HeaderMatchExact
+		}
+		if tail[i].Name != m.Name || tail[i].Value != m.Value || got != typ {
 			return false
 		}
 	}
@@ -458,7 +492,7 @@ func headerMatches(rule map[string]any) []k8s.HeaderMatch {
 // writeRoute is the route with the rule's weights at want (stable 100 − w, canary w; a
 // canary backendRef is added beside the stable one's when missing) and the managed header
 // rules replaced by want's. changed: it differs from route.
-func writeRoute(route *unstructured.Unstructured, spec k8s.TrafficSpec, want k8s.RouteState) (*unstructured.Unstructured, bool, error) {
+func writeRoute(route *unstructured.Unstructured, spec k8s.TrafficSpec, want k8s.RouteState, known []k8s.HeaderRoute) (*unstructured.Unstructured, bool, error) {
 	obj := route.DeepCopy()
 	unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
 	rules, _, err := unstructured.NestedSlice(obj.Object, "spec", "rules")
@@ -505,7 +539,7 @@ func writeRoute(route *unstructured.Unstructured, spec k8s.TrafficSpec, want k8s
 	kept := rules[:0:0]
 	for i, r := range rules {
 		m, _ := r.(map[string]any)
-		if i != spec.HTTPRoute.Rule && ownedRule(m, spec) {
+		if i != spec.HTTPRoute.Rule && ownedRule(m, spec, known) {
 			continue
 		}
 		kept = append(kept, r)

@@ -149,6 +149,7 @@ func TestSyncTraffic(t *testing.T) {
 		wantErr     string
 		wantCheck   string
 		wantHold    string
+		known       []k8s.HeaderRoute
 	}{
 		{name: "a new rollout: canary backendRef added at 0, canary selector to the new hash",
 			route: httpRoute(1), stable: "n", canary: "n", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m"},
@@ -174,8 +175,13 @@ func TestSyncTraffic(t *testing.T) {
 		{name: "a header rule whose name the CRDs pruned (before v1.4) is found by its shape and replaced, not duplicated",
 			route: httpRoute(80, map[string]any{"backendRefs": []any{map[string]any{"name": "web-canary", "port": int64(80)}},
 				"matches": []any{map[string]any{"headers": []any{map[string]any{"name": "X-Canary", "value": "true"}}}}}),
-			stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 20}},
+			stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 20}}, known: hr,
 			avail: map[string]int32{"n": 8, "m": 2}, wantWeights: map[string]int64{"web-stable": 80, "web-canary": 20}, wantRules: []string{""}, wantStable: "n", wantCanary: "m"},
+		{name: "a user's own unnamed header rule to the canary Service is not taken for ours: refused, and kept",
+			route: httpRoute(80, map[string]any{"backendRefs": []any{map[string]any{"name": "web-canary", "port": int64(80)}},
+				"matches": []any{map[string]any{"headers": []any{map[string]any{"name": "X-Beta", "value": "1"}}}}}),
+			stable: "n", canary: "m", want: k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 20}}, known: hr,
+			avail: map[string]int32{"n": 8, "m": 2}, wantErr: "rule 1 also sends to Service web-canary"},
 		{name: "another rule sending to the stable Service is refused",
 			route: httpRoute(100, map[string]any{"backendRefs": []any{map[string]any{"name": "web-stable", "port": int64(80)}},
 				"matches": []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": "/api"}}}}),
@@ -208,7 +214,7 @@ func TestSyncTraffic(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a, dyn, kc := trafficActivities(tt.route, service("web-stable", tt.stable), service("web-canary", tt.canary))
 			withPods(t, kc, tt.avail, tt.after)
-			res, err := a.SyncTraffic(context.Background(), SyncTrafficInput{Deployment: DeploymentRef{Namespace: "default", Name: "web"}, Spec: trafficSpec, Want: tt.want, Available: tt.avail, AvailableAfter: tt.after, Handover: tt.handover, Abort: tt.abort})
+			res, err := a.SyncTraffic(context.Background(), SyncTrafficInput{Deployment: DeploymentRef{Namespace: "default", Name: "web"}, Spec: trafficSpec, Want: tt.want, Available: tt.avail, AvailableAfter: tt.after, Handover: tt.handover, Abort: tt.abort, KnownHeaderRoutes: tt.known})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("SyncTraffic error %v, want %q", err, tt.wantErr)

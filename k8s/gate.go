@@ -229,24 +229,29 @@ func GateSelector(service, to string, active bool, available, sizes map[string]i
 // later decision (StableTemplate), so a discarded or replayed workflow task cannot lose it.
 const StableAnnotation = "temporal-rollout.io/stable-pod-template-hash"
 
-// StableTemplate is the stable template as the cluster records it ("" when it does not): the
-// StableAnnotation's hash when a ReplicaSet of it exists. A completion that was never recorded
-// (the next template arrived as the old pods went) shows on the ReplicaSets: the recorded one
-// has no pod left while another, older than the Deployment's current template, runs all
-// replicas available; that one completed, and is the stable one.
+// StableTemplate is the stable template as the cluster shows it: the StableAnnotation's hash
+// when a ReplicaSet of it exists, otherwise known (the template the run took for the stable
+// one, "" when none). A completion that was never recorded (the next template arrived as the
+// old pods went) shows on the ReplicaSets: the recorded template has no pod left while another,
+// newer one that is not the Deployment's current template runs all replicas available; that
+// one completed, and is the stable one. "" when neither the annotation nor known names a
+// ReplicaSet.
 //
 //	recorded N (0 pods), M at 10 of 10 available, the Deployment now on M2: M
 //	recorded N (10 pods), M at 3 (a canary), now on M2: N
-func StableTemplate(d *appsv1.Deployment, rss []*appsv1.ReplicaSet, current string) string {
-	rec := d.Annotations[StableAnnotation]
-	if rec == "" {
-		return ""
-	}
-	var recRS *appsv1.ReplicaSet
-	for _, rs := range rss {
-		if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == rec {
-			recRS = rs
+func StableTemplate(d *appsv1.Deployment, rss []*appsv1.ReplicaSet, current, known string) string {
+	find := func(h string) *appsv1.ReplicaSet {
+		for _, rs := range rss {
+			if h != "" && rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h {
+				return rs
+			}
 		}
+		return nil
+	}
+	rec := d.Annotations[StableAnnotation]
+	recRS := find(rec)
+	if recRS == nil {
+		rec, recRS = known, find(known)
 	}
 	if recRS == nil {
 		return ""

@@ -792,9 +792,16 @@ func TestStableTemplateTable(t *testing.T) {
 		name             string
 		giveScaledToZero bool
 		giveRecorded     *string
+		giveKnown        string
 		giveRSS          []*appsv1.ReplicaSet
 		want             string
 	}{
+		{name: "no annotation, the run's known N (0 pods), M at 10 of 10, now on M2: M (a completion never recorded)", giveKnown: hN,
+			giveRSS: []*appsv1.ReplicaSet{rs("app:v1", 1, 0, 0), rs("app:v2", 2, 10, 10), rs("app:v3", 3, 0, 0)}, want: hM},
+		{name: "no annotation, the run's known N with pods: N", giveKnown: hN,
+			giveRSS: []*appsv1.ReplicaSet{rs("app:v1", 1, 10, 10), rs("app:v2", 2, 3, 3), rs("app:v3", 3, 0, 0)}, want: hN},
+		{name: "the annotation comes before the run's memory", giveRecorded: &hM, giveKnown: hN,
+			giveRSS: []*appsv1.ReplicaSet{rs("app:v1", 1, 0, 0), rs("app:v2", 2, 10, 10), rs("app:v3", 3, 0, 0)}, want: hM},
 		{name: "annotation absent",
 			giveRSS: []*appsv1.ReplicaSet{rs("app:v1", 1, 10, 10), rs("app:v3", 3, 0, 0)}, want: ""},
 		{name: "annotation names a hash with no ReplicaSet", giveRecorded: ptrTo("deadbeef"),
@@ -827,7 +834,7 @@ func TestStableTemplateTable(t *testing.T) {
 			if tt.giveRecorded != nil {
 				dd.Annotations[StableAnnotation] = *tt.giveRecorded
 			}
-			if got := StableTemplate(dd, tt.giveRSS, hM2); got != tt.want {
+			if got := StableTemplate(dd, tt.giveRSS, hM2, tt.giveKnown); got != tt.want {
 				t.Errorf("StableTemplate(recorded %v) = %q, want %q (N %s, M %s, M2 %s, M' %s)", tt.giveRecorded, got, tt.want, hN, hM, hM2, hMb)
 			}
 		})

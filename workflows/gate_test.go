@@ -124,3 +124,61 @@ func TestGateCanaryScaleThenWeight(t *testing.T) {
 	}
 	servedMoves(t, route.moves)
 }
+
+// Issue 44, defect 3: a completion the run never saw. v1 → v2 in steps with traffic; the
+// instant the last v1 pod is scaled away (before any sync sees the rollout complete) the
+// template moves to v3. The run still took v1 for the stable template: the v3 rollout ran
+// against it, and its abort restored v1, the version two back, and scaled production (v2) to
+// 0. The stable template is now read from the cluster (k8s.StableTemplate): v1 has no pod
+// and v2 runs every replica, so v2 completed; the abort returns to v2.
+func TestGateMissedCompletionStableTemplate(t *testing.T) {
+	f := stepped(`[{"setWeight":50},{"pause":{"duration":"1m"}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	v2, v3 := podTemplate("nginx:v2"), podTemplate("nginx:v3")
+	h2 := k8s.PodTemplateHash(&v2, nil)
+	moved := false
+	f.afterWrite = func(activity string) {
+		if moved || activity != "ScaleDownReplicaSet" {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		by := map[string]int32{}
+		for _, rs := range f.rss {
+			by[rs.Spec.Template.Spec.Containers[0].Image] = *rs.Spec.Replicas
+		}
+		if by["nginx:v1"] == 0 && by["nginx:v2"] == 10 && f.d.Status.Conditions != nil {
+			moved = true
+			f.d.Spec.Template = *v3.DeepCopy()
+			f.d.Generation++
+			f.d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":50},{"pause":{}}]`
+		}
+	}
+	route := &fakeRoute{f: f}
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	held := false
+	at(env, time.Hour, func() {
+		held = true
+		st := queryStatus(t, env)
+		check(t, moved, "v3 was never set")
+		check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForPromote, "v3 in its pause: steps %+v", st.Steps)
+		got := f.replicasByImage()
+		check(t, got["nginx:v2"] == 5 && got["nginx:v3"] == 5 && got["nginx:v1"] == 0, "v3 at 50%%: replicas %v, want v2 5 and v3 5 (v1 0)", got)
+		if tr := st.Steps.Traffic; tr == nil || tr.Stable.Hash != h2 {
+			t.Errorf("v3 at 50%%: traffic %+v, want the stable Service on v2 (%s)", tr, h2)
+		}
+	})
+	var aborted updateOutcome
+	updateAt(env, 2*time.Hour, UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
+	env.ExecuteWorkflow(WorkflowType, input())
+	continuedAsNew(t, env)
+	if !held {
+		t.Fatalf("the run ended before v3's pause: replicas %v", f.replicasByImage())
+	}
+	if !aborted.completed || aborted.err != nil {
+		t.Fatalf("abort: %+v, want completed", aborted)
+	}
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10, "nginx:v3": 0})
+	servedMoves(t, route.moves)
+}

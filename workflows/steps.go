@@ -369,11 +369,9 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 	// The stable template as the cluster records it comes first (k8s.StableTemplate): the
 	// status write that completed a rollout recorded it, so a completion this run's memory
 	// lost (a discarded workflow task, a template observed before the completion) is not lost.
-	if rec := k8s.StableTemplate(d, snap.ReplicaSets, hash); rec != "" && rec != r.stableHash &&
+	if rec := k8s.StableTemplate(d, snap.ReplicaSets, hash, r.stableHash); rec != "" && rec != r.stableHash &&
 		workflow.GetVersion(ctx, changeStableOnCluster, workflow.DefaultVersion, 1) == 1 {
-		if r.stableHash != "" {
-			r.log.Info("Stable template read from the cluster", "memory", r.stableHash, "cluster", rec)
-		}
+		r.log.Info("Stable template read from the cluster", "memory", r.stableHash, "cluster", rec)
 		r.stableHash = rec
 	}
 	if r.stableHash == "" {

@@ -118,7 +118,7 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	canary, weight, avail, after, handover := dec.Canary, dec.Weight, dec.Available, dec.After, dec.Handover
 	want := k8s.TrafficState{StableHash: stable, CanaryHash: canary, Route: k8s.RouteState{CanaryWeight: weight, HeaderRoutes: headers}}
 	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after, Handover: handover,
-		Abort: dec.Abort || r.abort != nil, SizesAfter: k8s.SizesAfter(snap.ReplicaSets, plan)}
+		Abort: dec.Abort || r.abort != nil, SizesAfter: k8s.SizesAfter(snap.ReplicaSets, plan), KnownHeaderRoutes: knownHeaderRoutes(r.stepList)}
 	routeName := fmt.Sprintf("%s rule %d", spec.HTTPRoute.Name, spec.HTTPRoute.Rule)
 	changed := r.traffic == nil || r.traffic.Route != routeName || r.traffic.CanaryWeight != want.Route.CanaryWeight ||
 		r.traffic.Stable.Hash != stable || r.traffic.Canary.Hash != canary || headerNames(r.traffic.HeaderRoutes) != headerNames(headers)
@@ -310,4 +310,15 @@ func trafficMessage(route string, spec k8s.TrafficSpec, want k8s.TrafficState, a
 		msg += "; header routes: " + headerNames(want.Route.HeaderRoutes)
 	}
 	return msg
+}
+
+// knownHeaderRoutes is every header route the steps add (setHeaderRoute with a match).
+func knownHeaderRoutes(steps []k8s.RolloutStep) []k8s.HeaderRoute {
+	var out []k8s.HeaderRoute
+	for _, st := range steps {
+		if h := st.SetHeaderRoute; h != nil && len(h.Match) > 0 {
+			out = append(out, *h)
+		}
+	}
+	return out
 }
