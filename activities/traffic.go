@@ -58,7 +58,7 @@ type SyncTrafficInput struct {
 	// KnownHeaderRoutes: every header route the steps add; on a cluster whose CRDs prune
 	// HTTPRouteRule.name an unnamed rule is ours only with the headers of one of them.
 	KnownHeaderRoutes []k8s.HeaderRoute `json:"knownHeaderRoutes,omitempty"`
-	Events     []k8s.Event      `json:"events,omitempty"`
+	Events            []k8s.Event       `json:"events,omitempty"`
 }
 
 // TrafficMoveResult is one move as carried out: the move, whether it wrote, and the invariant
