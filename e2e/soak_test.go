@@ -55,7 +55,7 @@ func TestTrafficSoak(t *testing.T) {
 	installDataPlaneCRDs(t)
 	dc := dynamicClient(t)
 	pods := startPodNetwork(t)
-	roles := []string{"aborts", "promotes", "bluegreen", "single", "headers", "first", "rollback", "scaled", "instant"}
+	roles := []string{"aborts", "promotes", "bluegreen", "single", "headers", "first", "rollback", "scaled", "instant", "autoscale", "deleted"}
 	nss := map[string]string{}
 	var all []string
 	for _, r := range roles {
@@ -94,6 +94,8 @@ func TestTrafficSoak(t *testing.T) {
 	// completion is written.
 	create(t, newDeployment(nss["rollback"], "web", 6, "nginx:r0", rolling("25%", "25%"), withSteps(`[{"setWeight":100},{"pause":{}}]`), traffic, grace))
 	create(t, newDeployment(nss["scaled"], "web", 10, "nginx:c0", rolling("25%", "25%"), withSteps(`[{"setCanaryScale":{"replicas":3}},{"pause":{}}]`), traffic, grace))
+	create(t, newDeployment(nss["autoscale"], "web", 10, "nginx:z0", rolling("25%", "25%"), withSteps(`[{"setWeight":30},{"pause":{}}]`), traffic, grace))
+	create(t, newDeployment(nss["deleted"], "web", 6, "nginx:d0", rolling("25%", "25%"), withSteps(`[{"setWeight":50},{"pause":{}}]`), traffic, grace))
 	create(t, newDeployment(nss["instant"], "web", 4, "nginx:i0", rolling("25%", "25%"), withSteps(`[{"setWeight":50},{"pause":{"duration":"1s"}}]`), traffic, grace))
 	for _, ns := range all {
 		waitComplete(t, ns, "web")
@@ -294,6 +296,58 @@ func TestTrafficSoak(t *testing.T) {
 			t.Fatalf("promote: %v\n%s", err, out)
 		}
 		waitCompleteImage(t, ns, "nginx:c3")
+	})
+	scenario("autoscale", func(t *testing.T) {
+		// Replicas changed mid-canary, as an autoscaler would, then promoted to the end.
+		ns := nss["autoscale"]
+		setImage(t, ns, "web", "nginx:z1")
+		rollouts.Add(1)
+		waitHeld(t, ns, 2, workflows.WaitingForPromote)
+		for _, n := range []int32{14, 6, 10} {
+			update(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Replicas = &n })
+			eventually(t, 2*time.Minute, func() string {
+				var sum int32
+				for _, rs := range replicaSets(t, ns) {
+					sum += rs.Status.AvailableReplicas
+				}
+				if sum < n {
+					return fmt.Sprintf("%d of %d pods available", sum, n)
+				}
+				return ""
+			})
+		}
+		if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
+			t.Fatalf("promote: %v\n%s", err, out)
+		}
+		waitCompleteImage(t, ns, "nginx:z1")
+	})
+	scenario("deleted", func(t *testing.T) {
+		// A Deployment deleted mid-canary, its ReplicaSets orphaned: the Services and the
+		// route are left serving the pods that remain.
+		ns := nss["deleted"]
+		setImage(t, ns, "web", "nginx:d1")
+		rollouts.Add(1)
+		waitHeld(t, ns, 2, workflows.WaitingForPromote)
+		orphan := metav1.DeletePropagationOrphan
+		if err := env.kube.AppsV1().Deployments(ns).Delete(context.Background(), "web", metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
+			t.Fatalf("delete deployment: %v", err)
+		}
+		time.Sleep(10 * time.Second)
+		if v := viewRoute(t, dc, ns); v.stableWeight+v.canaryWeight <= 0 {
+			t.Errorf("after the Deployment was deleted: route %s, want it left routing", v)
+		}
+	})
+	// The worker SIGKILLed five times while the scenarios abort and move traffic, each time
+	// started again at once.
+	scenario("kills", func(t *testing.T) {
+		for i := 0; i < 5; i++ {
+			time.Sleep(9 * time.Second)
+			env.stack.KillProcess("worker")
+			if err := startWorker(); err != nil {
+				t.Fatalf("start the worker after kill %d: %v", i+1, err)
+			}
+			t.Logf("worker SIGKILLed and started again (%d of 5)", i+1)
+		}
 	})
 	scenario("instant", func(t *testing.T) {
 		rollImages(t, nss["instant"], "nginx:i", 20)
