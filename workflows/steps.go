@@ -369,7 +369,10 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 	// The stable template as the cluster records it comes first (k8s.StableTemplate): the
 	// status write that completed a rollout recorded it, so a completion this run's memory
 	// lost (a discarded workflow task, a template observed before the completion) is not lost.
+	// It never moves the stable template back to an older revision than the run's: a
+	// blue-green promotion makes the promoted template stable before any status completes it.
 	if rec := k8s.StableTemplate(d, snap.ReplicaSets, hash, r.stableHash); rec != "" && rec != r.stableHash &&
+		newerTemplate(snap.ReplicaSets, rec, r.stableHash) &&
 		workflow.GetVersion(ctx, changeStableOnCluster, workflow.DefaultVersion, 1) == 1 {
 		r.log.Info("Stable template read from the cluster", "memory", r.stableHash, "cluster", rec)
 		r.stableHash = rec
@@ -445,6 +448,23 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 		c.Hold, c.Message = true, s.Message
 	}
 	return c
+}
+
+// newerTemplate reports whether template a's ReplicaSet has a higher revision than b's (true
+// when b has none).
+func newerTemplate(rss []*appsv1.ReplicaSet, a, b string) bool {
+	rev := func(h string) int64 {
+		var out int64 = -1
+		for _, rs := range rss {
+			if h != "" && rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h {
+				v, _ := k8s.Revision(rs.Annotations)
+				out = max(out, v)
+			}
+		}
+		return out
+	}
+	rb := rev(b)
+	return rb < 0 || rev(a) > rb
 }
 
 // changeStableOnCluster: the stable template is read from the Deployment's
