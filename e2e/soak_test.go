@@ -55,7 +55,7 @@ func TestTrafficSoak(t *testing.T) {
 	installDataPlaneCRDs(t)
 	dc := dynamicClient(t)
 	pods := startPodNetwork(t)
-	roles := []string{"aborts", "promotes", "bluegreen", "single", "headers", "first", "rollback", "scaled", "instant", "autoscale", "deleted"}
+	roles := []string{"aborts", "promotes", "bluegreen", "single", "headers", "first", "rollback", "scaled", "instant", "autoscale", "deleted", "bgabort", "pauseabort"}
 	nss := map[string]string{}
 	var all []string
 	for _, r := range roles {
@@ -69,7 +69,7 @@ func TestTrafficSoak(t *testing.T) {
 	followPods(t, all, pods)
 	for _, r := range roles {
 		ns := nss[r]
-		if r == "bluegreen" {
+		if r == "bluegreen" || r == "bgabort" {
 			createServices(t, ns, "web", "web-preview")
 			soakRoute(t, dc, ns, nss["aborts"], r, "web")
 			continue
@@ -96,6 +96,9 @@ func TestTrafficSoak(t *testing.T) {
 	create(t, newDeployment(nss["scaled"], "web", 10, "nginx:c0", rolling("25%", "25%"), withSteps(`[{"setCanaryScale":{"replicas":3}},{"pause":{}}]`), traffic, grace))
 	create(t, newDeployment(nss["autoscale"], "web", 10, "nginx:z0", rolling("25%", "25%"), withSteps(`[{"setWeight":30},{"pause":{}}]`), traffic, grace))
 	create(t, newDeployment(nss["deleted"], "web", 6, "nginx:d0", rolling("25%", "25%"), withSteps(`[{"setWeight":50},{"pause":{}}]`), traffic, grace))
+	create(t, newDeployment(nss["bgabort"], "web", 4, "nginx:g0", rolling("25%", "25%"),
+		withAnnotation(k8s.BlueGreenAnnotation, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"abortScaleDownDelaySeconds":3}`), grace))
+	create(t, newDeployment(nss["pauseabort"], "web", 6, "nginx:q0", rolling("25%", "25%"), withSteps(`[{"setWeight":50},{"pause":{}}]`), traffic, grace))
 	create(t, newDeployment(nss["instant"], "web", 4, "nginx:i0", rolling("25%", "25%"), withSteps(`[{"setWeight":50},{"pause":{"duration":"1s"}}]`), traffic, grace))
 	for _, ns := range all {
 		waitComplete(t, ns, "web")
@@ -103,7 +106,7 @@ func TestTrafficSoak(t *testing.T) {
 	// Traefik has every route and its endpoints before the load starts.
 	for _, r := range roles {
 		svc := "web-stable"
-		if r == "bluegreen" {
+		if r == "bluegreen" || r == "bgabort" {
 			svc = "web"
 		}
 		waitEndpointsAll(t, nss[r], svc)
@@ -347,6 +350,48 @@ func TestTrafficSoak(t *testing.T) {
 				t.Fatalf("start the worker after kill %d: %v", i+1, err)
 			}
 			t.Logf("worker SIGKILLed and started again (%d of 5)", i+1)
+		}
+	})
+	scenario("bgabort", func(t *testing.T) {
+		// Blue-green aborted in its preview, then with automatic promotion (the abort lands
+		// before or after the promotion; either way production is served throughout).
+		ns := nss["bgabort"]
+		setImage(t, ns, "web", "nginx:g1")
+		rollouts.Add(1)
+		eventually(t, 2*time.Minute, func() string {
+			if bg := queryStatus(t, ns, "web").BlueGreen; bg == nil || bg.Phase != workflows.BlueGreenPaused || bg.WaitingFor != workflows.WaitingForPromote {
+				return fmt.Sprintf("blueGreen %+v, want paused for promote", bg)
+			}
+			return ""
+		})
+		abortAndTime(t, ns)
+		waitCompleteImage(t, ns, "nginx:g0")
+		update(t, ns, "web", func(d *appsv1.Deployment) {
+			d.Annotations[k8s.BlueGreenAnnotation] = `{"activeService":"web","previewService":"web-preview","autoPromotionSeconds":4,"abortScaleDownDelaySeconds":3}`
+			d.Spec.Template.Spec.Containers[0].Image = "nginx:g2"
+		})
+		rollouts.Add(1)
+		time.Sleep(5 * time.Second)
+		if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"soak"}`); err != nil {
+			t.Logf("abort with autoPromotion refused (promoted first): %v: %s", err, out)
+		}
+		waitComplete(t, ns, "web")
+	})
+	scenario("pauseabort", func(t *testing.T) {
+		// kubectl rollout pause, then abort, then kubectl rollout resume.
+		ns := nss["pauseabort"]
+		setImage(t, ns, "web", "nginx:q1")
+		rollouts.Add(1)
+		waitHeld(t, ns, 2, workflows.WaitingForPromote)
+		update(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Paused = true })
+		if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"soak"}`); err != nil {
+			t.Logf("abort while paused: %v: %s", err, out)
+		}
+		time.Sleep(5 * time.Second)
+		update(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Paused = false })
+		waitComplete(t, ns, "web")
+		if d := getDeployment(t, ns, "web"); d.Spec.Template.Spec.Containers[0].Image != "nginx:q0" {
+			t.Errorf("after pause, abort and resume: image %s, want nginx:q0 (the abort restores the stable template)", d.Spec.Template.Spec.Containers[0].Image)
 		}
 	})
 	scenario("instant", func(t *testing.T) {
