@@ -1,13 +1,17 @@
 package workflows
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -181,4 +185,46 @@ func TestGateMissedCompletionStableTemplate(t *testing.T) {
 	}
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10, "nginx:v3": 0})
 	servedMoves(t, route.moves)
+}
+
+// Issue 44, defect 5: a traffic error (the route deleted, another rule on our Services) made
+// every sync return before the plan's writes, so an abort never scaled the canary back. On the
+// way back the Services now select every pod (ReleaseTraffic, a TrafficFallback event) and the
+// plan restores the ReplicaSets.
+func TestGateTrafficErrorDoesNotBlockAbort(t *testing.T) {
+	f := stepped(`[{"setWeight":30},{"pause":{}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	route := &fakeRoute{f: f}
+	broken := false
+	var released []activities.ReleaseTrafficInput
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.SyncTrafficInput) (activities.SyncTrafficResult, error) {
+		if broken {
+			return activities.SyncTrafficResult{}, temporal.NewNonRetryableApplicationError("get httproute default/web: not found", activities.ErrTraffic, nil)
+		}
+		return route.SyncTraffic(ctx, in)
+	})
+	env.OnActivity(a.ReleaseTraffic, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ReleaseTrafficInput) (activities.ReleaseTrafficResult, error) {
+		released = append(released, in)
+		return activities.ReleaseTrafficResult{Released: in.Services}, nil
+	})
+	at(env, time.Hour, func() {
+		st := queryStatus(t, env)
+		check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForPromote, "in the pause: steps %+v", st.Steps)
+		broken = true
+	})
+	var aborted updateOutcome
+	updateAt(env, 2*time.Hour, UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
+	env.ExecuteWorkflow(WorkflowType, input())
+	continuedAsNew(t, env)
+	if !aborted.completed || aborted.err != nil {
+		t.Fatalf("abort: %+v, want completed", aborted)
+	}
+	assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
+	if len(released) == 0 || strings.Join(released[0].Services, ",") != "web-stable,web-canary" {
+		t.Fatalf("ReleaseTraffic calls %+v, want the two Services to select every pod", released)
+	}
+	if ev := released[0].Events; len(ev) != 1 || ev[0].Reason != "TrafficFallback" {
+		t.Errorf("fallback events %+v, want one TrafficFallback", ev)
+	}
 }
