@@ -130,7 +130,7 @@ ROLLOUT_TEMPORAL_ADDRESS) or a key of the --config file, in that order of preced
 		newWatchCmd(), newCodecServerCmd(),
 		newSyncCmd(), newSignalCmd("pause", workflows.SignalPause), newSignalCmd("resume", workflows.SignalResume),
 		newRollbackCmd(), newPromoteCmd(), newAbortCmd(), newStatusCmd(),
-		newProbeCmd(), newVersionCmd(),
+		newCostCmd(), newProbeCmd(), newVersionCmd(),
 		newReleaseCmd(), newFreezeCmd(), newThawCmd(),
 	)
 	return root
