@@ -24,22 +24,30 @@ import (
 // current, live otherwise) and returns each template's available pods (k8s.AvailablePods) and
 // replicas. A Deployment that is gone has none.
 func (a *Activities) podsNow(ctx context.Context, ref DeploymentRef) (available, sizes map[string]int32, err error) {
+	available, sizes, _, err = a.podsUpNow(ctx, ref)
+	return available, sizes, err
+}
+
+// podsUpNow is podsNow with each template's pods up as well (k8s.PodsUp: a ReplicaSet just
+// scaled down keeps serving on its going pods until they are deleted), which the status
+// reports.
+func (a *Activities) podsUpNow(ctx context.Context, ref DeploymentRef) (available, sizes, up map[string]int32, err error) {
 	obs, err := a.observe(ctx, ObserveInput{Namespace: ref.Namespace, Name: ref.Name})
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the replicasets of %s: %w", ref, err)
+		return nil, nil, nil, fmt.Errorf("read the replicasets of %s: %w", ref, err)
 	}
-	available, sizes = map[string]int32{}, map[string]int32{}
+	available, sizes, up = map[string]int32{}, map[string]int32{}, map[string]int32{}
 	if !obs.Found || (ref.UID != "" && obs.Snapshot.Deployment.UID != ref.UID) {
-		return available, sizes, nil
+		return available, sizes, up, nil
 	}
 	rss := obs.Snapshot.ReplicaSets
-	available = k8s.AvailablePods(rss)
+	available, up = k8s.AvailablePods(rss), k8s.PodsUp(rss)
 	for _, rs := range rss {
 		if h := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; h != "" && rs.Spec.Replicas != nil {
 			sizes[h] += *rs.Spec.Replicas
 		}
 	}
-	return available, sizes, nil
+	return available, sizes, up, nil
 }
 
 // gatedSizes is each template's replicas through a sync: as just read, and no more than the

@@ -116,7 +116,7 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 	if err != nil {
 		return SyncTrafficResult{}, nonRetryable(ErrTraffic, "read traffic of %s: %v", in.Deployment, err)
 	}
-	availNow, sizesNow, err := a.podsNow(ctx, in.Deployment)
+	availNow, sizesNow, upNow, err := a.podsUpNow(ctx, in.Deployment)
 	if err != nil {
 		return SyncTrafficResult{}, err
 	}
@@ -191,7 +191,7 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 		res.Moves = append(res.Moves, mr)
 	}
 	res.After = cur
-	res.Stable, res.Canary = backends(spec, cur.StableHash, cur.CanaryHash, cur.Route.CanaryWeight, availNow)
+	res.Stable, res.Canary = backends(spec, cur.StableHash, cur.CanaryHash, cur.Route.CanaryWeight, upNow)
 	res.Check = k8s.CheckServing(spec, cur, availNow, sizes)
 	events := in.Events
 	if gate.Hold != "" {
