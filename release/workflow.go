@@ -370,7 +370,7 @@ func (r *run) gate(ctx workflow.Context) bool {
 			_ = workflow.Await(ctx, func() bool { return len(ws.Approvals) != n || r.failed() })
 			continue
 		}
-		if until, reason, frozen := frozenAt(r.spec.Freeze, workflow.Now(ctx), r.wallClockWindows(ctx)); frozen {
+		if until, reason, frozen := r.frozen(ctx); frozen {
 			ws.State = WaveWaiting
 			r.st.Status.FrozenUntil, r.st.Status.FreezeReason = &until, reason
 			r.setPhase(ctx, PhaseWaiting, WaitingForFreeze, fmt.Sprintf("wave %d (%s) waits for the freeze window to end at %s: %s", wi+1, ws.Name, until.UTC().Format(time.RFC3339), reason))
@@ -400,6 +400,12 @@ func (r *run) gate(ctx workflow.Context) bool {
 // the duration was elapsed time and a skipped start had no window. docs/versioning.md.
 const changeFreezeWallClock = "freeze-wall-clock"
 
+// changeFreezeSkippedStartLength: a freeze window whose start the clocks skip keeps its whole
+// duration from the instant they jump (calendar.go, activeAt); before it, it ended at its own
+// start's wall-clock time plus the duration, so 30 minutes from a skipped 02:30 froze nothing.
+// docs/versioning.md.
+const changeFreezeSkippedStartLength = "freeze-skipped-start-length"
+
 // wallClockWindows: the release's freeze windows use wall-clock arithmetic, unless its run
 // began before the change freeze-wall-clock. Asked only for a release with windows, so the
 // others' histories carry no marker.
@@ -408,6 +414,25 @@ func (r *run) wallClockWindows(ctx workflow.Context) bool {
 		return true
 	}
 	return workflow.GetVersion(ctx, changeFreezeWallClock, workflow.DefaultVersion, 1) >= 1
+}
+
+// frozen is whether the release's windows freeze now, and until when and why, under the rules
+// its run began with. The change freeze-skipped-start-length is asked at its branch point
+// only: when the newest rules answer otherwise than freeze-wall-clock's (a window whose start
+// the clocks skipped covers now under one and not the other, or ends elsewhere), so a run
+// that never meets such a window records no marker.
+func (r *run) frozen(ctx workflow.Context) (time.Time, string, bool) {
+	now := workflow.Now(ctx)
+	if !r.wallClockWindows(ctx) {
+		return frozenAt(r.spec.Freeze, now, rulesAbsolute)
+	}
+	until, reason, frozen := frozenAt(r.spec.Freeze, now, rulesSkippedKeepsLength)
+	oldUntil, oldReason, oldFrozen := frozenAt(r.spec.Freeze, now, rulesWallClock)
+	if (frozen != oldFrozen || !until.Equal(oldUntil) || reason != oldReason) &&
+		workflow.GetVersion(ctx, changeFreezeSkippedStartLength, workflow.DefaultVersion, 1) < 1 {
+		return oldUntil, oldReason, oldFrozen
+	}
+	return until, reason, frozen
 }
 
 // awaitFleetThaw checks the fleet freeze and, while it holds, waits for its end (AwaitThaw
@@ -548,7 +573,7 @@ func (r *run) changeAllowed(ctx workflow.Context) bool {
 		}
 	}
 	what := fmt.Sprintf("wave %d (%s), %d of %d Deployments started,", wi+1, ws.Name, started, total)
-	if until, reason, frozen := frozenAt(r.spec.Freeze, workflow.Now(ctx), r.wallClockWindows(ctx)); frozen {
+	if until, reason, frozen := r.frozen(ctx); frozen {
 		r.st.Status.FrozenUntil, r.st.Status.FreezeReason = &until, reason
 		r.setPhase(ctx, PhaseWaiting, WaitingForFreeze, fmt.Sprintf("%s waits for the freeze window to end at %s: %s", what, until.UTC().Format(time.RFC3339), reason))
 		_, _ = workflow.AwaitWithTimeout(ctx, until.Sub(workflow.Now(ctx)), r.failed)

@@ -688,6 +688,44 @@ func TestFreezeWindowAcrossSummerTime(t *testing.T) {
 	}
 }
 
+// TestFreezeWindowSkippedStartKeepsLength: `30 2 * * *` for 30m in Berlin; on 2026-03-29
+// 02:30 does not exist (02:00 CET jumps to 03:00 CEST, 01:00 UTC), so the window is 03:00 to
+// 03:30 CEST. A release started at 03:10 CEST (01:10 UTC) waits 20 minutes. A run that began
+// before freeze-skipped-start-length (its GetVersion answers DefaultVersion) keeps the old
+// answer, no window that day, and starts at once.
+func TestFreezeWindowSkippedStartKeepsLength(t *testing.T) {
+	tests := []struct {
+		name string
+		give workflow.Version
+		want []string
+	}{
+		{"new run", 1, []string{"20m0s apply /shop/a nginx:1.27", "30m0s apply eu/shop/b nginx:1.27", "30m0s apply eu/shop/c nginx:1.27"}},
+		{"run from before the change", workflow.DefaultVersion, []string{"0s apply /shop/a nginx:1.27", "10m0s apply eu/shop/b nginx:1.27", "10m0s apply eu/shop/c nginx:1.27"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := twoWaves(t, func(s *Spec) {
+				s.Freeze = []FreezeWindow{{Cron: "30 2 * * *", Duration: k8s.Duration(30 * time.Minute), TimeZone: "Europe/Berlin", Reason: "nightly"}}
+			})
+			env := newEnv(t, spec)
+			env.SetStartTime(time.Date(2026, 3, 29, 1, 10, 0, 0, time.UTC))
+			f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+			asked := 0
+			env.OnGetVersion(changeFreezeSkippedStartLength, workflow.DefaultVersion, 1).Run(func(mock.Arguments) {
+				asked++
+			}).Return(tt.give)
+			env.ExecuteWorkflow(ReleaseWorkflow, spec)
+			if r := result(t, env); r.Phase != PhaseSucceeded {
+				t.Fatalf("result = %+v", r)
+			}
+			equalSet(t, "log", f.lines("apply"), tt.want)
+			if asked == 0 {
+				t.Errorf("GetVersion(%s) was not asked", changeFreezeSkippedStartLength)
+			}
+		})
+	}
+}
+
 // TestPreflightFailsBeforeAnyChange: wave 2's c has no container "app": the release fails
 // before it changes anything (before, wave 1 rolled out and baked, then c's change failed and
 // a was rolled back). Every target is checked, wave 2's in cluster eu on its task queue.
