@@ -75,6 +75,10 @@ const (
 	// changeRollbackKeepsLaterChanges: a rollback restores only a Deployment whose template is
 	// still the one the release wrote.
 	changeRollbackKeepsLaterChanges = "release-rollback-keeps-later-changes"
+	// changeApproverNames: approvers' names are normalized as PRECIS UsernameCaseMapped (NFKC,
+	// case folding) and refused when they hold invisible characters or mix scripts
+	// (CheckApprover).
+	changeApproverNames = "release-approver-names"
 )
 
 // check says what in the state would index out of range or dereference nil in this
@@ -164,6 +168,10 @@ type run struct {
 	// message (awaitRollout).
 	held    int
 	heldMsg string
+	// checkNames: approvers' names are judged by CheckApprover (NFKC, case folding, no
+	// invisible or mixed-script names); false for a run begun before the change
+	// release-approver-names, which keeps legacyNormalizeApprover.
+	checkNames bool
 }
 
 // ReleaseWorkflow runs one release. Start it with `starter release apply -f FILE` or:
@@ -199,6 +207,15 @@ func ReleaseWorkflow(ctx workflow.Context, spec Spec) (Result, error) {
 		}
 		if err := workflow.UpsertTypedSearchAttributes(ctx, saRelease.ValueSet(spec.Name)); err != nil {
 			return Result{}, fmt.Errorf("upsert search attribute %s: %w", workflows.SearchAttrRelease, err)
+		}
+	}
+	// The approve validator, where a name is refused, may not call GetVersion (it runs
+	// read-only), so the change is asked here, before the handlers are registered and any
+	// approval is judged, and only for a release with a wave that needs approval.
+	for _, w := range spec.Waves {
+		if w.approvers() > 0 {
+			r.checkNames = workflow.GetVersion(ctx, changeApproverNames, workflow.DefaultVersion, 1) >= 1
+			break
 		}
 	}
 	if err := r.register(ctx); err != nil {
@@ -1153,7 +1170,8 @@ func (r *run) register(ctx workflow.Context) error {
 }
 
 // canApprove: an approver may approve the wave waiting for approval, once, under its
-// normalized name; not the release's author; only one approval.from admits; and, when the
+// normalized name (CheckApprover: "ａｌｉｃｅ" is alice, "аlice" with a Cyrillic а and
+// "al\u200bice" are refused); not the release's author; only one approval.from admits; and, when the
 // wave has signers, only with a signature of this approval by a key the list gives it. It
 // returns the approval to record (without its time), or why not. Pure: it reads the request,
 // the spec and the state.
@@ -1181,7 +1199,15 @@ func (r *run) canApprove(req ApproveRequest) (ApprovalAt, error) {
 	case len(ws.Approvals) >= ws.ApprovalsNeeded:
 		return ApprovalAt{}, fmt.Errorf("wave %d (%s) already has its %d approvals", wi+1, ws.Name, ws.ApprovalsNeeded)
 	}
-	principal := NormalizeApprover(approver)
+	normalize := legacyNormalizeApprover
+	principal := normalize(approver)
+	if r.checkNames {
+		normalize = NormalizeApprover
+		var err error
+		if principal, err = CheckApprover(approver); err != nil {
+			return ApprovalAt{}, err
+		}
+	}
 	if principal == "" {
 		return ApprovalAt{}, fmt.Errorf("approver %q is no name", approver)
 	}
@@ -1191,7 +1217,7 @@ func (r *run) canApprove(req ApproveRequest) (ApprovalAt, error) {
 		gate = *w.Approval
 	}
 	if gate.Signers != "" {
-		signers, err := ParseAllowedSigners(gate.Signers)
+		signers, err := parseAllowedSigners(gate.Signers, normalize)
 		if err != nil {
 			return ApprovalAt{}, fmt.Errorf("wave %d (%s): approval.signers: %w", wi+1, ws.Name, err)
 		}
@@ -1204,14 +1230,14 @@ func (r *run) canApprove(req ApproveRequest) (ApprovalAt, error) {
 		}
 		ap.Signed = true
 	}
-	if r.spec.Author != "" && NormalizeApprover(r.spec.Author) == principal {
+	if r.spec.Author != "" && normalize(r.spec.Author) == principal {
 		return ApprovalAt{}, fmt.Errorf("%s started the release (as %s): its author cannot approve it", principal, r.spec.Author)
 	}
-	if may := r.spec.mayApprove(gate.From); may != nil && !containsString(may, principal) {
+	if may := r.spec.mayApprove(gate.From, normalize); may != nil && !containsString(may, principal) {
 		return ApprovalAt{}, fmt.Errorf("%s may not approve wave %d (%s): approval.from admits %s", principal, wi+1, ws.Name, strings.Join(may, ", "))
 	}
 	for _, a := range ws.Approvals {
-		if NormalizeApprover(a.Approver) == principal {
+		if normalize(a.Approver) == principal {
 			return ApprovalAt{}, fmt.Errorf("%s already approved wave %d (%s) (as %s); it needs %d distinct approvers", principal, wi+1, ws.Name, a.Approver, ws.ApprovalsNeeded)
 		}
 	}

@@ -1051,6 +1051,83 @@ func TestApproverNamesNormalized(t *testing.T) {
 	equalLines(t, "wave 1", f.lines("apply /shop/a"), []string{"3m0s apply /shop/a nginx:1.27"})
 }
 
+// TestLookAlikeApproverNames: a wave needing two approvers; alice approves, then tries
+// again as "ａｌｉｃｅ" (fullwidth: NFKC makes it alice), "\u0430lice" (a Cyrillic а: mixed
+// scripts) and "al\u200bice" (a zero-width space): each is refused, and the wave waits for
+// bob. A run begun before release-approver-names (GetVersion answers DefaultVersion) judges
+// names as it did: the fullwidth alice counts as a second approver.
+func TestLookAlikeApproverNames(t *testing.T) {
+	tests := []struct {
+		name        string
+		give        workflow.Version
+		wantRejects []string // of fullwidth, cyrillic, zero-width; "": accepted
+		wantApply   string
+	}{
+		{"new run", 1, []string{
+			"alice already approved wave 1 (first) (as alice@laptop); it needs 2 distinct approvers",
+			`approver "\u0430lice" mixes scripts (Cyrillic, Latin): a name is written in one (a look-alike letter from another script makes it another name)`,
+			`approver "al\u200bice" holds U+200B, an invisible or format character: spell the name without it`,
+		}, "5m0s apply /shop/a nginx:1.27"},
+		{"run from before the change", workflow.DefaultVersion, []string{"", "wave 1 (first) has started", "wave 1 (first) has started"}, "2m0s apply /shop/a nginx:1.27"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := twoWaves(t, func(s *Spec) { s.Waves[0].Approval = &Approval{Approvers: 2} })
+			env := newEnv(t, spec)
+			f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+			asked := 0
+			env.OnGetVersion(changeApproverNames, workflow.DefaultVersion, 1).Run(func(mock.Arguments) {
+				asked++
+			}).Return(tt.give)
+			alice := update(env, time.Minute, UpdateApprove, ApproveRequest{Approver: "alice@laptop"})
+			lookAlikes := []*updateResult{
+				update(env, 2*time.Minute, UpdateApprove, ApproveRequest{Approver: "ａｌｉｃｅ"}),
+				update(env, 3*time.Minute, UpdateApprove, ApproveRequest{Approver: "\u0430lice"}),
+				update(env, 4*time.Minute, UpdateApprove, ApproveRequest{Approver: "al\u200bice"}),
+			}
+			update(env, 5*time.Minute, UpdateApprove, ApproveRequest{Approver: "bob"})
+			env.ExecuteWorkflow(ReleaseWorkflow, spec)
+			if r := result(t, env); r.Phase != PhaseSucceeded {
+				t.Fatalf("result = %+v", r)
+			}
+			if alice.rejected != nil {
+				t.Fatalf("alice rejected: %v", alice.rejected)
+			}
+			for i, u := range lookAlikes {
+				got := ""
+				if u.rejected != nil {
+					got = u.rejected.Error()
+				}
+				if got != tt.wantRejects[i] {
+					t.Errorf("look-alike %d: rejected %q, want %q", i, got, tt.wantRejects[i])
+				}
+			}
+			equalLines(t, "wave 1", f.lines("apply /shop/a"), []string{tt.wantApply})
+			if asked != 1 {
+				t.Errorf("GetVersion(%s) asked %d times, want 1", changeApproverNames, asked)
+			}
+		})
+	}
+}
+
+// TestLookAlikeAuthorCannotApprove: the author alice@laptop approving as "ＡＬＩＣＥ" (fullwidth)
+// is the author.
+func TestLookAlikeAuthorCannotApprove(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) { s.Waves[0].Approval = &Approval{}; s.Author = "alice@laptop" })
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	self := update(env, time.Minute, UpdateApprove, ApproveRequest{Approver: "ＡＬＩＣＥ"})
+	update(env, 2*time.Minute, UpdateApprove, ApproveRequest{Approver: "bob"})
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseSucceeded {
+		t.Fatalf("result = %+v", r)
+	}
+	if want := "alice started the release (as alice@laptop): its author cannot approve it"; self.rejected == nil || self.rejected.Error() != want {
+		t.Errorf("author: rejected = %v, want %q", self.rejected, want)
+	}
+	equalLines(t, "wave 1", f.lines("apply /shop/a"), []string{"2m0s apply /shop/a nginx:1.27"})
+}
+
 // TestAuthorCannotApprove: the release's author (apply's --identity) cannot approve it, under
 // any spelling of the name.
 func TestAuthorCannotApprove(t *testing.T) {
