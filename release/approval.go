@@ -19,20 +19,138 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 )
 
 // SignatureNamespace is the SSHSIG namespace of an approval signature (ssh-keygen's -n): a
 // signature made for git ("git") or anything else does not verify as an approval.
 const SignatureNamespace = "temporal-rollout-approval"
 
-// NormalizeApprover is the name an approver counts as: trimmed, lowercased, and cut at the
-// first '@'. "alice@laptop", "Alice@bastion" and "ALICE" are all "alice": the part after '@'
-// is the host `starter`'s default identity (user@host) adds, or a mail domain, never a second
-// person. Two people who share a local part count as one approver; name them apart
-// (alice.smith, alice.jones).
+// NormalizeApprover is the name an approver counts as, as PRECIS's UsernameCaseMapped profile
+// (RFC 8265) would compare it: trimmed, without invisible characters, NFKC (fullwidth and
+// other compatibility forms become the plain letters), cut at the first '@', case folded
+// (an i with a combining dot above, from a folded İ, is i).
+// "alice@laptop", "Alice@bastion", "ALICE", "ａｌｉｃｅ" (fullwidth) and "al\u200bice" (a
+// zero-width space inside) are all "alice": the part after '@' is the host `starter`'s
+// default identity (user@host) adds, or a mail domain, never a second person. Two people who
+// share a local part count as one approver; name them apart (alice.smith, alice.jones).
+//
+// A name can still look like another without being equal to it: "аlice" with a Cyrillic
+// "а" (U+0430) is "аlice", not "alice". CheckApprover refuses such names; an approval is
+// judged by it.
 func NormalizeApprover(name string) string {
+	n, _ := approverName(name)
+	return n
+}
+
+// CheckApprover is NormalizeApprover's name, or why the name is refused as an approver's:
+//   - it holds an invisible or format character: a control character (Cc), a format
+//     character (Cf: U+200B zero-width space, U+200D zero-width joiner, U+00AD soft hyphen,
+//     U+202E right-to-left override), a variation selector or another default-ignorable
+//     code point (U+3164 Hangul filler): "al\u200bice" is refused, not read as alice;
+//   - its name (before '@') mixes scripts: "аlice" (Cyrillic а, U+0430, then Latin) or
+//     "αlice" (Greek α) is refused. Digits, punctuation and combining marks (Common,
+//     Inherited) go with any script, and Latin may go with Han, Hiragana and Katakana, with
+//     Han and Bopomofo, or with Han and Hangul (UTS #39's "highly restrictive"), so "алиса"
+//     (all Cyrillic), "alice.smith-2" and "山田taro" are names.
+//
+// Fullwidth letters are not refused: "ａｌｉｃｅ" is alice, and counts as alice.
+func CheckApprover(name string) (string, error) {
+	return approverName(name)
+}
+
+// approverName is NormalizeApprover's name and CheckApprover's verdict.
+func approverName(name string) (string, error) {
+	n := strings.TrimSpace(name)
+	var err error
+	if i := strings.IndexFunc(n, invisible); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(n[i:])
+		err = fmt.Errorf("approver %+q holds %U, an invisible or format character: spell the name without it", name, r)
+	}
+	n = strings.Map(func(r rune) rune {
+		if invisible(r) {
+			return -1
+		}
+		return r
+	}, n)
+	n = norm.NFKC.String(n)
+	n, _, _ = strings.Cut(n, "@")
+	n = norm.NFKC.String(cases.Fold().String(strings.TrimSpace(n)))
+	// Folding keeps the dot of a dotted capital I as a combining dot above (İ is "i\u0307"),
+	// which looks like i's own: "ALİCE" is alice, as strings.ToLower made it before.
+	n = strings.ReplaceAll(n, "i\u0307", "i")
+	if err == nil {
+		if scripts := mixedScripts(n); scripts != nil {
+			err = fmt.Errorf("approver %+q mixes scripts (%s): a name is written in one (a look-alike letter from another script makes it another name)", name, strings.Join(scripts, ", "))
+		}
+	}
+	return n, err
+}
+
+// invisible: a control or format character, a variation selector or another default-ignorable
+// code point; none shows, so a name holding one looks like the name without it.
+func invisible(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
+}
+
+// mixedScripts is the scripts of name's letters, sorted, when they mix scripts that do not go
+// together (see CheckApprover); nil when they do. "аlice": [Cyrillic Latin].
+func mixedScripts(name string) []string {
+	set := map[string]bool{}
+	for _, r := range name {
+		// A rune is in at most one script's table, so the order of the search does not
+		// change the answer.
+		//workflowcheck:ignore
+		for script, table := range unicode.Scripts {
+			if unicode.Is(table, r) {
+				if script != "Common" && script != "Inherited" {
+					set[script] = true
+				}
+				break
+			}
+		}
+	}
+	if len(set) <= 1 {
+		return nil
+	}
+	scripts := make([]string, 0, len(set))
+	// Only collects the keys, sorted below.
+	//workflowcheck:ignore
+	for s := range set {
+		scripts = append(scripts, s)
+	}
+	sort.Strings(scripts)
+	for _, allowed := range [][]string{
+		{"Han", "Hiragana", "Katakana", "Latin"},
+		{"Bopomofo", "Han", "Latin"},
+		{"Han", "Hangul", "Latin"},
+	} {
+		if subset(scripts, allowed) {
+			return nil
+		}
+	}
+	return scripts
+}
+
+// subset: every one of a is in b.
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !containsString(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// legacyNormalizeApprover is NormalizeApprover before the change release-approver-names:
+// trimmed, lowercased (strings.ToLower), cut at the first '@'. Runs begun before it judge
+// approvals with it, and Spec.Validate keeps it, so that a spec valid before is valid still.
+func legacyNormalizeApprover(name string) string {
 	n := strings.ToLower(strings.TrimSpace(name))
 	n, _, _ = strings.Cut(n, "@")
 	return strings.TrimSpace(n)
@@ -90,13 +208,19 @@ type AllowedSigner struct {
 // cert-authority, valid-after and valid-before, and principal patterns (* and ?), are
 // refused: they are not implemented, and a signer list must not say more than is checked.
 func ParseAllowedSigners(list string) ([]AllowedSigner, error) {
+	return parseAllowedSigners(list, NormalizeApprover)
+}
+
+// parseAllowedSigners is ParseAllowedSigners with the principals normalized by normalize
+// (legacyNormalizeApprover for runs begun before release-approver-names).
+func parseAllowedSigners(list string, normalize func(string) string) ([]AllowedSigner, error) {
 	var out []AllowedSigner
 	for n, line := range strings.Split(list, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		s, ok, err := parseSignerLine(line)
+		s, ok, err := parseSignerLine(line, normalize)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n+1, err)
 		}
@@ -110,7 +234,7 @@ func ParseAllowedSigners(list string) ([]AllowedSigner, error) {
 	return out, nil
 }
 
-func parseSignerLine(line string) (AllowedSigner, bool, error) {
+func parseSignerLine(line string, normalize func(string) string) (AllowedSigner, bool, error) {
 	var principals, rest string
 	if strings.HasPrefix(line, `"`) {
 		end := strings.Index(line[1:], `"`)
@@ -126,7 +250,7 @@ func parseSignerLine(line string) (AllowedSigner, bool, error) {
 		if strings.ContainsAny(p, "*?!") {
 			return s, false, fmt.Errorf("principal pattern %q: patterns are not supported, name each principal", p)
 		}
-		if np := NormalizeApprover(p); np != "" {
+		if np := normalize(p); np != "" {
 			s.Principals = append(s.Principals, np)
 		}
 	}
@@ -271,9 +395,9 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// mayApprove is the normalized names approval.from admits: its people, and the members of
-// its groups (Spec.Groups); nil when from is empty (anyone).
-func (s *Spec) mayApprove(from []string) []string {
+// mayApprove is the names approval.from admits, normalized by normalize: its people, and the
+// members of its groups (Spec.Groups); nil when from is empty (anyone).
+func (s *Spec) mayApprove(from []string, normalize func(string) string) []string {
 	if len(from) == 0 {
 		return nil
 	}
@@ -281,11 +405,11 @@ func (s *Spec) mayApprove(from []string) []string {
 	for _, f := range from {
 		if members, ok := s.Groups[f]; ok {
 			for _, m := range members {
-				set[NormalizeApprover(m)] = true
+				set[normalize(m)] = true
 			}
 			continue
 		}
-		set[NormalizeApprover(f)] = true
+		set[normalize(f)] = true
 	}
 	names := make([]string, 0, len(set))
 	// Only collects the keys, sorted below.

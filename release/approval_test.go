@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
@@ -19,11 +20,64 @@ func TestNormalizeApprover(t *testing.T) {
 		{"ALICE", "alice"},
 		{"alice@example.com", "alice"},
 		{"@laptop", ""},
+		// Compatibility forms and case folding (NFKC, cases.Fold): one person.
+		{"ａｌｉｃｅ", "alice"},        // fullwidth
+		{"ＡＬＩＣＥ＠laptop", "alice"}, // fullwidth capitals and at sign
+		{"ALİCE", "alice"},        // a dotted capital I folds to i and a dot above, which is i's own
+		{"ali\u0307ce", "alice"},
+		{"Straße", "strasse"},          // ß folds to ss
+		{"al\u200bice", "alice"},       // invisible characters drop out (CheckApprover refuses them)
+		{"\u00adalice\ufe0f", "alice"}, // soft hyphen, variation selector
+		{"\u0430lice", "\u0430lice"},   // a Cyrillic а is another letter (CheckApprover refuses the name)
+		{"алиса@laptop", "алиса"},      // a Cyrillic name
 	}
 	for _, tt := range tests {
 		if got := NormalizeApprover(tt.give); got != tt.want {
 			t.Errorf("NormalizeApprover(%q) = %q, want %q", tt.give, got, tt.want)
 		}
+	}
+}
+
+// TestCheckApprover: names that look like another person's are refused, saying why; the
+// others are NormalizeApprover's name.
+func TestCheckApprover(t *testing.T) {
+	tests := []struct {
+		give    string
+		want    string
+		wantErr string // "": accepted
+	}{
+		{"alice@laptop", "alice", ""},
+		{"ａｌｉｃｅ", "alice", ""},
+		{"Alice.Smith-2@bastion", "alice.smith-2", ""},
+		{"алиса", "алиса", ""},
+		{"山田taro", "山田taro", ""},
+		{"やまだ太郎", "やまだ太郎", ""},
+		{"josé", "josé", ""},
+		{"jose\u0301", "josé", ""}, // a combining accent goes with any script; NFKC composes it
+		{"alice@bästion.example", "alice", ""},
+		{"\u0430lice", "", `approver "\u0430lice" mixes scripts (Cyrillic, Latin): a name is written in one (a look-alike letter from another script makes it another name)`},
+		{"\u03b1lice@laptop", "", `approver "\u03b1lice@laptop" mixes scripts (Greek, Latin)`},
+		{"ａ\u0430lice", "", "mixes scripts (Cyrillic, Latin)"},
+		{"al\u200bice", "", `approver "al\u200bice" holds U+200B, an invisible or format character: spell the name without it`},
+		{"alice\u200d", "", "holds U+200D"},
+		{"\u202ealice", "", "holds U+202E"},
+		{"ali\u00adce", "", "holds U+00AD"},
+		{"alice\ufe0f", "", "holds U+FE0F"},
+		{"al\tice", "", "holds U+0009"},
+		{"alice\u3164", "", "holds U+3164"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			got, err := CheckApprover(tt.give)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("CheckApprover(%+q) = %v, want %q", tt.give, err, tt.want)
+			case tt.wantErr == "" && got != tt.want:
+				t.Errorf("CheckApprover(%+q) = %q, want %q", tt.give, got, tt.want)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("CheckApprover(%+q) = %q, %v, want an error containing %q", tt.give, got, err, tt.wantErr)
+			}
+		})
 	}
 }
 

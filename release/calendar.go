@@ -34,7 +34,9 @@ import (
 // instant (resolve):
 //   - a time the clocks skip (02:30 on 2026-03-29 in Berlin, where 02:00 CET jumps to 03:00
 //     CEST) is the instant the clock jumps to (03:00 CEST, 01:00 UTC): a window starting at
-//     02:30 that day begins then, and one ending at 02:30 ends then;
+//     02:30 that day begins then and keeps its whole duration from there (its wall-clock
+//     start becomes 03:00: for 30 minutes it ends at 03:30 CEST, for 1 hour at 04:00), and
+//     one ending at 02:30 ends then;
 //   - a time the clocks show twice (02:30 on 2026-10-25 in Berlin) is its first occurrence
 //     (02:30 CEST, 00:30 UTC): a window starts there once, as cron(8) runs a job once, and
 //     one ending at 02:30 ends at the first 02:30.
@@ -349,23 +351,55 @@ func resolve(w time.Time, loc *time.Location) time.Time {
 	return start
 }
 
+// rules is the arithmetic of a release's freeze windows: the newest, or the one its run began
+// with (docs/versioning.md, the release workflow).
+type rules int
+
+const (
+	// rulesAbsolute: before the change freeze-wall-clock (activeAtAbsolute).
+	rulesAbsolute rules = iota
+	// rulesWallClock: freeze-wall-clock; a start the clocks skip begins at the jump but ends
+	// at its own wall-clock time plus the duration, so it loses the skipped part.
+	rulesWallClock
+	// rulesSkippedKeepsLength: freeze-skipped-start-length; a start the clocks skip keeps its
+	// whole duration from the jump.
+	rulesSkippedKeepsLength
+)
+
+// rulesNewest is what Frozen and a new run use.
+const rulesNewest = rulesSkippedKeepsLength
+
 // activeAt reports whether t is inside one of the window's occurrences, and the end of the
 // latest-starting one that covers t. An occurrence with the wall-clock start w covers
-// [resolve(w), resolve(w + d)).
+// [resolve(w), resolve(w + d)); with keepLength, a start w the clocks skip is first moved to
+// the wall-clock time they jump to, so the occurrence keeps its length:
+//
+//	Berlin, 2026-03-29, 30 2 * * * for 30m: 02:30 is skipped (02:00 CET jumps to 03:00
+//	CEST, 01:00 UTC), so w becomes 03:00 and the window is [03:00, 03:30) CEST,
+//	01:00-01:30 UTC. Without keepLength it was [resolve(02:30), resolve(03:00)), both
+//	01:00 UTC: empty. For 1h: 01:00-02:00 UTC, not 01:00-01:30.
 //
 // Its starts are searched from t's wall-clock time less d less 3 hours: a start earlier than
-// that ends (wall-clock) 3 hours before t's wall-clock time, which no change of offset (at
-// most 2 hours, anywhere) brings past t.
-func (c compiled) activeAt(t time.Time) (time.Time, bool) {
+// that ends (wall-clock) 3 hours before t's wall-clock time, which neither a change of offset
+// nor moving a skipped start to the jump (each at most 2 hours, anywhere) brings past t.
+func (c compiled) activeAt(t time.Time, keepLength bool) (time.Time, bool) {
 	var end time.Time
 	found := false
 	w := wall(t, c.loc).Add(-c.d - 3*time.Hour)
 	for {
 		start, ok := c.sched.next(w)
-		if !ok || resolve(start, c.loc).After(t) {
+		if !ok {
 			break
 		}
-		if e := resolve(start.Add(c.d), c.loc); e.After(t) && e.After(end) {
+		begin := resolve(start, c.loc)
+		if begin.After(t) {
+			break
+		}
+		from := start
+		if jumped := wall(begin, c.loc); keepLength && jumped.After(start) {
+			from = jumped // start is skipped: the clocks jumped from before it to jumped
+		}
+		if e := resolve(from.Add(c.d), c.loc); e.After(t) && e.After(end) {
 			end, found = e, true
 		}
 		w = start
@@ -376,7 +410,7 @@ func (c compiled) activeAt(t time.Time) (time.Time, bool) {
 // activeAtAbsolute is activeAt before the change freeze-wall-clock: starts stepped through
 // loc's instants (none in a skipped hour, two in a repeated one) and the duration added as
 // elapsed time, so a window across a change of offset ended an hour early or late. Runs that
-// began before the change keep it (Frozen's wallClock), so their histories replay.
+// began before the change keep it (frozenAt with rulesAbsolute), so their histories replay.
 func (c compiled) activeAtAbsolute(t time.Time) (time.Time, bool) {
 	var end time.Time
 	found := false
@@ -396,19 +430,18 @@ func (c compiled) activeAtAbsolute(t time.Time) (time.Time, bool) {
 // the windows covering t; another window may begin then, which the caller checks again) and
 // why.
 func Frozen(windows []FreezeWindow, t time.Time) (until time.Time, reason string, frozen bool) {
-	return frozenAt(windows, t, true)
+	return frozenAt(windows, t, rulesNewest)
 }
 
-// frozenAt is Frozen; wallClock false is the arithmetic of runs begun before the change
-// freeze-wall-clock (activeAtAbsolute).
-func frozenAt(windows []FreezeWindow, t time.Time, wallClock bool) (until time.Time, reason string, frozen bool) {
+// frozenAt is Frozen under the rules a run began with (see rules).
+func frozenAt(windows []FreezeWindow, t time.Time, r rules) (until time.Time, reason string, frozen bool) {
 	for i, f := range windows {
 		c, err := f.compile()
 		if err != nil {
 			continue // Validate rejected it before the release started
 		}
-		active := c.activeAt
-		if !wallClock {
+		active := func(t time.Time) (time.Time, bool) { return c.activeAt(t, r >= rulesSkippedKeepsLength) }
+		if r == rulesAbsolute {
 			active = c.activeAtAbsolute
 		}
 		if end, ok := active(t); ok && end.After(until) {

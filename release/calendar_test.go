@@ -115,8 +115,8 @@ func contains(s, sub string) bool {
 // TestFrozenAcrossSummerTime: windows across the 2026 changes of offset in Berlin (CET/CEST:
 // 2026-03-29 02:00 → 03:00, 2026-10-25 03:00 → 02:00) and New York (EST/EDT: 2026-03-08
 // 02:00 → 03:00, 2026-11-01 02:00 → 01:00). A window ends at the wall-clock time its start
-// plus its duration names; a start the clocks skip begins when they jump; a start they show
-// twice begins at the first. wantOld is what the arithmetic before freeze-wall-clock gave
+// plus its duration names; a start the clocks skip begins when they jump and keeps its
+// length; a start they show twice begins at the first. wantOld is what the arithmetic before freeze-wall-clock gave
 // (elapsed time, starts stepped through instants), where it differs: the table fails on it.
 func TestFrozenAcrossSummerTime(t *testing.T) {
 	window := func(expr string, d time.Duration, zone string) FreezeWindow {
@@ -156,9 +156,10 @@ func TestFrozenAcrossSummerTime(t *testing.T) {
 		{"berlin spring: Monday 07:59 CEST is frozen", weekend, "2026-03-30T05:59:00Z", "2026-03-30T06:00:00Z", "2026-03-30T07:00:00Z"},
 		{"berlin spring: Monday 08:00 CEST is open", weekend, "2026-03-30T06:00:00Z", "", "2026-03-30T07:00:00Z"},
 		// 02:30 does not exist on 2026-03-29: the window begins when 02:00 CET jumps to 03:00
-		// CEST (01:00 UTC) and ends at 03:30 CEST (01:30 UTC).
+		// CEST (01:00 UTC) and keeps its hour, to 04:00 CEST (02:00 UTC;
+		// freeze-skipped-start-length, TestFrozenSkippedStartKeepsLength).
 		{"berlin spring: skipped 02:30, before the jump", berlin0230, "2026-03-29T00:59:00Z", "", ""},
-		{"berlin spring: skipped 02:30 begins at 03:00 CEST", berlin0230, "2026-03-29T01:00:00Z", "2026-03-29T01:30:00Z", "-"},
+		{"berlin spring: skipped 02:30 begins at 03:00 CEST", berlin0230, "2026-03-29T01:00:00Z", "2026-03-29T02:00:00Z", "-"},
 		{"berlin spring: the day before, 02:30 CET", berlin0230, "2026-03-28T01:30:00Z", "2026-03-28T02:30:00Z", ""},
 		// 01:30 CET + 1h is 02:30, skipped: the window ends at the jump, 03:00 CEST (01:00 UTC).
 		{"berlin spring: an end in the skipped hour", berlin0130, "2026-03-29T00:45:00Z", "2026-03-29T01:00:00Z", "2026-03-29T01:30:00Z"},
@@ -176,14 +177,18 @@ func TestFrozenAcrossSummerTime(t *testing.T) {
 		// (10:00 UTC), 7 hours later.
 		{"new york spring: 05:59 EDT is frozen", nightly, "2026-03-08T09:59:00Z", "2026-03-08T10:00:00Z", "2026-03-08T11:00:00Z"},
 		{"new york spring: 06:00 EDT is open", nightly, "2026-03-08T10:00:00Z", "", "2026-03-08T11:00:00Z"},
-		// 02:30 does not exist on 2026-03-08: from 03:00 EDT (07:00 UTC) to 03:30 EDT.
-		{"new york spring: skipped 02:30 begins at 03:00 EDT", ny0230, "2026-03-08T07:00:00Z", "2026-03-08T07:30:00Z", "-"},
-		{"new york spring: 03:30 EDT is open", ny0230, "2026-03-08T07:30:00Z", "", ""},
+		// 02:30 does not exist on 2026-03-08: from 03:00 EDT (07:00 UTC) to 04:00 EDT.
+		{"new york spring: skipped 02:30 begins at 03:00 EDT", ny0230, "2026-03-08T07:00:00Z", "2026-03-08T08:00:00Z", "-"},
+		{"new york spring: 04:00 EDT is open", ny0230, "2026-03-08T08:00:00Z", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := func(wallClock bool) string {
-				until, _, frozen := frozenAt([]FreezeWindow{tt.window}, mustTime(t, tt.give), wallClock)
+			got := func(newest bool) string {
+				r := rulesAbsolute
+				if newest {
+					r = rulesNewest
+				}
+				until, _, frozen := frozenAt([]FreezeWindow{tt.window}, mustTime(t, tt.give), r)
 				if !frozen {
 					return ""
 				}
@@ -230,6 +235,83 @@ func TestResolve(t *testing.T) {
 		t.Run(tt.give, func(t *testing.T) {
 			if got := resolve(mustTime(t, tt.give), berlin).UTC().Format(time.RFC3339); got != tt.want {
 				t.Errorf("resolve(%s Berlin) = %s, want %s", tt.give, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestFrozenSkippedStartKeepsLength: a window whose start the clocks skip keeps its whole
+// duration from the instant they jump. `30 2 * * *` in Berlin on 2026-03-29 (02:00 CET jumps
+// to 03:00 CEST, 01:00 UTC) for 30m freezes 03:00-03:30 CEST (01:00-01:30 UTC), for 1h
+// 03:00-04:00 CEST; in New York on 2026-03-08 (02:00 EST jumps to 03:00 EDT, 07:00 UTC) the
+// same, 07:00-07:30 and 07:00-08:00 UTC. Before (freeze-wall-clock alone) the end was the
+// start's wall-clock time plus the duration, 03:00 and 03:30: the 30-minute window froze
+// nothing and the hour froze 30 minutes. The day before, the day after and the autumn day
+// (02:30 shown twice in Berlin) are unchanged. wantV1 is the freeze-wall-clock answer where
+// it differs ("-": not frozen).
+func TestFrozenSkippedStartKeepsLength(t *testing.T) {
+	window := func(d time.Duration, zone string) FreezeWindow {
+		return FreezeWindow{Cron: "30 2 * * *", Duration: k8s.Duration(d), TimeZone: zone}
+	}
+	berlin30, berlin60 := window(30*time.Minute, "Europe/Berlin"), window(time.Hour, "Europe/Berlin")
+	ny30, ny60 := window(30*time.Minute, "America/New_York"), window(time.Hour, "America/New_York")
+	tests := []struct {
+		name   string
+		window FreezeWindow
+		give   string
+		want   string // until; "": not frozen
+		wantV1 string // freeze-wall-clock's answer, when it differs ("-": not frozen)
+	}{
+		{"berlin 30m: before the jump", berlin30, "2026-03-29T00:59:00Z", "", ""},
+		{"berlin 30m: at the jump, 03:00 CEST", berlin30, "2026-03-29T01:00:00Z", "2026-03-29T01:30:00Z", "-"},
+		{"berlin 30m: 03:29 CEST", berlin30, "2026-03-29T01:29:00Z", "2026-03-29T01:30:00Z", "-"},
+		{"berlin 30m: 03:30 CEST is open", berlin30, "2026-03-29T01:30:00Z", "", ""},
+		{"berlin 1h: 03:45 CEST", berlin60, "2026-03-29T01:45:00Z", "2026-03-29T02:00:00Z", "-"},
+		{"berlin 1h: 03:15 CEST", berlin60, "2026-03-29T01:15:00Z", "2026-03-29T02:00:00Z", "2026-03-29T01:30:00Z"},
+		{"berlin 1h: 04:00 CEST is open", berlin60, "2026-03-29T02:00:00Z", "", ""},
+		{"berlin 30m: the day before, 02:45 CET", berlin30, "2026-03-28T01:45:00Z", "2026-03-28T02:00:00Z", ""},
+		{"berlin 30m: the day before, 03:00 CET is open", berlin30, "2026-03-28T02:00:00Z", "", ""},
+		{"berlin 1h: the day after, 02:30 CEST", berlin60, "2026-03-30T00:30:00Z", "2026-03-30T01:30:00Z", ""},
+		// Autumn: 02:30 comes twice on 2026-10-25; the window starts at the first (00:30 UTC)
+		// and ends at 03:00 CET (02:00 UTC), as before.
+		{"berlin 30m autumn: the first 02:45", berlin30, "2026-10-25T00:45:00Z", "2026-10-25T02:00:00Z", ""},
+		{"berlin 30m autumn: the second 02:45", berlin30, "2026-10-25T01:45:00Z", "2026-10-25T02:00:00Z", ""},
+		{"berlin 30m autumn: 03:00 CET is open", berlin30, "2026-10-25T02:00:00Z", "", ""},
+		{"new york 30m: before the jump", ny30, "2026-03-08T06:59:00Z", "", ""},
+		{"new york 30m: at the jump, 03:00 EDT", ny30, "2026-03-08T07:00:00Z", "2026-03-08T07:30:00Z", "-"},
+		{"new york 30m: 03:29 EDT", ny30, "2026-03-08T07:29:00Z", "2026-03-08T07:30:00Z", "-"},
+		{"new york 30m: 03:30 EDT is open", ny30, "2026-03-08T07:30:00Z", "", ""},
+		{"new york 1h: 03:45 EDT", ny60, "2026-03-08T07:45:00Z", "2026-03-08T08:00:00Z", "-"},
+		{"new york 1h: 04:00 EDT is open", ny60, "2026-03-08T08:00:00Z", "", ""},
+		{"new york 30m: the day before, 02:45 EST", ny30, "2026-03-07T07:45:00Z", "2026-03-07T08:00:00Z", ""},
+		{"new york 1h: the day before, 03:15 EST", ny60, "2026-03-07T08:15:00Z", "2026-03-07T08:30:00Z", ""},
+		{"new york 30m: the day before, 03:00 EST is open", ny30, "2026-03-07T08:00:00Z", "", ""},
+		// Autumn: 01:00-02:00 comes twice on 2026-11-01; 02:30 EST (07:30 UTC) once.
+		{"new york 30m autumn: 02:45 EST", ny30, "2026-11-01T07:45:00Z", "2026-11-01T08:00:00Z", ""},
+		{"new york 30m autumn: 03:00 EST is open", ny30, "2026-11-01T08:00:00Z", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := func(frozen bool, until time.Time) string {
+				if !frozen {
+					return ""
+				}
+				return until.UTC().Format(time.RFC3339)
+			}
+			until, _, frozen := Frozen([]FreezeWindow{tt.window}, mustTime(t, tt.give))
+			if g := got(frozen, until); g != tt.want {
+				t.Errorf("Frozen(%s) until %q, want %q", tt.give, g, tt.want)
+			}
+			wantV1 := tt.wantV1
+			switch wantV1 {
+			case "":
+				wantV1 = tt.want
+			case "-":
+				wantV1 = ""
+			}
+			until, _, frozen = frozenAt([]FreezeWindow{tt.window}, mustTime(t, tt.give), rulesWallClock)
+			if g := got(frozen, until); g != wantV1 {
+				t.Errorf("under freeze-wall-clock alone: Frozen(%s) until %q, want %q", tt.give, g, wantV1)
 			}
 		})
 	}

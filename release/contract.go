@@ -24,7 +24,8 @@ const (
 	// against the waiting one), with "signature" (an armored SSH signature of
 	// ApprovalMessage) when the wave's approval has signers. A wave needs approval.approvers
 	// distinct approvers, distinct by NormalizeApprover. Rejected, with the reason, when no
-	// wave waits for approval, the approver already approved it, is the release's author, is
+	// wave waits for approval, the approver's name is refused (CheckApprover: an invisible
+	// character, mixed scripts), the approver already approved it, is the release's author, is
 	// not in approval.from, or the signature is missing, forged or for another approval.
 	UpdateApprove = "approve"
 	// UpdatePause holds the release before its next Deployment and its next wave

@@ -314,15 +314,15 @@ func (s *Spec) Validate() error {
 		}
 		if w.Approval != nil {
 			for _, f := range w.Approval.From {
-				if _, group := s.Groups[f]; !group && NormalizeApprover(f) == "" {
+				if _, group := s.Groups[f]; !group && legacyNormalizeApprover(f) == "" {
 					bad("%s: approval.from: %q is neither a group nor a name", where, f)
 				}
 			}
-			if may := s.mayApprove(w.Approval.From); may != nil && len(may) < w.approvers() {
+			if may := s.mayApprove(w.Approval.From, legacyNormalizeApprover); may != nil && len(may) < w.approvers() {
 				bad("%s: approval.from admits %d approvers (%s); the wave needs %d", where, len(may), strings.Join(may, ", "), w.approvers())
 			}
 			if w.Approval.Signers != "" {
-				if _, err := ParseAllowedSigners(w.Approval.Signers); err != nil {
+				if _, err := parseAllowedSigners(w.Approval.Signers, legacyNormalizeApprover); err != nil {
 					bad("%s: approval.signers: %v", where, err)
 				}
 			}
@@ -342,7 +342,7 @@ func (s *Spec) Validate() error {
 			bad("groups.%s: no members", g)
 		}
 		for _, m := range s.Groups[g] {
-			if NormalizeApprover(m) == "" {
+			if legacyNormalizeApprover(m) == "" {
 				bad("groups.%s: member %q is empty", g, m)
 			}
 		}

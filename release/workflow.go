@@ -75,6 +75,10 @@ const (
 	// changeRollbackKeepsLaterChanges: a rollback restores only a Deployment whose template is
 	// still the one the release wrote.
 	changeRollbackKeepsLaterChanges = "release-rollback-keeps-later-changes"
+	// changeApproverNames: approvers' names are normalized as PRECIS UsernameCaseMapped (NFKC,
+	// case folding) and refused when they hold invisible characters or mix scripts
+	// (CheckApprover).
+	changeApproverNames = "release-approver-names"
 )
 
 // check says what in the state would index out of range or dereference nil in this
@@ -164,6 +168,10 @@ type run struct {
 	// message (awaitRollout).
 	held    int
 	heldMsg string
+	// checkNames: approvers' names are judged by CheckApprover (NFKC, case folding, no
+	// invisible or mixed-script names); false for a run begun before the change
+	// release-approver-names, which keeps legacyNormalizeApprover.
+	checkNames bool
 }
 
 // ReleaseWorkflow runs one release. Start it with `starter release apply -f FILE` or:
@@ -199,6 +207,15 @@ func ReleaseWorkflow(ctx workflow.Context, spec Spec) (Result, error) {
 		}
 		if err := workflow.UpsertTypedSearchAttributes(ctx, saRelease.ValueSet(spec.Name)); err != nil {
 			return Result{}, fmt.Errorf("upsert search attribute %s: %w", workflows.SearchAttrRelease, err)
+		}
+	}
+	// The approve validator, where a name is refused, may not call GetVersion (it runs
+	// read-only), so the change is asked here, before the handlers are registered and any
+	// approval is judged, and only for a release with a wave that needs approval.
+	for _, w := range spec.Waves {
+		if w.approvers() > 0 {
+			r.checkNames = workflow.GetVersion(ctx, changeApproverNames, workflow.DefaultVersion, 1) >= 1
+			break
 		}
 	}
 	if err := r.register(ctx); err != nil {
@@ -370,7 +387,7 @@ func (r *run) gate(ctx workflow.Context) bool {
 			_ = workflow.Await(ctx, func() bool { return len(ws.Approvals) != n || r.failed() })
 			continue
 		}
-		if until, reason, frozen := frozenAt(r.spec.Freeze, workflow.Now(ctx), r.wallClockWindows(ctx)); frozen {
+		if until, reason, frozen := r.frozen(ctx); frozen {
 			ws.State = WaveWaiting
 			r.st.Status.FrozenUntil, r.st.Status.FreezeReason = &until, reason
 			r.setPhase(ctx, PhaseWaiting, WaitingForFreeze, fmt.Sprintf("wave %d (%s) waits for the freeze window to end at %s: %s", wi+1, ws.Name, until.UTC().Format(time.RFC3339), reason))
@@ -400,6 +417,12 @@ func (r *run) gate(ctx workflow.Context) bool {
 // the duration was elapsed time and a skipped start had no window. docs/versioning.md.
 const changeFreezeWallClock = "freeze-wall-clock"
 
+// changeFreezeSkippedStartLength: a freeze window whose start the clocks skip keeps its whole
+// duration from the instant they jump (calendar.go, activeAt); before it, it ended at its own
+// start's wall-clock time plus the duration, so 30 minutes from a skipped 02:30 froze nothing.
+// docs/versioning.md.
+const changeFreezeSkippedStartLength = "freeze-skipped-start-length"
+
 // wallClockWindows: the release's freeze windows use wall-clock arithmetic, unless its run
 // began before the change freeze-wall-clock. Asked only for a release with windows, so the
 // others' histories carry no marker.
@@ -408,6 +431,25 @@ func (r *run) wallClockWindows(ctx workflow.Context) bool {
 		return true
 	}
 	return workflow.GetVersion(ctx, changeFreezeWallClock, workflow.DefaultVersion, 1) >= 1
+}
+
+// frozen is whether the release's windows freeze now, and until when and why, under the rules
+// its run began with. The change freeze-skipped-start-length is asked at its branch point
+// only: when the newest rules answer otherwise than freeze-wall-clock's (a window whose start
+// the clocks skipped covers now under one and not the other, or ends elsewhere), so a run
+// that never meets such a window records no marker.
+func (r *run) frozen(ctx workflow.Context) (time.Time, string, bool) {
+	now := workflow.Now(ctx)
+	if !r.wallClockWindows(ctx) {
+		return frozenAt(r.spec.Freeze, now, rulesAbsolute)
+	}
+	until, reason, frozen := frozenAt(r.spec.Freeze, now, rulesSkippedKeepsLength)
+	oldUntil, oldReason, oldFrozen := frozenAt(r.spec.Freeze, now, rulesWallClock)
+	if (frozen != oldFrozen || !until.Equal(oldUntil) || reason != oldReason) &&
+		workflow.GetVersion(ctx, changeFreezeSkippedStartLength, workflow.DefaultVersion, 1) < 1 {
+		return oldUntil, oldReason, oldFrozen
+	}
+	return until, reason, frozen
 }
 
 // awaitFleetThaw checks the fleet freeze and, while it holds, waits for its end (AwaitThaw
@@ -548,7 +590,7 @@ func (r *run) changeAllowed(ctx workflow.Context) bool {
 		}
 	}
 	what := fmt.Sprintf("wave %d (%s), %d of %d Deployments started,", wi+1, ws.Name, started, total)
-	if until, reason, frozen := frozenAt(r.spec.Freeze, workflow.Now(ctx), r.wallClockWindows(ctx)); frozen {
+	if until, reason, frozen := r.frozen(ctx); frozen {
 		r.st.Status.FrozenUntil, r.st.Status.FreezeReason = &until, reason
 		r.setPhase(ctx, PhaseWaiting, WaitingForFreeze, fmt.Sprintf("%s waits for the freeze window to end at %s: %s", what, until.UTC().Format(time.RFC3339), reason))
 		_, _ = workflow.AwaitWithTimeout(ctx, until.Sub(workflow.Now(ctx)), r.failed)
@@ -1128,7 +1170,8 @@ func (r *run) register(ctx workflow.Context) error {
 }
 
 // canApprove: an approver may approve the wave waiting for approval, once, under its
-// normalized name; not the release's author; only one approval.from admits; and, when the
+// normalized name (CheckApprover: "ａｌｉｃｅ" is alice, "аlice" with a Cyrillic а and
+// "al\u200bice" are refused); not the release's author; only one approval.from admits; and, when the
 // wave has signers, only with a signature of this approval by a key the list gives it. It
 // returns the approval to record (without its time), or why not. Pure: it reads the request,
 // the spec and the state.
@@ -1156,7 +1199,15 @@ func (r *run) canApprove(req ApproveRequest) (ApprovalAt, error) {
 	case len(ws.Approvals) >= ws.ApprovalsNeeded:
 		return ApprovalAt{}, fmt.Errorf("wave %d (%s) already has its %d approvals", wi+1, ws.Name, ws.ApprovalsNeeded)
 	}
-	principal := NormalizeApprover(approver)
+	normalize := legacyNormalizeApprover
+	principal := normalize(approver)
+	if r.checkNames {
+		normalize = NormalizeApprover
+		var err error
+		if principal, err = CheckApprover(approver); err != nil {
+			return ApprovalAt{}, err
+		}
+	}
 	if principal == "" {
 		return ApprovalAt{}, fmt.Errorf("approver %q is no name", approver)
 	}
@@ -1166,7 +1217,7 @@ func (r *run) canApprove(req ApproveRequest) (ApprovalAt, error) {
 		gate = *w.Approval
 	}
 	if gate.Signers != "" {
-		signers, err := ParseAllowedSigners(gate.Signers)
+		signers, err := parseAllowedSigners(gate.Signers, normalize)
 		if err != nil {
 			return ApprovalAt{}, fmt.Errorf("wave %d (%s): approval.signers: %w", wi+1, ws.Name, err)
 		}
@@ -1179,14 +1230,14 @@ func (r *run) canApprove(req ApproveRequest) (ApprovalAt, error) {
 		}
 		ap.Signed = true
 	}
-	if r.spec.Author != "" && NormalizeApprover(r.spec.Author) == principal {
+	if r.spec.Author != "" && normalize(r.spec.Author) == principal {
 		return ApprovalAt{}, fmt.Errorf("%s started the release (as %s): its author cannot approve it", principal, r.spec.Author)
 	}
-	if may := r.spec.mayApprove(gate.From); may != nil && !containsString(may, principal) {
+	if may := r.spec.mayApprove(gate.From, normalize); may != nil && !containsString(may, principal) {
 		return ApprovalAt{}, fmt.Errorf("%s may not approve wave %d (%s): approval.from admits %s", principal, wi+1, ws.Name, strings.Join(may, ", "))
 	}
 	for _, a := range ws.Approvals {
-		if NormalizeApprover(a.Approver) == principal {
+		if normalize(a.Approver) == principal {
 			return ApprovalAt{}, fmt.Errorf("%s already approved wave %d (%s) (as %s); it needs %d distinct approvers", principal, wi+1, ws.Name, a.Approver, ws.ApprovalsNeeded)
 		}
 	}

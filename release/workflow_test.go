@@ -688,6 +688,44 @@ func TestFreezeWindowAcrossSummerTime(t *testing.T) {
 	}
 }
 
+// TestFreezeWindowSkippedStartKeepsLength: `30 2 * * *` for 30m in Berlin; on 2026-03-29
+// 02:30 does not exist (02:00 CET jumps to 03:00 CEST, 01:00 UTC), so the window is 03:00 to
+// 03:30 CEST. A release started at 03:10 CEST (01:10 UTC) waits 20 minutes. A run that began
+// before freeze-skipped-start-length (its GetVersion answers DefaultVersion) keeps the old
+// answer, no window that day, and starts at once.
+func TestFreezeWindowSkippedStartKeepsLength(t *testing.T) {
+	tests := []struct {
+		name string
+		give workflow.Version
+		want []string
+	}{
+		{"new run", 1, []string{"20m0s apply /shop/a nginx:1.27", "30m0s apply eu/shop/b nginx:1.27", "30m0s apply eu/shop/c nginx:1.27"}},
+		{"run from before the change", workflow.DefaultVersion, []string{"0s apply /shop/a nginx:1.27", "10m0s apply eu/shop/b nginx:1.27", "10m0s apply eu/shop/c nginx:1.27"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := twoWaves(t, func(s *Spec) {
+				s.Freeze = []FreezeWindow{{Cron: "30 2 * * *", Duration: k8s.Duration(30 * time.Minute), TimeZone: "Europe/Berlin", Reason: "nightly"}}
+			})
+			env := newEnv(t, spec)
+			env.SetStartTime(time.Date(2026, 3, 29, 1, 10, 0, 0, time.UTC))
+			f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+			asked := 0
+			env.OnGetVersion(changeFreezeSkippedStartLength, workflow.DefaultVersion, 1).Run(func(mock.Arguments) {
+				asked++
+			}).Return(tt.give)
+			env.ExecuteWorkflow(ReleaseWorkflow, spec)
+			if r := result(t, env); r.Phase != PhaseSucceeded {
+				t.Fatalf("result = %+v", r)
+			}
+			equalSet(t, "log", f.lines("apply"), tt.want)
+			if asked == 0 {
+				t.Errorf("GetVersion(%s) was not asked", changeFreezeSkippedStartLength)
+			}
+		})
+	}
+}
+
 // TestPreflightFailsBeforeAnyChange: wave 2's c has no container "app": the release fails
 // before it changes anything (before, wave 1 rolled out and baked, then c's change failed and
 // a was rolled back). Every target is checked, wave 2's in cluster eu on its task queue.
@@ -1011,6 +1049,83 @@ func TestApproverNamesNormalized(t *testing.T) {
 		t.Errorf("approvals %+v, want alice@laptop (alice), bob, unsigned", got)
 	}
 	equalLines(t, "wave 1", f.lines("apply /shop/a"), []string{"3m0s apply /shop/a nginx:1.27"})
+}
+
+// TestLookAlikeApproverNames: a wave needing two approvers; alice approves, then tries
+// again as "ａｌｉｃｅ" (fullwidth: NFKC makes it alice), "\u0430lice" (a Cyrillic а: mixed
+// scripts) and "al\u200bice" (a zero-width space): each is refused, and the wave waits for
+// bob. A run begun before release-approver-names (GetVersion answers DefaultVersion) judges
+// names as it did: the fullwidth alice counts as a second approver.
+func TestLookAlikeApproverNames(t *testing.T) {
+	tests := []struct {
+		name        string
+		give        workflow.Version
+		wantRejects []string // of fullwidth, cyrillic, zero-width; "": accepted
+		wantApply   string
+	}{
+		{"new run", 1, []string{
+			"alice already approved wave 1 (first) (as alice@laptop); it needs 2 distinct approvers",
+			`approver "\u0430lice" mixes scripts (Cyrillic, Latin): a name is written in one (a look-alike letter from another script makes it another name)`,
+			`approver "al\u200bice" holds U+200B, an invisible or format character: spell the name without it`,
+		}, "5m0s apply /shop/a nginx:1.27"},
+		{"run from before the change", workflow.DefaultVersion, []string{"", "wave 1 (first) has started", "wave 1 (first) has started"}, "2m0s apply /shop/a nginx:1.27"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := twoWaves(t, func(s *Spec) { s.Waves[0].Approval = &Approval{Approvers: 2} })
+			env := newEnv(t, spec)
+			f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+			asked := 0
+			env.OnGetVersion(changeApproverNames, workflow.DefaultVersion, 1).Run(func(mock.Arguments) {
+				asked++
+			}).Return(tt.give)
+			alice := update(env, time.Minute, UpdateApprove, ApproveRequest{Approver: "alice@laptop"})
+			lookAlikes := []*updateResult{
+				update(env, 2*time.Minute, UpdateApprove, ApproveRequest{Approver: "ａｌｉｃｅ"}),
+				update(env, 3*time.Minute, UpdateApprove, ApproveRequest{Approver: "\u0430lice"}),
+				update(env, 4*time.Minute, UpdateApprove, ApproveRequest{Approver: "al\u200bice"}),
+			}
+			update(env, 5*time.Minute, UpdateApprove, ApproveRequest{Approver: "bob"})
+			env.ExecuteWorkflow(ReleaseWorkflow, spec)
+			if r := result(t, env); r.Phase != PhaseSucceeded {
+				t.Fatalf("result = %+v", r)
+			}
+			if alice.rejected != nil {
+				t.Fatalf("alice rejected: %v", alice.rejected)
+			}
+			for i, u := range lookAlikes {
+				got := ""
+				if u.rejected != nil {
+					got = u.rejected.Error()
+				}
+				if got != tt.wantRejects[i] {
+					t.Errorf("look-alike %d: rejected %q, want %q", i, got, tt.wantRejects[i])
+				}
+			}
+			equalLines(t, "wave 1", f.lines("apply /shop/a"), []string{tt.wantApply})
+			if asked != 1 {
+				t.Errorf("GetVersion(%s) asked %d times, want 1", changeApproverNames, asked)
+			}
+		})
+	}
+}
+
+// TestLookAlikeAuthorCannotApprove: the author alice@laptop approving as "ＡＬＩＣＥ" (fullwidth)
+// is the author.
+func TestLookAlikeAuthorCannotApprove(t *testing.T) {
+	spec := twoWaves(t, func(s *Spec) { s.Waves[0].Approval = &Approval{}; s.Author = "alice@laptop" })
+	env := newEnv(t, spec)
+	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+	self := update(env, time.Minute, UpdateApprove, ApproveRequest{Approver: "ＡＬＩＣＥ"})
+	update(env, 2*time.Minute, UpdateApprove, ApproveRequest{Approver: "bob"})
+	env.ExecuteWorkflow(ReleaseWorkflow, spec)
+	if r := result(t, env); r.Phase != PhaseSucceeded {
+		t.Fatalf("result = %+v", r)
+	}
+	if want := "alice started the release (as alice@laptop): its author cannot approve it"; self.rejected == nil || self.rejected.Error() != want {
+		t.Errorf("author: rejected = %v, want %q", self.rejected, want)
+	}
+	equalLines(t, "wave 1", f.lines("apply /shop/a"), []string{"2m0s apply /shop/a nginx:1.27"})
 }
 
 // TestAuthorCannotApprove: the release's author (apply's --identity) cannot approve it, under
