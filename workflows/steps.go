@@ -371,7 +371,10 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 	// lost (a discarded workflow task, a template observed before the completion) is not lost.
 	// It never moves the stable template back to an older revision than the run's: a
 	// blue-green promotion makes the promoted template stable before any status completes it.
-	if rec := k8s.StableTemplate(d, snap.ReplicaSets, hash, r.stableHash); rec != "" && rec != r.stableHash &&
+	// Nor does it take the current template: a status recorded complete is a sync away from
+	// its completion (afterSync), which ends the rollout's phases in order (a blue-green
+	// rollout's last event is recorded there).
+	if rec := k8s.StableTemplate(d, snap.ReplicaSets, hash, r.stableHash); rec != "" && rec != r.stableHash && rec != hash &&
 		newerTemplate(snap.ReplicaSets, rec, r.stableHash) &&
 		workflow.GetVersion(ctx, changeStableOnCluster, workflow.DefaultVersion, 1) == 1 {
 		r.log.Info("Stable template read from the cluster", "memory", r.stableHash, "cluster", rec)
