@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -22,15 +23,32 @@ const (
 
 // WaitAPIServer waits until the Kubernetes API server at host answers GET /version, for at most
 // timeout. Bad credentials (401) and a refusal (403) end the wait at once: retrying cannot fix
-// them.
+// them. A refusal by an API server whose RBAC has not loaded its own bootstrap roles yet (just
+// started: "clusterrole ... "system:discovery" not found") is retried: it passes within seconds.
 func WaitAPIServer(ctx context.Context, logger *slog.Logger, kc kubernetes.Interface, host string, timeout time.Duration) error {
 	return Wait(ctx, logger, "the Kubernetes API server at "+host, timeout, attemptTimeout, retryInterval, func(ctx context.Context) error {
 		err := kc.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
+		if apierrors.IsForbidden(err) && rbacStarting(err) {
+			return fmt.Errorf("GET /version: %w (the API server's RBAC is still loading its bootstrap roles)", err)
+		}
 		if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
 			return Permanent(fmt.Errorf("GET /version: %w (check the kubeconfig's credentials)", err))
 		}
 		return err
 	})
+}
+
+// rbacStarting reports whether a refusal names one of the API server's own bootstrap cluster
+// roles as missing (system:discovery, system:basic-user, system:public-info-viewer): they
+// always exist once its RBAC is loaded, so the server has just started.
+func rbacStarting(err error) bool {
+	msg := err.Error()
+	for _, role := range []string{"system:discovery", "system:basic-user", "system:public-info-viewer"} {
+		if strings.Contains(msg, `clusterrole.rbac.authorization.k8s.io "`+role+`" not found`) {
+			return true
+		}
+	}
+	return false
 }
 
 // DialTemporal connects to the Temporal frontend at opts.HostPort (client.DialContext checks
