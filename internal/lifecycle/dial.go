@@ -26,10 +26,16 @@ const (
 // them. A refusal by an API server whose RBAC has not loaded its own bootstrap roles yet (just
 // started: "clusterrole ... "system:discovery" not found") is retried: it passes within seconds.
 func WaitAPIServer(ctx context.Context, logger *slog.Logger, kc kubernetes.Interface, host string, timeout time.Duration) error {
+	var firstRefusal time.Time
 	return Wait(ctx, logger, "the Kubernetes API server at "+host, timeout, attemptTimeout, retryInterval, func(ctx context.Context) error {
 		err := kc.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
-		if apierrors.IsForbidden(err) && rbacStarting(err) {
-			return fmt.Errorf("GET /version: %w (the API server's RBAC is still loading its bootstrap roles)", err)
+		if apierrors.IsForbidden(err) {
+			if firstRefusal.IsZero() {
+				firstRefusal = time.Now()
+			}
+			if rbacStarting(err) || time.Since(firstRefusal) < forbiddenGrace {
+				return fmt.Errorf("GET /version: %w (retried for %s: an API server just started refuses until its RBAC has loaded)", err, forbiddenGrace)
+			}
 		}
 		if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
 			return Permanent(fmt.Errorf("GET /version: %w (check the kubeconfig's credentials)", err))
@@ -37,6 +43,13 @@ func WaitAPIServer(ctx context.Context, logger *slog.Logger, kc kubernetes.Inter
 		return err
 	})
 }
+
+// forbiddenGrace is how long the start-up wait retries a refusal (403) before it takes it for
+// a real one: an API server that has just started refuses every request its RBAC caches have
+// not caught up with, for a second or two (seen in e2e TestChaos, a watcher started as the
+// kube-apiserver restarted). A kubeconfig without the permission still ends the wait within
+// seconds.
+const forbiddenGrace = 8 * time.Second
 
 // rbacStarting reports whether a refusal names one of the API server's own bootstrap cluster
 // roles as missing (system:discovery, system:basic-user, system:public-info-viewer): they
