@@ -38,6 +38,9 @@ type KubeCluster struct {
 	apiArgs []string
 	// started are the keys of its processes in s.procs, in start order.
 	started []string
+	// kwokArgs are kwok's flags, for a start again (waitKube); kwokStarts counts its starts.
+	kwokArgs   []string
+	kwokStarts int
 }
 
 // StartKubeCluster starts another Kubernetes cluster beside the stack's, in Opts.Dir/cluster-NAME
