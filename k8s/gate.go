@@ -157,15 +157,7 @@ func GateTraffic(spec TrafficSpec, in GateInput) GateResult {
 	res := GateResult{Want: want}
 	st := cur
 	for _, m := range TrafficMoves(spec, cur, want) {
-		next := st
-		switch {
-		case m.Route != nil:
-			next.Route = *m.Route
-		case m.Service == spec.StableService:
-			next.StableHash = m.Hash
-		default:
-			next.CanaryHash = m.Hash
-		}
+		next := st.Moved(spec, m)
 		if err := CheckServing(spec, next, in.Available, in.Sizes); err != "" && m.Route != nil &&
 			CheckServing(spec, st, in.Available, in.Sizes) == "" {
 			holds = append(holds, "not moved: "+err)
@@ -177,6 +169,19 @@ func GateTraffic(spec TrafficSpec, in GateInput) GateResult {
 	}
 	res.Hold = strings.Join(holds, "; ")
 	return res
+}
+
+// Moved is the traffic once move m is written: the route, or one Service's selector.
+func (st TrafficState) Moved(spec TrafficSpec, m TrafficMove) TrafficState {
+	switch {
+	case m.Route != nil:
+		st.Route = *m.Route
+	case m.Service == spec.StableService:
+		st.StableHash = m.Hash
+	default:
+		st.CanaryHash = m.Hash
+	}
+	return st
 }
 
 // CheckServing reports ("" when none) a backend with weight, or a header route, on a template

@@ -666,15 +666,7 @@ func TestGateTrafficTable(t *testing.T) {
 			st := tt.give.Cur
 			var broken []string
 			for i, m := range res.Moves {
-				next := st
-				switch {
-				case m.Route != nil:
-					next.Route = *m.Route
-				case m.Service == spec.StableService:
-					next.StableHash = m.Hash
-				default:
-					next.CanaryHash = m.Hash
-				}
+				next := st.Moved(spec, m)
 				before := CheckServing(spec, st, tt.give.Available, tt.give.Sizes)
 				after := CheckServing(spec, next, tt.give.Available, tt.give.Sizes)
 				if before == "" && after != "" {
