@@ -274,7 +274,8 @@ func endpointsFollow(ctx context.Context, c kubernetes.Interface, ns, svc, hash 
 
 // gatewayWait bounds how long a sync waits for the gateways to accept a route it took
 // traffic off the canary with; gatewayPoll is how often it reads the route meanwhile.
-const (
+// Variables so that a test can shorten the wait.
+var (
 	gatewayWait = 5 * time.Second
 	gatewayPoll = 50 * time.Millisecond
 )
@@ -283,8 +284,9 @@ const (
 // accepted its generation as written (an Accepted condition with that observedGeneration):
 // the Gateway API's sign that the implementation has the route as it is now. A route no
 // gateway reports on is not waited for. It returns the route as last read, and false when
-// gatewayWait passed first (the sync goes on: waiting longer would hold the rollout on a
-// gateway that may never answer).
+// gatewayWait passed first: the sync then fails (TrafficError) before the scale-down its
+// move allows, and the workflow runs it again after a backoff, rather than wait here on a
+// gateway that may never answer.
 func awaitGateways(ctx context.Context, routes dynamic.ResourceInterface, written *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
 	gen, cur := written.GetGeneration(), written
 	deadline := time.Now().Add(gatewayWait)

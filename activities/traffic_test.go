@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/temporal-rollout/rollout/k8s"
 )
@@ -359,5 +361,76 @@ func TestReleaseTraffic(t *testing.T) {
 		if !reflect.DeepEqual(svc.Spec.Selector, map[string]string{"app": "web"}) {
 			t.Errorf("service %s selector %v, want the user's app=web", n, svc.Spec.Selector)
 		}
+	}
+}
+
+// TestSyncTrafficAwaitsGateways isolates the wait for the gateways after a move that takes
+// traffic off the canary: a gateway that has not accepted the route as written within
+// gatewayWait fails the sync (TrafficError, the route written and the move reported, so the
+// scale-down the move allows waits); one that accepts it in time lets the sync go on.
+func TestSyncTrafficAwaitsGateways(t *testing.T) {
+	defer func(w time.Duration) { gatewayWait = w }(gatewayWait)
+	gatewayWait = 400 * time.Millisecond
+	accepted := func(gen int64) map[string]any {
+		return map[string]any{"parents": []any{map[string]any{"parentRef": map[string]any{"name": "gateway"},
+			"conditions": []any{map[string]any{"type": "Accepted", "status": "True", "observedGeneration": gen}}}}}
+	}
+	for _, tt := range []struct {
+		name     string
+		acceptAt int // the route read that first reports the written generation accepted (0: never)
+		wantErr  bool
+	}{
+		{name: "the gateway never accepts the written generation", wantErr: true},
+		{name: "the gateway accepts it on the third read", acceptAt: 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := routeWith(50, 50)
+			r.SetGeneration(7)
+			r.Object["status"] = accepted(7)
+			a, dyn, kc := trafficActivities(r, service("web-stable", "n"), service("web-canary", "m"))
+			withPods(t, kc, map[string]int32{"n": 10, "m": 10}, nil)
+			reads := 0
+			dyn.PrependReactor("update", "httproutes", func(act clienttesting.Action) (bool, runtime.Object, error) {
+				// The apiserver bumps the generation of a spec write; the status stays as the
+				// gateway last wrote it.
+				obj := act.(clienttesting.UpdateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
+				obj.SetGeneration(8)
+				obj.Object["status"] = accepted(7)
+				if err := dyn.Tracker().Update(HTTPRouteResource, obj, "default"); err != nil {
+					return true, nil, err
+				}
+				return true, obj, nil
+			})
+			dyn.PrependReactor("get", "httproutes", func(act clienttesting.Action) (bool, runtime.Object, error) {
+				reads++
+				obj, err := dyn.Tracker().Get(HTTPRouteResource, "default", "web")
+				if err != nil {
+					return true, nil, err
+				}
+				u := obj.(*unstructured.Unstructured).DeepCopy()
+				if tt.acceptAt > 0 && reads >= tt.acceptAt+1 { // the sync's own read comes first
+					u.Object["status"] = accepted(u.GetGeneration())
+				}
+				return true, u, nil
+			})
+			res, err := a.SyncTraffic(context.Background(), SyncTrafficInput{
+				Deployment: DeploymentRef{Namespace: "default", Name: "web"}, Spec: trafficSpec,
+				Want:      k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: 20}},
+				Available: map[string]int32{"n": 10, "m": 10},
+			})
+			if tt.wantErr {
+				if !IsKind(err, ErrTraffic) || !strings.Contains(err.Error(), "have not accepted generation 8") {
+					t.Fatalf("err = %v, want a TrafficError naming generation 8", err)
+				}
+			} else if err != nil {
+				t.Fatalf("err = %v, want the sync to go on once the gateway accepts", err)
+			}
+			if len(res.Moves) != 1 || !res.Moves[0].Wrote || res.Moves[0].Move.Route == nil || res.Moves[0].Move.Route.CanaryWeight != 20 {
+				t.Errorf("moves %+v, want the route written at canary weight 20", res.Moves)
+			}
+			if weights, _, _, _ := readBack(t, a, dyn, kc); weights["web-canary"] != 20 {
+				t.Errorf("route weights %v, want the canary at 20 as written", weights)
+			}
+		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -45,6 +46,9 @@ import (
 //	           half of its requests with the header
 //	first      4 replicas at rest without annotations; the traffic and steps annotations and a
 //	           new image in one update, abort at the pause, then a new image: routed again
+//	tworules   two Deployments, a and b (6 replicas each), on two rules of one HTTPRoute (b's
+//	           rule matches the header X-App: b, half of the requests carry it): both roll
+//	           out at once, three images each, the second of each aborted at its pause
 //
 // It must see 0 failed requests (non-2xx or connection errors) and 0 samples, taken every
 // 50 ms from the apiserver (the routes, the Services and the pods), in which a backend with
@@ -55,13 +59,17 @@ func TestTrafficSoak(t *testing.T) {
 	installDataPlaneCRDs(t)
 	dc := dynamicClient(t)
 	pods := startPodNetwork(t)
-	roles := []string{"aborts", "promotes", "bluegreen", "single", "headers", "first", "rollback", "scaled", "instant", "autoscale", "deleted", "bgabort", "pauseabort"}
+	roles := []string{"aborts", "promotes", "bluegreen", "single", "headers", "first", "rollback", "scaled", "instant", "autoscale", "deleted", "bgabort", "pauseabort", "tworules"}
 	nss := map[string]string{}
 	var all []string
 	for _, r := range roles {
 		ns := newNamespace(t)
 		nss[r] = ns
 		all = append(all, ns)
+		if r == "tworules" {
+			recordHistories(t, ns, "a")
+			continue
+		}
 		recordHistories(t, ns, "web")
 	}
 	port := startTraefikOn(t, all, pods)
@@ -69,6 +77,10 @@ func TestTrafficSoak(t *testing.T) {
 	followPods(t, all, pods)
 	for _, r := range roles {
 		ns := nss[r]
+		if r == "tworules" {
+			twoRulesRoute(t, dc, ns, nss["aborts"])
+			continue
+		}
 		if r == "bluegreen" || r == "bgabort" {
 			createServices(t, ns, "web", "web-preview")
 			soakRoute(t, dc, ns, nss["aborts"], r, "web")
@@ -104,16 +116,32 @@ func TestTrafficSoak(t *testing.T) {
 		withAnnotation(k8s.BlueGreenAnnotation, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"abortScaleDownDelaySeconds":3}`), grace))
 	create(t, newDeployment(nss["pauseabort"], "web", 6, "nginx:q0", rolling("25%", "25%"), withSteps(`[{"setWeight":50},{"pause":{}}]`), traffic, grace))
 	create(t, newDeployment(nss["instant"], "web", 4, "nginx:i0", rolling("25%", "25%"), withSteps(`[{"setWeight":50},{"pause":{"duration":"1s"}}]`), traffic, grace))
-	for _, ns := range all {
-		waitComplete(t, ns, "web")
+	for _, name := range []string{"a", "b"} {
+		create(t, newDeployment(nss["tworules"], name, 6, "nginx:"+name+"0", rolling("25%", "25%"),
+			withSteps(`[{"setWeight":30},{"pause":{"duration":"2s"}},{"setWeight":60},{"pause":{}}]`),
+			withAnnotation(k8s.TrafficAnnotation, fmt.Sprintf(`{"httpRoute":{"name":"web","rule":%d},"stableService":"%s-stable","canaryService":"%s-canary"}`,
+				map[string]int{"a": 0, "b": 1}[name], name, name)), grace))
+	}
+	for _, r := range roles {
+		if r == "tworules" {
+			waitComplete(t, nss[r], "a")
+			waitComplete(t, nss[r], "b")
+			continue
+		}
+		waitComplete(t, nss[r], "web")
 	}
 	// Traefik has every route and its endpoints before the load starts.
 	for _, r := range roles {
-		svc := "web-stable"
-		if r == "bluegreen" || r == "bgabort" {
-			svc = "web"
+		svcs := []string{"web-stable"}
+		switch r {
+		case "bluegreen", "bgabort":
+			svcs = []string{"web"}
+		case "tworules":
+			svcs = []string{"a-stable", "b-stable"}
 		}
-		waitEndpointsAll(t, nss[r], svc)
+		for _, svc := range svcs {
+			waitEndpointsAll(t, nss[r], svc)
+		}
 		waitAcceptedNamed(t, dc, nss[r])
 	}
 	g := newGatewayClient(port)
@@ -407,6 +435,76 @@ func TestTrafficSoak(t *testing.T) {
 			t.Errorf("after 20 rollouts: %s = %q, want nginx:i20's template %q", k8s.StableAnnotation, got, want)
 		}
 	})
+	scenario("tworules", func(t *testing.T) {
+		// Two rollouts write one HTTPRoute at once, each its own rule: neither write may undo
+		// the other's (a conflict is read again, never overwritten), and each rule's weights
+		// follow its own Deployment's pods.
+		ns := nss["tworules"]
+		var twg sync.WaitGroup
+		for _, name := range []string{"a", "b"} {
+			twg.Add(1)
+			go func() {
+				defer twg.Done()
+				for i := 1; i <= 3; i++ {
+					image := fmt.Sprintf("nginx:%s%d", name, i)
+					setImage(t, ns, name, image)
+					rollouts.Add(1)
+					waitHeldNamed(t, ns, name, 4, workflows.WaitingForPromote)
+					if i == 2 {
+						if out, err := updateCLI(ns, name, workflows.UpdateAbort, `{"reason":"soak"}`); err != nil {
+							t.Errorf("%s: abort: %v\n%s", name, err, out)
+							return
+						}
+						waitCompleteNamed(t, ns, name, fmt.Sprintf("nginx:%s1", name))
+						continue
+					}
+					if out, err := updateCLI(ns, name, workflows.UpdatePromote, `{"full":true}`); err != nil {
+						t.Errorf("%s: promote: %v\n%s", name, err, out)
+						return
+					}
+					waitCompleteNamed(t, ns, name, image)
+				}
+			}()
+		}
+		twg.Wait()
+		// At rest each rule sends everything to its own Deployment's stable Service, which
+		// selects the last image's template.
+		r, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Get(context.Background(), "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get httproute: %v", err)
+		}
+		rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
+		if len(rules) != 2 {
+			t.Fatalf("route has %d rules, want the two it was created with", len(rules))
+		}
+		for i, name := range []string{"a", "b"} {
+			refs, _, _ := unstructured.NestedSlice(rules[i].(map[string]any), "backendRefs")
+			got := map[string]int64{}
+			for _, ref := range refs {
+				m := ref.(map[string]any)
+				w, found, _ := unstructured.NestedInt64(m, "weight")
+				if !found {
+					w = 1
+				}
+				got[m["name"].(string)] = w
+			}
+			if got[name+"-stable"] <= 0 || got[name+"-canary"] != 0 {
+				t.Errorf("rule %d at rest: backends %v, want all to %s-stable", i, got, name)
+			}
+			for svc := range got {
+				if !strings.HasPrefix(svc, name+"-") {
+					t.Errorf("rule %d sends to %s, another Deployment's Service", i, svc)
+				}
+			}
+			s, err := env.kube.CoreV1().Services(ns).Get(context.Background(), name+"-stable", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h, want := s.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey], imageHash(t, ns, name, "nginx:"+name+"3"); h != want {
+				t.Errorf("%s-stable selects %q, want nginx:%s3's template %q", name, h, name, want)
+			}
+		}
+	})
 	wg.Wait()
 	time.Sleep(time.Second)
 	elapsed := time.Since(start)
@@ -555,6 +653,92 @@ func soakRoute(t *testing.T, dc dynamic.Interface, ns, gwNS, role, backend strin
 	}
 }
 
+// twoRulesRoute creates the HTTPRoute "web" in ns for host tworules.soak.test with two rules:
+// rule 0 (every request) to a-stable, rule 1 (the header X-App: b) to b-stable.
+func twoRulesRoute(t *testing.T, dc dynamic.Interface, ns, gwNS string) {
+	t.Helper()
+	for _, name := range []string{"a", "b"} {
+		for _, svc := range []string{name + "-stable", name + "-canary"} {
+			s := &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svc},
+				Spec: corev1.ServiceSpec{
+					Selector: map[string]string{"app": name},
+					Ports:    []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
+				},
+			}
+			if _, err := env.kube.CoreV1().Services(ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("create service %s/%s: %v", ns, svc, err)
+			}
+		}
+	}
+	prefix := map[string]any{"path": map[string]any{"type": "PathPrefix", "value": "/"}}
+	route := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+		"metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{
+			"parentRefs": []any{map[string]any{"name": "gateway", "namespace": gwNS}},
+			"hostnames":  []any{"tworules.soak.test"},
+			"rules": []any{
+				map[string]any{
+					"matches":     []any{prefix},
+					"backendRefs": []any{map[string]any{"name": "a-stable", "port": int64(80)}},
+				},
+				map[string]any{
+					"matches": []any{map[string]any{"path": prefix["path"],
+						"headers": []any{map[string]any{"name": "X-App", "value": "b"}}}},
+					"backendRefs": []any{map[string]any{"name": "b-stable", "port": int64(80)}},
+				},
+			},
+		},
+	}}
+	if _, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Create(context.Background(), route, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create httproute in %s: %v", ns, err)
+	}
+}
+
+// waitHeldNamed is waitHeld for the Deployment name.
+func waitHeldNamed(t *testing.T, ns, name string, step int, waiting string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, func() string {
+		st := queryStatus(t, ns, name)
+		if st.Steps == nil || st.Steps.Step != step || st.Steps.WaitingFor != waiting {
+			return fmt.Sprintf("%s: steps %+v, want step %d waiting for %s", name, st.Steps, step, waiting)
+		}
+		return ""
+	})
+}
+
+// waitCompleteNamed is waitCompleteImage for the Deployment name (labels app=name).
+func waitCompleteNamed(t *testing.T, ns, name, image string) {
+	t.Helper()
+	eventually(t, 3*time.Minute, func() string {
+		d := getDeployment(t, ns, name)
+		if d.Spec.Template.Spec.Containers[0].Image != image {
+			return name + ": template " + d.Spec.Template.Spec.Containers[0].Image + ", want " + image
+		}
+		if p := rolloutPending(d); p != "" {
+			return name + ": " + p
+		}
+		for _, rs := range replicaSets(t, ns) {
+			if rs.Labels["app"] == name && rs.Spec.Template.Spec.Containers[0].Image != image && *rs.Spec.Replicas != 0 {
+				return fmt.Sprintf("%s: replicaset %s (%s) at %d", name, rs.Name, rs.Spec.Template.Spec.Containers[0].Image, *rs.Spec.Replicas)
+			}
+		}
+		return ""
+	})
+}
+
+// imageHash is the pod-template-hash of the ReplicaSet of Deployment name with image.
+func imageHash(t *testing.T, ns, name, image string) string {
+	t.Helper()
+	for _, rs := range replicaSets(t, ns) {
+		if rs.Labels["app"] == name && rs.Spec.Template.Spec.Containers[0].Image == image {
+			return rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		}
+	}
+	return ""
+}
+
 // followPods runs the pod network's servers for the pods of the namespaces.
 func followPods(t *testing.T, nss []string, pn *podNetwork) {
 	t.Helper()
@@ -665,6 +849,9 @@ func startSoakLoad(g *gatewayClient, roles []string) *soakLoad {
 				var hdr map[string]string
 				if r == "headers" && n%2 == 1 {
 					hdr = map[string]string{"X-Canary": "true"}
+				}
+				if r == "tworules" && n%2 == 1 {
+					hdr = map[string]string{"X-App": "b"}
 				}
 				_, why := g.getHost(host, hdr)
 				// About 30 requests a second per stream: well above 100 a second in all, and
