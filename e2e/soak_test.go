@@ -435,79 +435,35 @@ func TestTrafficSoak(t *testing.T) {
 			t.Errorf("after 20 rollouts: %s = %q, want nginx:i20's template %q", k8s.StableAnnotation, got, want)
 		}
 	})
-	scenario("tworules", func(t *testing.T) {
-		// Two rollouts write one HTTPRoute at once, each its own rule: neither write may undo
-		// the other's (a conflict is read again, never overwritten), and each rule's weights
-		// follow its own Deployment's pods.
-		ns := nss["tworules"]
-		var twg sync.WaitGroup
-		for _, name := range []string{"a", "b"} {
-			twg.Add(1)
-			go func() {
-				defer twg.Done()
-				for i := 1; i <= 3; i++ {
-					image := fmt.Sprintf("nginx:%s%d", name, i)
-					setImage(t, ns, name, image)
-					rollouts.Add(1)
-					waitHeldNamed(t, ns, name, 4, workflows.WaitingForPromote)
-					if i == 2 {
-						if out, err := updateCLI(ns, name, workflows.UpdateAbort, `{"reason":"soak"}`); err != nil {
-							t.Errorf("%s: abort: %v\n%s", name, err, out)
-							return
-						}
-						waitCompleteNamed(t, ns, name, fmt.Sprintf("nginx:%s1", name))
-						continue
+	// Two rollouts write one HTTPRoute at once, each its own rule: neither write may undo the
+	// other's (a conflict is read again, never overwritten), and each rule's weights follow its
+	// own Deployment's pods.
+	for _, name := range []string{"a", "b"} {
+		scenario("tworules-"+name, func(t *testing.T) {
+			ns := nss["tworules"]
+			for i := 1; i <= 3; i++ {
+				image := fmt.Sprintf("nginx:%s%d", name, i)
+				setImage(t, ns, name, image)
+				rollouts.Add(1)
+				waitHeldNamed(t, ns, name, 4, workflows.WaitingForPromote)
+				if i == 2 {
+					if out, err := updateCLI(ns, name, workflows.UpdateAbort, `{"reason":"soak"}`); err != nil {
+						t.Fatalf("%s: abort: %v\n%s", name, err, out)
 					}
-					if out, err := updateCLI(ns, name, workflows.UpdatePromote, `{"full":true}`); err != nil {
-						t.Errorf("%s: promote: %v\n%s", name, err, out)
-						return
-					}
-					waitCompleteNamed(t, ns, name, image)
+					waitCompleteNamed(t, ns, name, fmt.Sprintf("nginx:%s1", name))
+					continue
 				}
-			}()
-		}
-		twg.Wait()
-		// At rest each rule sends everything to its own Deployment's stable Service, which
-		// selects the last image's template.
-		r, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Get(context.Background(), "web", metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("get httproute: %v", err)
-		}
-		rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
-		if len(rules) != 2 {
-			t.Fatalf("route has %d rules, want the two it was created with", len(rules))
-		}
-		for i, name := range []string{"a", "b"} {
-			refs, _, _ := unstructured.NestedSlice(rules[i].(map[string]any), "backendRefs")
-			got := map[string]int64{}
-			for _, ref := range refs {
-				m := ref.(map[string]any)
-				w, found, _ := unstructured.NestedInt64(m, "weight")
-				if !found {
-					w = 1
+				if out, err := updateCLI(ns, name, workflows.UpdatePromote, `{"full":true}`); err != nil {
+					t.Fatalf("%s: promote: %v\n%s", name, err, out)
 				}
-				got[m["name"].(string)] = w
+				waitCompleteNamed(t, ns, name, image)
 			}
-			if got[name+"-stable"] <= 0 || got[name+"-canary"] != 0 {
-				t.Errorf("rule %d at rest: backends %v, want all to %s-stable", i, got, name)
-			}
-			for svc := range got {
-				if !strings.HasPrefix(svc, name+"-") {
-					t.Errorf("rule %d sends to %s, another Deployment's Service", i, svc)
-				}
-			}
-			s, err := env.kube.CoreV1().Services(ns).Get(context.Background(), name+"-stable", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if h, want := s.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey], imageHash(t, ns, name, "nginx:"+name+"3"); h != want {
-				t.Errorf("%s-stable selects %q, want nginx:%s3's template %q", name, h, name, want)
-			}
-		}
-	})
+		})
+	}
 	wg.Wait()
 	time.Sleep(time.Second)
 	elapsed := time.Since(start)
+	checkTwoRulesAtRest(t, dc, nss["tworules"])
 	sent, failed, firstFail, byRole := load.end()
 	samples, bad := sampler.end()
 
@@ -696,11 +652,59 @@ func twoRulesRoute(t *testing.T, dc dynamic.Interface, ns, gwNS string) {
 	}
 }
 
+// checkTwoRulesAtRest checks the tworules route at rest: each rule sends everything to its
+// own Deployment's stable Service, which selects that Deployment's last image.
+func checkTwoRulesAtRest(t *testing.T, dc dynamic.Interface, ns string) {
+	t.Helper()
+	r, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get httproute: %v", err)
+	}
+	rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
+	if len(rules) != 2 {
+		t.Fatalf("tworules: the route has %d rules, want the two it was created with", len(rules))
+	}
+	for i, name := range []string{"a", "b"} {
+		refs, _, _ := unstructured.NestedSlice(rules[i].(map[string]any), "backendRefs")
+		got := map[string]int64{}
+		for _, ref := range refs {
+			m := ref.(map[string]any)
+			w, found, _ := unstructured.NestedInt64(m, "weight")
+			if !found {
+				w = 1
+			}
+			got[m["name"].(string)] = w
+		}
+		if got[name+"-stable"] <= 0 || got[name+"-canary"] != 0 {
+			t.Errorf("tworules: rule %d at rest: backends %v, want all to %s-stable", i, got, name)
+		}
+		for svc := range got {
+			if !strings.HasPrefix(svc, name+"-") {
+				t.Errorf("tworules: rule %d sends to %s, another Deployment's Service", i, svc)
+			}
+		}
+		s, err := env.kube.CoreV1().Services(ns).Get(context.Background(), name+"-stable", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, want := s.Spec.Selector[appsv1.DefaultDeploymentUniqueLabelKey], imageHash(t, ns, name, "nginx:"+name+"3"); h != want {
+			t.Errorf("tworules: %s-stable selects %q, want nginx:%s3's template %q", name, h, name, want)
+		}
+	}
+}
+
 // waitHeldNamed is waitHeld for the Deployment name.
 func waitHeldNamed(t *testing.T, ns, name string, step int, waiting string) {
 	t.Helper()
 	eventually(t, 2*time.Minute, func() string {
-		st := queryStatus(t, ns, name)
+		v, err := env.tc.QueryWorkflow(context.Background(), workflowID(ns, name), "", workflows.QueryStatus)
+		if err != nil {
+			return err.Error() // the worker may be down a moment (the kills scenario)
+		}
+		var st workflows.Status
+		if err := v.Get(&st); err != nil {
+			return err.Error()
+		}
 		if st.Steps == nil || st.Steps.Step != step || st.Steps.WaitingFor != waiting {
 			return fmt.Sprintf("%s: steps %+v, want step %d waiting for %s", name, st.Steps, step, waiting)
 		}
