@@ -63,6 +63,10 @@ type Activities struct {
 	// LocalWaits bounds the AwaitChange waits run as local activities, each of which holds a
 	// workflow task open (a buffered channel, one element per wait); nil is no bound.
 	LocalWaits chan struct{}
+	// RestWatched: this worker runs the watcher on the same informer cache, which signals a
+	// rollout held at rest when its Deployment or ReplicaSets change (watcher.heldAtRest), so
+	// AwaitChange may return AwaitRest (AwaitInput.Rest).
+	RestWatched bool
 	// Prometheus answers analysis steps' queries; nil when the worker has no
 	// --prometheus-address.
 	Prometheus Prometheus

@@ -40,6 +40,12 @@ type AwaitInput struct {
 	// Traffic: the route as the last sync left it and what it asked; a change of the pods that
 	// would move the route (k8s.DecideTraffic) calls for a sync, held rollout or not.
 	Traffic *AwaitTraffic `json:"traffic,omitempty"`
+	// Rest: the rollout is held (a step's pause, an analysis, a freeze, a blue-green preview
+	// waiting for promotion). Once the Deployment is held at rest on the cluster
+	// (k8s.HeldAtRest) and no sync would write, the wait returns AwaitRest and the workflow
+	// waits with no activity: the watcher signals what would move it. Only a worker whose
+	// watcher runs beside it (Activities.RestWatched) returns AwaitRest.
+	Rest bool `json:"rest,omitempty"`
 }
 
 // AwaitTraffic is a routed rollout's traffic as the wait weighs it: what the last sync asked,
@@ -98,6 +104,9 @@ const (
 	// AwaitBusy: run as a local activity while every local wait slot of this worker is taken
 	// (Activities.LocalWaits); the workflow waits in the AwaitChange activity instead.
 	AwaitBusy = "Busy"
+	// AwaitRest: the rollout is held at rest (AwaitInput.Rest); the workflow waits for a
+	// signal, an update or its own timers, and starts no wait until one comes.
+	AwaitRest = "Rest"
 )
 
 // AwaitResult says why the wait ended and how many status refreshes it wrote meanwhile.
@@ -250,6 +259,11 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				// whose first run wrote the completing status): the workflow syncs on it,
 				// finds nothing to write, and converges.
 				return res.decide(plan, a.redactSnapshot(snap)), nil
+			case len(plan.Steps) == 0 && in.Rest && a.RestWatched && plan.RecheckAt == nil && k8s.HeldAtRest(d, snap.ReplicaSets):
+				// Held, and nothing moves without a change the watcher signals: the workflow
+				// waits without this activity and its heartbeats.
+				res.Reason = AwaitRest
+				return res, nil
 			case len(plan.Steps) == 0:
 			case statusRefresh(plan, d) || completion(plan, d, in.Request):
 				res.Completed = plan.Phase == k8s.PhaseComplete

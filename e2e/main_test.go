@@ -160,7 +160,8 @@ func budget(s string) (qps, burst int, err error) {
 
 func startWorker(extra ...string) error {
 	// --releases: the suite's worker also runs the release workflows (e2e/release_test.go).
-	args := append(append(commonArgs(), "--releases"), extra...)
+	// --held-at-rest: the suite's watcher (starter watch) runs beside it.
+	args := append(append(commonArgs(), "--releases", "--held-at-rest"), extra...)
 	if env.prom != nil {
 		args = append(args, "--prometheus-address", env.prom.address)
 	}

@@ -279,3 +279,35 @@ func StableTemplate(d *appsv1.Deployment, rss []*appsv1.ReplicaSet, current, kno
 	}
 	return best
 }
+
+// HeldAtRest reports whether a stepped or blue-green rollout is held at rest on the cluster:
+// its status, written for the Deployment's current generation, says it waits at a step
+// (Progressing CanaryPaused), and every ReplicaSet has settled (all its pods created,
+// ready and available, none terminating, its spec observed). Nothing moves without a change
+// from outside (a user's edit, a pod that dies, a command), which the watcher signals; the
+// workflow then waits with no activity, at no cost in heartbeats (docs/capacity.md).
+func HeldAtRest(d *appsv1.Deployment, rss []*appsv1.ReplicaSet) bool {
+	if d.DeletionTimestamp != nil || d.Status.ObservedGeneration < d.Generation {
+		return false
+	}
+	c := GetCondition(d.Status, appsv1.DeploymentProgressing)
+	if c == nil || c.Reason != CanaryPausedReason {
+		return false
+	}
+	for _, rs := range rss {
+		if !Settled(rs) {
+			return false
+		}
+	}
+	return true
+}
+
+// Settled reports whether a ReplicaSet's pods are as its spec asks: its generation observed,
+// as many pods as replicas, all ready and available, none terminating.
+func Settled(rs *appsv1.ReplicaSet) bool {
+	n := rsReplicas(rs)
+	st := rs.Status
+	return rs.DeletionTimestamp == nil && st.ObservedGeneration >= rs.Generation &&
+		st.Replicas == n && st.ReadyReplicas == n && st.AvailableReplicas == n &&
+		(st.TerminatingReplicas == nil || *st.TerminatingReplicas == 0)
+}

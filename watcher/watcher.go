@@ -155,6 +155,9 @@ type Watcher struct {
 	// observed; nil until a resync completes (see Reconcile).
 	mu         sync.Mutex
 	unobserved map[string]generation
+	// unsettled: the held Deployments (Progressing CanaryPaused) the last resync found not at
+	// rest (k8s.HeldAtRest); see Reconcile.
+	unsettled map[string]generation
 }
 
 // generation is a Deployment's spec version: the generation of one UID (a Deployment created
@@ -222,6 +225,11 @@ func New(c *kube.Cache, tc client.Client, opts Options, logger *slog.Logger) (*W
 					!equality.Semantic.DeepEqual(o.Spec.Template, n.Spec.Template) {
 					w.templates.Add(n.Namespace + "/" + n.Name)
 				}
+			case w.involved(o) && w.heldAtRest(o) && !writtenOnlyBy(o, n, kube.FieldManager):
+				// Held at rest, its workflow waiting with no activity (activities.AwaitRest):
+				// an edit of its annotations or labels (steps changed, say) is its to weigh.
+				w.log.Debug("Held rollout's Deployment changed at rest", "namespace", n.Namespace, "deployment", n.Name)
+				w.enqueue(n.Namespace, n.Name)
 			case WorkerCovers(o) && !WorkerCovers(n):
 				// The rollout ended (or paused): changes the worker's wait skipped until now
 				// are the watcher's again.
@@ -387,6 +395,9 @@ func (w *Watcher) weighReplicaSet(rs, old *appsv1.ReplicaSet) {
 			continue
 		}
 		if d, err := w.cache.Deployment(rs.Namespace, ref.Name); err == nil && d.UID == ref.UID {
+			if w.restedBefore(d, rs, old) {
+				continue
+			}
 			w.weigh(d, "ReplicaSet "+rs.Name+" changed")
 		}
 	}
@@ -399,10 +410,47 @@ func (w *Watcher) weighReplicaSet(rs, old *appsv1.ReplicaSet) {
 	}
 	for _, d := range ds {
 		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) && !w.restedBefore(d, rs, old) {
 			w.weigh(d, "orphan ReplicaSet "+rs.Name+" changed")
 		}
 	}
+}
+
+// restedBefore signals d, and reports true, when its rollout was held at rest
+// (k8s.HeldAtRest) before rs changed from old (nil: rs was added or deleted): its workflow
+// waits with no activity (activities.AwaitRest), and this change is what would move it (a pod
+// that died, a ReplicaSet scaled or deleted by someone else).
+func (w *Watcher) restedBefore(d *appsv1.Deployment, rs, old *appsv1.ReplicaSet) bool {
+	if !w.involved(d) || !heldCondition(d) {
+		return false
+	}
+	var before []*appsv1.ReplicaSet
+	for _, x := range w.cache.Snapshot(d).ReplicaSets {
+		if x.UID != rs.UID {
+			before = append(before, x)
+		}
+	}
+	if old != nil {
+		before = append(before, old)
+	}
+	if !k8s.HeldAtRest(d, before) {
+		return false
+	}
+	w.log.Debug("Held rollout moved at rest, signalling", "namespace", d.Namespace, "deployment", d.Name, "replicaSet", rs.Name)
+	w.enqueue(d.Namespace, d.Name)
+	return true
+}
+
+// heldAtRest reports whether d's rollout is held at rest on the cache (k8s.HeldAtRest).
+func (w *Watcher) heldAtRest(d *appsv1.Deployment) bool {
+	return heldCondition(d) && k8s.HeldAtRest(d, w.cache.Snapshot(d).ReplicaSets)
+}
+
+// heldCondition: d's last status says its rollout is held at a step (Progressing
+// CanaryPaused).
+func heldCondition(d *appsv1.Deployment) bool {
+	c := k8s.GetCondition(d.Status, appsv1.DeploymentProgressing)
+	return c != nil && c.Reason == k8s.CanaryPausedReason
 }
 
 func (w *Watcher) processNext(ctx context.Context) bool {
@@ -692,9 +740,9 @@ func (w *Watcher) Reconcile(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	w.mu.Lock()
-	last := w.unobserved
+	last, lastUnsettled := w.unobserved, w.unsettled
 	w.mu.Unlock()
-	unobserved := map[string]generation{}
+	unobserved, unsettled := map[string]generation{}, map[string]generation{}
 	ds, err := w.cache.Deployments("")
 	if err != nil {
 		return 0, fmt.Errorf("list cached deployments: %w", err)
@@ -713,6 +761,10 @@ func (w *Watcher) Reconcile(ctx context.Context) (int, error) {
 		if pending {
 			unobserved[key] = g
 		}
+		held := !pending && heldCondition(d) && !w.heldAtRest(d)
+		if held {
+			unsettled[key] = generation{uid: d.UID, gen: d.Generation}
+		}
 		switch {
 		case !open[key] && w.opts.Managed && w.unsupported(d):
 			// Its strategy cannot be parked: the workflow that warned about it ended.
@@ -722,6 +774,13 @@ func (w *Watcher) Reconcile(ctx context.Context) (int, error) {
 		case pending && (last == nil || last[key] == g):
 			w.log.Info("Generation not observed, signalling", "namespace", d.Namespace, "deployment", d.Name,
 				"generation", d.Generation, "observedGeneration", d.Status.ObservedGeneration, "firstResync", last == nil)
+			w.queue.Add(key)
+			queued++
+		case held && (last == nil || lastUnsettled[key] == unsettled[key]):
+			// Held but not at rest: its workflow may wait at rest for a change made while no
+			// watcher ran (the first resync), or whose signal was lost (still unsettled a
+			// resync later). A rollout still moving (its wait running) takes one sync more.
+			w.log.Info("Held rollout not at rest, signalling", "namespace", d.Namespace, "deployment", d.Name, "firstResync", last == nil)
 			w.queue.Add(key)
 			queued++
 		case w.weigh(d, "resync"):
@@ -735,7 +794,7 @@ func (w *Watcher) Reconcile(ctx context.Context) (int, error) {
 		}
 	}
 	w.mu.Lock()
-	w.unobserved = unobserved
+	w.unobserved, w.unsettled = unobserved, unsettled
 	w.mu.Unlock()
 	return queued, nil
 }

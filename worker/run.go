@@ -207,6 +207,8 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		Metrics:       metrics,
 		LocalWaits:    make(chan struct{}, localWaitSlots),
 		Managed:       cfg.Managed(),
+		// The watcher (below, or starter watch) signals rollouts held at rest (activities.AwaitRest).
+		RestWatched: cfg.Watch || cfg.HeldAtRest,
 
 		ManagedGuard: cfg.ManagedGuard,
 		LocalWait:    cfg.LocalWait,

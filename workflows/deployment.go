@@ -39,6 +39,10 @@ const (
 	// takes the change, instead of the two rollouts sharing one run with the first never
 	// reported complete.
 	changeFinishBeforeNext = "finish-before-next"
+	// changeHeldAtRest (0.3): a held rollout's wait may end AwaitRest (activities.AwaitInput.Rest)
+	// and the workflow then waits with no activity until a signal, an update or its timers
+	// (wait.go), instead of running AwaitChange and its heartbeats for as long as it is held.
+	changeHeldAtRest = "held-at-rest"
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
 )
@@ -229,7 +233,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 
 	for {
 		if !r.dirty && (r.pendingPause == nil || r.pauseBlocked) {
-			if r.rolling && r.failures == 0 && r.await == nil {
+			if r.rolling && r.failures == 0 && r.await == nil && !r.atRest {
 				r.startAwait(ctx)
 			}
 			r.waitForWork(ctx)
@@ -256,7 +260,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		}
 		r.dirty = false
 		r.stopAwait()
-		r.awaitRemote = false
+		r.awaitRemote, r.atRest = false, false
 		plan, found, err := r.sync(ctx)
 		r.syncedUpdates()
 		if err != nil {

@@ -85,6 +85,10 @@ type fakeCluster struct {
 	// staleCreates: how many CreateReplicaSet calls fail as stale decisions (ErrStale) before
 	// they succeed; busyCreates, after those, as refused on a saturated budget (ErrBusy).
 	staleCreates, busyCreates int
+	// rest: AwaitChange ends AwaitRest when the workflow allows it (AwaitInput.Rest), as a
+	// worker with its watcher does for a rollout held at rest; restAwaits counts those.
+	rest       bool
+	restAwaits int
 	// retryAwaits: the AwaitChange activities that were a stale decision's retry (Retry).
 	retryAwaits int
 	// awaits: every AwaitChange activity's input; awaitMoves: the moves the first one asked
@@ -224,6 +228,11 @@ func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (
 	}
 	if f.beforeAwait != nil {
 		f.beforeAwait()
+	}
+	if in.Rest && f.rest {
+		// The worker's watcher runs and the cluster shows the rollout held at rest.
+		f.restAwaits++
+		return activities.AwaitResult{Reason: activities.AwaitRest}, nil
 	}
 	res := activities.AwaitResult{Reason: activities.AwaitDecide}
 	if in.Inline {

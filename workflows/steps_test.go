@@ -232,3 +232,53 @@ func TestContinuedRunRecordsStepEvents(t *testing.T) {
 		t.Errorf("no sync after the timer")
 	}
 }
+
+// A rollout held at rest waits with no activity (no AwaitChange, no heartbeats) until a signal
+// or an update moves it; a rollout moving, or held while the cluster is not at rest, waits in
+// AwaitChange as before (issue 47).
+func TestHeldAtRestWaitsWithoutActivity(t *testing.T) {
+	for _, rest := range []bool{true, false} {
+		t.Run(map[bool]string{true: "at rest", false: "not at rest"}[rest], func(t *testing.T) {
+			f := stepped(`[{"setWeight":30},{"pause":{}}]`)
+			f.rest = rest
+			env := newEnv(t, f)
+			var n30, n2h, n3h, restAt2h int
+			var promoted updateOutcome
+			ran := false
+			at(env, 30*time.Minute, func() {
+				st := queryStatus(t, env)
+				check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == WaitingForPromote,
+					"at 30m: steps %+v, want step 2 waiting for promote", st.Steps)
+				n30 = f.callCount("AwaitChange")
+			})
+			at(env, 100*time.Minute, func() {
+				n2h, restAt2h = f.callCount("AwaitChange"), f.restAwaits
+				env.SignalWorkflow(SignalTrigger, nil) // the watcher: a pod of the held rollout died
+			})
+			at(env, 110*time.Minute, func() {
+				n3h = f.callCount("AwaitChange")
+				ran = true
+			})
+			updateAt(env, 150*time.Minute, UpdatePromote, nil, &promoted)
+			env.ExecuteWorkflow(WorkflowType, input())
+			continuedAsNew(t, env)
+			if !ran {
+				t.Fatal("the run ended before 110m")
+			}
+			assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
+			if !promoted.completed || promoted.err != nil {
+				t.Errorf("promote: %+v, want completed", promoted)
+			}
+			if rest {
+				// Held from the first minutes: the first wait with Rest set ended AwaitRest,
+				// and no wait ran for the next 70 minutes; the trigger made one sync, whose
+				// wait ended AwaitRest again.
+				if n2h != n30 || restAt2h < 1 || n3h != n2h+1 {
+					t.Errorf("AwaitChange activities: %d at 30m, %d at 100m (%d ended at rest), %d at 110m; want none between 30m and 100m and one after the trigger", n30, n2h, restAt2h, n3h)
+				}
+			} else if n2h-n30 < 60 {
+				t.Errorf("without the watcher: %d AwaitChange activities between 30m and 100m, want one a minute (the fake's wait)", n2h-n30)
+			}
+		})
+	}
+}

@@ -29,6 +29,9 @@ type waitState struct {
 	// recordUpdate: an update was applied; the next wait is the activity too, so the workflow
 	// task that accepted it completes and records it at once.
 	recordUpdate bool
+	// atRest: the last wait ended AwaitRest (the rollout is held at rest on the cluster): no
+	// wait runs until a signal, an update or a timer makes the next sync.
+	atRest bool
 	// observed: the snapshot AwaitChange decided on; the next sync uses it instead of an
 	// Observe of its own.
 	observed *k8s.Snapshot
@@ -59,6 +62,11 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 				// No move within the window (or no local slot): wait in the activity, outside
 				// the workflow task, so signals and queries are not held up.
 				r.awaitRemote = true
+				return
+			}
+			if err == nil && res.Reason == activities.AwaitRest {
+				// Held at rest: nothing moves without a change the watcher signals.
+				r.atRest = true
 				return
 			}
 			if err != nil {
@@ -108,6 +116,11 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 		in.Traffic = &activities.AwaitTraffic{Ask: *r.trafficAsk, Weight: t.CanaryWeight, Changes: r.trafficChanges, NeedsCanaryPods: r.headerStep(),
 			Cur:       &k8s.TrafficState{StableHash: t.Stable.Hash, CanaryHash: t.Canary.Hash, Route: k8s.RouteState{CanaryWeight: t.CanaryWeight, HeaderRoutes: t.HeaderRoutes}},
 			Returning: r.abort != nil}
+	}
+	// Held (a step's pause or analysis, a freeze, a blue-green preview): once at rest the wait
+	// ends (AwaitRest) rather than heartbeat for as long as the hold lasts.
+	if r.canaryReq != nil && r.canaryReq.Hold && workflow.GetVersion(ctx, changeHeldAtRest, workflow.DefaultVersion, 1) >= 1 {
+		in.Rest = true
 	}
 	if r.localWait > 0 && !r.awaitRemote && !r.recordRollback && !r.recordUpdate {
 		in.MaxWait = r.localWait

@@ -87,6 +87,10 @@ type Config struct {
 	// Watch: the worker runs the watcher too, on its own informer cache and Temporal client,
 	// and starts new Deployments' workflows eagerly (worker).
 	Watch bool `mapstructure:"watch"`
+	// HeldAtRest: a watcher runs for this worker's cluster and task queue (this worker's
+	// --watch, or `starter watch` beside it), so a rollout held at rest waits with no activity
+	// and the watcher signals what would move it (worker; on with Watch).
+	HeldAtRest bool `mapstructure:"held-at-rest"`
 	// Releases: the worker also runs the release and fleet freeze workflows (package release)
 	// on the "releases" task queue (worker).
 	Releases bool `mapstructure:"releases"`
@@ -205,6 +209,7 @@ func WorkerFlags(fs *pflag.FlagSet) {
 	fs.String("prometheus-address", "", "worker: Prometheus server (http://host:port) that analysis steps query; empty: analysis steps wait for promote")
 	fs.String("ui-url", "", "worker: the Temporal UI's address (http://localhost:8233), which rollout notifications (the temporal-rollout.io/notify annotation) link to as <ui-url>/namespaces/<namespace>/workflows/<workflow-id>; empty: no link")
 	fs.Bool("watch", false, "worker: run the watcher in this process too, on the worker's informer cache, so a created Deployment's workflow starts eagerly (its first workflow task comes back in the start's answer, to this worker, with no trip through matching); starter watch is then not needed")
+	fs.Bool("held-at-rest", false, "worker: a watcher (starter watch) runs for this cluster and task queue beside the worker: a rollout held at a step with its pods settled waits with no activity and no heartbeats, woken by the watcher's signals (docs/capacity.md); always on with --watch")
 	fs.Bool("releases", false, "worker: also run the release and fleet freeze workflows, on the \"releases\" task queue (docs/releases.md)")
 }
 
