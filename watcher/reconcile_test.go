@@ -653,6 +653,17 @@ func TestHandlers(t *testing.T) {
 	web, webRSs := atRest(t, "web")
 	roll, rollRSs := rolling(t, "web")
 	witness, witnessRSs := atRest(t, "witness")
+	// held is roll held at a step (Progressing CanaryPaused) with every pod up: at rest, its
+	// workflow waiting with no activity (activities.AwaitRest).
+	held, heldRSs := roll.DeepCopy(), []*appsv1.ReplicaSet{}
+	held.Status.ObservedGeneration = held.Generation
+	held.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionUnknown, Reason: k8s.CanaryPausedReason}}
+	for _, rs := range rollRSs {
+		rs = rs.DeepCopy()
+		rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = *rs.Spec.Replicas, *rs.Spec.Replicas
+		heldRSs = append(heldRSs, rs)
+	}
+	heldMoving := held.DeepCopy() // held, its canary pod not available yet
 	// An orphan the witness would adopt: its creation queues prod/witness.
 	witnessOrphan := witnessRSs[0].DeepCopy()
 	witnessOrphan.Name, witnessOrphan.UID, witnessOrphan.OwnerReferences = "witness-orphan", "witness-orphan-uid", nil
@@ -759,6 +770,41 @@ func TestHandlers(t *testing.T) {
 				return updateRS(kc, rollRSs[len(rollRSs)-1].Name, func(rs *appsv1.ReplicaSet) {
 					rs.Status.AvailableReplicas, rs.Status.ReadyReplicas = 1, 1
 				})
+			},
+			giveWitness: "replicaset",
+		},
+		{
+			name:     "a canary pod of a rollout held at rest dies",
+			giveObjs: objects(held, heldRSs),
+			give: func(kc *fake.Clientset) error {
+				return updateRS(kc, heldRSs[len(heldRSs)-1].Name, func(rs *appsv1.ReplicaSet) { rs.Status.AvailableReplicas, rs.Status.ReadyReplicas = 0, 0 })
+			},
+			giveWitness: "replicaset",
+			want:        true,
+		},
+		{
+			name:     "a stable pod of a rollout held at rest dies",
+			giveObjs: objects(held, heldRSs),
+			give: func(kc *fake.Clientset) error {
+				return updateRS(kc, heldRSs[0].Name, func(rs *appsv1.ReplicaSet) { rs.Status.AvailableReplicas, rs.Status.ReadyReplicas = 1, 1 })
+			},
+			giveWitness: "replicaset",
+			want:        true,
+		},
+		{
+			name:     "the steps annotation of a rollout held at rest edited",
+			giveObjs: objects(held, heldRSs),
+			give: func(kc *fake.Clientset) error {
+				return update(kc, "web", func(d *appsv1.Deployment) { d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":50},{"pause":{}}]` })
+			},
+			giveWitness: "deployment",
+			want:        true,
+		},
+		{
+			name:     "a held rollout's canary pod becomes available: the worker's wait sees it",
+			giveObjs: objects(heldMoving, rollRSs),
+			give: func(kc *fake.Clientset) error {
+				return updateRS(kc, rollRSs[len(rollRSs)-1].Name, func(rs *appsv1.ReplicaSet) { rs.Status.AvailableReplicas, rs.Status.ReadyReplicas = 1, 1 })
 			},
 			giveWitness: "replicaset",
 		},
