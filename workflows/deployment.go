@@ -43,6 +43,9 @@ const (
 	// and the workflow then waits with no activity until a signal, an update or its timers
 	// (wait.go), instead of running AwaitChange and its heartbeats for as long as it is held.
 	changeHeldAtRest = "held-at-rest"
+	// changeOneUpsertPerTask (0.3): the step state's memo and RolloutWaitingFor are written once
+	// per workflow task, before it ends (flushStepState), not at every step event.
+	changeOneUpsertPerTask = "one-upsert-per-task"
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
 )
@@ -236,6 +239,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			if r.rolling && r.failures == 0 && r.await == nil && !r.atRest {
 				r.startAwait(ctx)
 			}
+			r.flushStepState(ctx)
 			r.waitForWork(ctx)
 		}
 		if err := ctx.Err(); err != nil {
@@ -327,6 +331,7 @@ func (r *rollout) nextChangeOnly(ctx workflow.Context) bool {
 // endRun lets every update handler finish before the run ends: one queued but not applied is
 // told to try again (the next run takes it).
 func (r *rollout) endRun(ctx workflow.Context) {
+	r.flushStepState(ctx)
 	for _, u := range r.updates {
 		u.err, u.done = errors.New("the run ended before this update was applied; send it again"), true
 	}

@@ -133,6 +133,9 @@ type stepState struct {
 	warned             string
 	annotationError    string
 	waitingSA          string
+	// stateDirty: the step state changed in this workflow task and is written once, before
+	// the task ends (flushStepState; change one-upsert-per-task).
+	stateDirty bool
 	// stepWaits: the step's timer (for step stepTimerFor) and analysis.
 	stepWaits    phaseWaits
 	stepTimerFor int
@@ -799,10 +802,34 @@ func (r *rollout) recordEvent(ctx workflow.Context, ev k8s.Event) {
 }
 
 // upsertStepState writes the memo (always) and the RolloutWaitingFor search attribute (where
-// the attributes are registered) for the current step.
+// the attributes are registered) for the current step. From change one-upsert-per-task it
+// only marks them for flushStepState, which writes them once before the workflow task ends:
+// at most one memo upsert and one search-attribute upsert per task (docs/capacity.md).
 func (r *rollout) upsertStepState(ctx workflow.Context) {
+	if workflow.GetVersion(ctx, changeOneUpsertPerTask, workflow.DefaultVersion, 1) >= 1 {
+		r.stateDirty = true
+		return
+	}
+	r.writeStepState(ctx, "", nil)
+}
+
+// flushStepState writes the step state marked by upsertStepState, if any: before the workflow
+// waits (the task ends there) and as a run ends.
+func (r *rollout) flushStepState(ctx workflow.Context) {
+	if r.stateDirty {
+		r.stateDirty = false
+		r.writeStepState(ctx, "", nil)
+	}
+}
+
+// writeStepState upserts the memo of the current step (summary, when set, replaces its
+// one-line summary) and, in one upsert, final and RolloutWaitingFor where it changed.
+func (r *rollout) writeStepState(ctx workflow.Context, summary string, final []temporal.SearchAttributeUpdate) {
 	st := r.queryStatus()
 	memo := map[string]any{"summary": fmt.Sprintf("%s/%s: %s", r.in.Namespace, r.in.Name, r.stepSummary())}
+	if summary != "" {
+		memo["summary"] = summary
+	}
 	if st.Steps != nil {
 		memo["steps"] = st.Steps
 	}
@@ -827,13 +854,17 @@ func (r *rollout) upsertStepState(ctx workflow.Context) {
 	if b := r.bgServices; b != nil && b.Hold != "" {
 		waiting = WaitingForTrafficGate
 	}
-	if r.waitingSA == waiting {
+	updates := final
+	if r.waitingSA != waiting {
+		updates = append(updates, saWaitingFor.ValueSet(waiting))
+	}
+	if len(updates) == 0 {
 		return
 	}
 	if sa := workflow.GetTypedSearchAttributes(ctx); !sa.ContainsKey(saNamespace) {
 		return
 	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx, saWaitingFor.ValueSet(waiting)); err != nil {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
 		r.log.Warn("Upsert search attributes failed", "error", err)
 		return
 	}

@@ -35,10 +35,16 @@ func (r *rollout) upsertSearchAttributes(ctx workflow.Context, outcome string) {
 	if outcome != "" {
 		updates = append(updates, saOutcome.ValueSet(outcome))
 	}
+	summary := fmt.Sprintf("%s/%s: revision %d → %d, %s", r.in.Namespace, r.in.Name, r.fromRevision, r.status.TargetRevision, outcome)
+	if r.stateDirty {
+		// The step state marked in this task goes in the same two upserts.
+		r.stateDirty = false
+		r.writeStepState(ctx, summary, updates)
+		return
+	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
 		r.log.Warn("Upsert search attributes failed", "error", err)
 	}
-	summary := fmt.Sprintf("%s/%s: revision %d → %d, %s", r.in.Namespace, r.in.Name, r.fromRevision, r.status.TargetRevision, outcome)
 	if err := workflow.UpsertMemo(ctx, map[string]any{"summary": summary}); err != nil {
 		r.log.Warn("Upsert memo failed", "error", err)
 	}
