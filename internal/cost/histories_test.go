@@ -278,3 +278,78 @@ func checkInvariants(t *testing.T, h *historypb.History, c Counts) {
 		t.Errorf("heartbeat estimate covers %d activities, more than the %d started", c.HeartbeatEstimate.Activities, a.ActivityStarts)
 	}
 }
+
+// TestOneUpsertPerTask: in every recorded run that took change one-upsert-per-task (its
+// Version marker), each workflow task upserted the memo at most once and the search attributes
+// at most once (TemporalChangeVersion's own upserts, which GetVersion makes and Cloud does not
+// bill, aside). Runs recorded before the change are logged with their worst task.
+func TestOneUpsertPerTask(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(historiesDir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, f := range files {
+		r, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := client.HistoryFromJSON(r, client.HistoryJSONOptions{})
+		r.Close()
+		if err != nil {
+			t.Fatalf("load %s: %v", f, err)
+		}
+		changed := false
+		var task int64
+		memos, attrs := map[int64]int{}, map[int64]int{}
+		for _, e := range h.GetEvents() {
+			switch e.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				task = e.GetEventId()
+			case enumspb.EVENT_TYPE_MARKER_RECORDED:
+				if m := e.GetMarkerRecordedEventAttributes(); m.GetMarkerName() == "Version" {
+					for _, p := range m.GetDetails()["change-id"].GetPayloads() {
+						if string(p.GetData()) == `"one-upsert-per-task"` {
+							changed = true
+						}
+					}
+				}
+			case enumspb.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+				memos[task]++
+			case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+				fields := e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()
+				if _, ok := fields["TemporalChangeVersion"]; ok && len(fields) == 1 {
+					continue
+				}
+				attrs[task]++
+			}
+		}
+		worst := func(m map[int64]int) (n int, at int64) {
+			for k, v := range m {
+				if v > n || (v == n && k < at) {
+					n, at = v, k
+				}
+			}
+			return n, at
+		}
+		mn, mat := worst(memos)
+		an, aat := worst(attrs)
+		if !changed {
+			if mn > 1 || an > 1 {
+				t.Logf("%s (before the change): %d memo upserts in the task of event %d, %d search-attribute upserts in the task of event %d", filepath.Base(f), mn, mat, an, aat)
+			}
+			continue
+		}
+		checked++
+		if mn > 1 {
+			t.Errorf("%s: %d memo upserts in the workflow task completed at event %d, want at most 1", filepath.Base(f), mn, mat)
+		}
+		if an > 1 {
+			t.Errorf("%s: %d search-attribute upserts in the workflow task completed at event %d, want at most 1", filepath.Base(f), an, aat)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no recorded history took change one-upsert-per-task")
+	}
+	t.Logf("%d runs with the change checked", checked)
+}
