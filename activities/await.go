@@ -37,6 +37,12 @@ type AwaitInput struct {
 	// decided on. Set only for a full-mode rollout with no steps and no pending rollback.
 	Inline     bool  `json:"inline,omitempty"`
 	Generation int64 `json:"generation,omitempty"`
+	// InlineCanary (with Inline): the wait also makes a stepped rollout's scale moves within
+	// its step (no traffic routing, not blue-green, no abort or rollback), while the
+	// Deployment keeps the generation and the rollout annotations (RolloutAnnotations) its
+	// last sync decided on; a move that enters or leaves the step's hold, or reaches the step,
+	// is the workflow's.
+	InlineCanary bool `json:"inlineCanary,omitempty"`
 	// Traffic: the route as the last sync left it and what it asked; a change of the pods that
 	// would move the route (k8s.DecideTraffic) calls for a sync, held rollout or not.
 	Traffic *AwaitTraffic `json:"traffic,omitempty"`
@@ -353,9 +359,17 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 //
 // A local wait (--local-wait) makes none: its workflow task syncs at once anyway.
 func inlineMoves(plan k8s.Plan, d *appsv1.Deployment, in AwaitInput, local bool) ([]k8s.Step, bool) {
-	if !in.Inline || local || in.Generation == 0 || d.Generation != in.Generation || !plainRollout(in.Request) ||
+	canary := inlineCanary(in)
+	if !in.Inline || local || in.Generation == 0 || d.Generation != in.Generation || !(plainRollout(in.Request) || canary) ||
 		in.Request.RollbackTo != nil || d.Spec.Paused || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType ||
-		plan.Phase != k8s.PhaseProgressing || k8s.RolloutAnnotations(d.Annotations) != k8s.RolloutAnnotations(nil) {
+		plan.Phase != k8s.PhaseProgressing {
+		return nil, false
+	}
+	if canary {
+		if in.RolloutAnnotations == nil || *in.RolloutAnnotations != k8s.RolloutAnnotations(d.Annotations) || plan.CanaryReached || plan.CanaryStale {
+			return nil, false
+		}
+	} else if k8s.RolloutAnnotations(d.Annotations) != k8s.RolloutAnnotations(nil) {
 		return nil, false
 	}
 	// The closing status folds into the last scale (a plan that only writes status was
@@ -364,6 +378,9 @@ func inlineMoves(plan k8s.Plan, d *appsv1.Deployment, in AwaitInput, local bool)
 	for _, st := range steps {
 		switch {
 		case (st.Kind == k8s.StepScaleUp || st.Kind == k8s.StepScaleDown) && st.ReplicaSet != nil:
+			if canary && st.Deployment != nil && holdChanges(d, st.Deployment) {
+				return nil, false
+			}
 			for _, e := range st.Events {
 				if e.Type != corev1.EventTypeNormal {
 					return nil, false
@@ -461,6 +478,12 @@ func completion(plan k8s.Plan, cur *appsv1.Deployment, req k8s.Request) bool {
 		return false
 	}
 	return !holdChanges(cur, plan.Steps[0].Deployment)
+}
+
+// inlineCanary: the wait may make a stepped rollout's moves within its step (InlineCanary).
+func inlineCanary(in AwaitInput) bool {
+	c := in.Request.Canary
+	return in.InlineCanary && c != nil && !c.BlueGreen && !in.Request.Managed && in.Request.RollbackTo == nil && in.Traffic == nil
 }
 
 // plainRollout: a full-mode rollout with no steps.

@@ -869,7 +869,10 @@ func TestAwaitChangeMovesInline(t *testing.T) {
 	tests := []struct {
 		name string
 		// change alters the input or the Deployment (before the cache starts).
-		change    func(in *AwaitInput, d *appsv1.Deployment)
+		change func(in *AwaitInput, d *appsv1.Deployment)
+		// canary: a stepped rollout at [setWeight 100] whose annotations the workflow weighed,
+		// with InlineCanary (change inline-canary-moves); change applies after.
+		canary    bool
 		want      string
 		wantMoves []string // kind replicaSet from→to, {old} and {new} for the names
 		wantOld   int32
@@ -901,6 +904,31 @@ func TestAwaitChangeMovesInline(t *testing.T) {
 			change: func(in *AwaitInput, _ *appsv1.Deployment) { in.Request.RollbackTo = ptr(int64(0)) },
 			want:   AwaitDecide, wantOld: 3, wantNew: 1,
 		},
+		{
+			name: "a stepped rollout within its step: the wait makes its moves", canary: true,
+			want: AwaitResync, wantMoves: []string{"ScaleDownReplicaSet {old} 3→2", "ScaleUpReplicaSet {new} 1→2"},
+			wantOld: 2, wantNew: 2,
+		},
+		{
+			name: "a stepped rollout without InlineCanary: the workflow decides", canary: true,
+			change: func(in *AwaitInput, _ *appsv1.Deployment) { in.InlineCanary = false },
+			want:   AwaitDecide, wantOld: 3, wantNew: 1,
+		},
+		{
+			name: "a stepped rollout whose steps were edited since the sync: the workflow decides", canary: true,
+			change: func(_ *AwaitInput, d *appsv1.Deployment) { d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":50}]` },
+			want:   AwaitDecide, wantOld: 3, wantNew: 1,
+		},
+		{
+			name: "a routed stepped rollout: the workflow moves it, through the gate", canary: true,
+			change: func(in *AwaitInput, _ *appsv1.Deployment) { in.Traffic = &AwaitTraffic{} },
+			want:   AwaitDecide, wantOld: 3, wantNew: 1,
+		},
+		{
+			name: "a blue-green rollout: the workflow decides", canary: true,
+			change: func(in *AwaitInput, _ *appsv1.Deployment) { in.Request.Canary.BlueGreen = true },
+			want:   AwaitDecide, wantOld: 3, wantNew: 1,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -912,6 +940,26 @@ func TestAwaitChangeMovesInline(t *testing.T) {
 				}
 			}
 			in := AwaitInput{Namespace: testNS, Name: "web", UID: dUID, MaxWait: 1500 * time.Millisecond, Inline: true, Generation: d.Generation}
+			if tt.canary {
+				d = d.DeepCopy()
+				if d.Annotations == nil {
+					d.Annotations = map[string]string{}
+				}
+				d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":100}]`
+				weighed := k8s.RolloutAnnotations(d.Annotations)
+				in.RolloutAnnotations, in.InlineCanary = &weighed, true
+				in.Request.Canary = &k8s.Canary{Hash: newRS.Labels[appsv1.DefaultDeploymentUniqueLabelKey], Weight: 100}
+				// The workflow's sync copied the annotation to the ReplicaSets, as upstream
+				// copies a Deployment's annotations.
+				for i, rs := range rss {
+					rs = rs.DeepCopy()
+					if rs.Annotations == nil {
+						rs.Annotations = map[string]string{}
+					}
+					rs.Annotations[k8s.StepsAnnotation] = d.Annotations[k8s.StepsAnnotation]
+					rss[i] = rs
+				}
+			}
 			if tt.change != nil {
 				d = d.DeepCopy()
 				tt.change(&in, d)
@@ -935,7 +983,7 @@ func TestAwaitChangeMovesInline(t *testing.T) {
 				}
 			}
 			if got.Reason != tt.want || !slices.Equal(moves, tt.wantMoves) || got.Error != "" {
-				t.Fatalf("result %s, moves %q, error %q; want %s, moves %q", got.Reason, moves, got.Error, tt.want, tt.wantMoves)
+				t.Fatalf("result %s (steps %v), moves %q, error %q; want %s, moves %q", got.Reason, got.Steps, moves, got.Error, tt.want, tt.wantMoves)
 			}
 			if o, n := *f.rs(t, old.Name).Spec.Replicas, *f.rs(t, newRS.Name).Spec.Replicas; o != tt.wantOld || n != tt.wantNew {
 				t.Errorf("old/new replicas = %d/%d, want %d/%d", o, n, tt.wantOld, tt.wantNew)

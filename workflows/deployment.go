@@ -46,6 +46,10 @@ const (
 	// changeOneUpsertPerTask (0.3): the step state's memo and RolloutWaitingFor are written once
 	// per workflow task, before it ends (flushStepState), not at every step event.
 	changeOneUpsertPerTask = "one-upsert-per-task"
+	// changeInlineCanaryMoves (0.3): a stepped rollout's wait (no traffic routing, not
+	// blue-green) makes the scale moves within a step itself (activities.AwaitInput.InlineCanary),
+	// as a plain rollout's does, instead of a workflow task for each.
+	changeInlineCanaryMoves = "inline-canary-moves"
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
 )

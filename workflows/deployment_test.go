@@ -1539,14 +1539,13 @@ func TestWaitMovesInline(t *testing.T) {
 			if len(f.awaits) == 0 {
 				t.Fatalf("no AwaitChange activity ran")
 			}
+			// A stepped rollout's moves within its step are the wait's too (change
+			// inline-canary-moves), flagged InlineCanary.
 			first := f.awaits[0]
-			if first.Inline == stepped || (!stepped && first.Generation != 5) {
-				t.Errorf("first wait's inline/generation = %t/%d, want %t/%d", first.Inline, first.Generation, !stepped, 5)
+			if !first.Inline || first.InlineCanary != stepped || first.Generation != 5 {
+				t.Errorf("first wait's inline/inlineCanary/generation = %t/%t/%d, want true/%t/5", first.Inline, first.InlineCanary, first.Generation, stepped)
 			}
 			want := 1
-			if stepped {
-				want = 0
-			}
 			if st.WaitMoves != want {
 				t.Errorf("status waitMoves = %d, want %d", st.WaitMoves, want)
 			}

@@ -108,6 +108,12 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 	// A plain rollout's scale moves are the wait's to make (activities.inlineMoves) while the
 	// Deployment stays at the generation this sync decided on.
 	in.Inline = !r.managed && r.canaryReq == nil && r.rollbackTo == nil && r.traffic == nil && r.bg == nil && r.abort == nil
+	// So are a stepped rollout's moves within its step, with no traffic routing (the route
+	// follows the pods through the sync's gate) and not blue-green.
+	if !in.Inline && !r.managed && r.canaryReq != nil && !r.canaryReq.BlueGreen && r.rollbackTo == nil && r.traffic == nil &&
+		r.bg == nil && r.abort == nil && workflow.GetVersion(ctx, changeInlineCanaryMoves, workflow.DefaultVersion, 1) >= 1 {
+		in.Inline, in.InlineCanary = true, true
+	}
 	in.Generation = r.generation
 	// With traffic routing, the wait also wakes the workflow when the route should move (the
 	// pods it weighs changed, k8s.DecideTraffic), so a held rollout keeps following them.
