@@ -33,6 +33,7 @@ waves: [{name: only, targets: [all], maxConcurrent: 1}]
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Author = "deployer@ci"
 	if mutate != nil {
 		mutate(&s)
 	}
