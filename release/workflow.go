@@ -438,7 +438,7 @@ func (r *run) gate(ctx workflow.Context) bool {
 			continue
 		}
 		if held, err := r.awaitFleetThaw(ctx, fmt.Sprintf("wave %d (%s)", wi+1, ws.Name)); err != nil {
-			r.failWith("fleet freeze: " + errMessage(err))
+			r.holdUnreadableFreeze(ctx, fmt.Sprintf("wave %d (%s)", wi+1, ws.Name), err)
 			continue
 		} else if held {
 			continue
@@ -492,6 +492,30 @@ func (r *run) frozen(ctx workflow.Context) (time.Time, string, bool) {
 		return oldUntil, oldReason, oldFrozen
 	}
 	return until, reason, frozen
+}
+
+// freezeUnreadableRetry is how long a release holds before it asks again for a fleet freeze
+// it could not read.
+const freezeUnreadableRetry = time.Minute
+
+// holdUnreadableFreeze: the fleet freeze could not be read (FleetFreezeState failed for its
+// whole retry budget, 10 minutes): what ("wave 2 (eu)") holds for freezeUnreadableRetry, the
+// reason in the status, and the caller asks again. A freeze that cannot be read is not known
+// to be over, and a freeze never fails a release. Runs begun before the change
+// release-freeze-unreadable-holds fail, as they did; the change is asked only here.
+func (r *run) holdUnreadableFreeze(ctx workflow.Context, what string, err error) {
+	if workflow.GetVersion(ctx, changeFreezeUnreadableHolds, workflow.DefaultVersion, 1) < 1 {
+		r.failWith("fleet freeze: " + errMessage(err))
+		return
+	}
+	if ws := &r.st.Status.Waves[r.st.Current]; ws.State != WaveRolling {
+		ws.State = WaveWaiting
+	}
+	reason := "the fleet freeze could not be read: " + errMessage(err)
+	r.st.Status.FreezeReason = reason
+	r.setPhase(ctx, PhaseWaiting, WaitingForFleetFreeze, fmt.Sprintf("%s holds: %s; asking again in %s", what, reason, freezeUnreadableRetry))
+	_, _ = workflow.AwaitWithTimeout(ctx, freezeUnreadableRetry, r.failed)
+	r.st.Status.FreezeReason = ""
 }
 
 // awaitFleetThaw checks the fleet freeze and, while it holds, waits for its end (AwaitThaw
@@ -642,7 +666,8 @@ func (r *run) changeAllowed(ctx workflow.Context) bool {
 	}
 	held, err := r.awaitFleetThaw(ctx, what)
 	if err != nil {
-		r.failWith("fleet freeze: " + errMessage(err))
+		r.holdUnreadableFreeze(ctx, what, err)
+		r.rollingStatus(ctx)
 		return false
 	}
 	if held {

@@ -54,6 +54,8 @@ type fakeFleet struct {
 	fromHash int
 	// policy is what ReleasePolicy answers (nil: unsigned, no rules).
 	policy *Policy
+	// freezeErrs: FleetFreezeState fails (non-retryable) this many times first.
+	freezeErrs int
 }
 
 // template is the pod template the fleet answers for an image.
@@ -91,6 +93,10 @@ func newFleet(env *testsuite.TestWorkflowEnvironment, names ...string) *fakeFlee
 	env.OnActivity(fa.FleetFreezeState, mock.Anything).Return(func(context.Context) (FleetFreeze, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if f.freezeErrs > 0 {
+			f.freezeErrs--
+			return FleetFreeze{}, temporal.NewNonRetryableApplicationError("query freeze/fleet: connection refused", "Unavailable", nil)
+		}
 		if len(f.frozen) > 0 {
 			ff := f.frozen[0]
 			f.frozen = f.frozen[1:]
