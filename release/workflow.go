@@ -1011,6 +1011,11 @@ func (r *run) rollBack(ctx workflow.Context, i int, reason string, keep bool) {
 		Namespace: t.Namespace, Name: t.Name, ExpectUID: p.UID,
 		Annotations: map[string]string{AnnotationRolledBack: r.spec.Name + ": " + reason},
 	}
+	if p.BeforeHash != "" {
+		// The Deployment's workflow does not hold a rollout to this template in the fleet
+		// freeze (k8s.ReleaseRestoredHashAnnotation).
+		in.Annotations[k8s.ReleaseRestoredHashAnnotation] = p.BeforeHash
+	}
 	if p.Before != nil {
 		in.Template = *p.Before
 	} else {

@@ -479,6 +479,11 @@ func TestFailureInWave2RollsBackInReverse(t *testing.T) {
 		if !strings.HasPrefix(d.annots[AnnotationRolledBack], "web-1-27: wave second") {
 			t.Errorf("%s annotation %s = %q", k, AnnotationRolledBack, d.annots[AnnotationRolledBack])
 		}
+		// The restored template's hash: its Deployment's workflow does not hold the rollback
+		// in the fleet freeze (issue 46 item 7).
+		if got := d.annots[k8s.ReleaseRestoredHashAnnotation]; got != "h-nginx:1.26" {
+			t.Errorf("%s annotation %s = %q, want h-nginx:1.26", k, k8s.ReleaseRestoredHashAnnotation, got)
+		}
 	}
 	st := query(t, env)
 	for _, tg := range st.Targets {
