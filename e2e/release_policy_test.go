@@ -187,7 +187,7 @@ waves: [{name: prod, targets: [web]}]
 	if a := st.Waves[0].Approvals; len(a) != 2 || a[0].Principal != "carol" || a[1].Principal != "dave" || !a[0].Signed || !a[1].Signed {
 		t.Errorf("approvals %+v, want carol and dave, signed", a)
 	}
-	if got := imagesOf(t, env.kube, getDeployment(t, ns, "web")); got != "nginx:1.26" {
-		t.Errorf("web's image %s, want nginx:1.26", got)
+	if got := imagesOf(t, env.kube, getDeployment(t, ns, "web")); got != "nginx:1.25=0 nginx:1.26=2" {
+		t.Errorf("web's ReplicaSets %s, want nginx:1.25=0 nginx:1.26=2", got)
 	}
 }

@@ -328,10 +328,6 @@ func SignRelease(signer ssh.Signer, msg []byte) (string, error) {
 	return signSSHSIG(signer, ReleaseSignatureNamespace, msg, rand.Reader)
 }
 
-func signApproval(signer ssh.Signer, msg []byte, random io.Reader) (string, error) {
-	return signSSHSIG(signer, SignatureNamespace, msg, random)
-}
-
 func signSSHSIG(signer ssh.Signer, namespace string, msg []byte, random io.Reader) (string, error) {
 	data := sshsigSignedData(namespace, "sha512", msg)
 	var sig *ssh.Signature
