@@ -341,8 +341,9 @@ func newReleaseApproveCmd() *cobra.Command {
 		Short: "Approve the wave waiting for approval, as --identity",
 		Long: `Approve the release's wave that waits for approval. The approver is --identity (default
 user@host), recorded in the release's status and, as the update's caller, in the workflow's
-history. A wave needs approval.approvers distinct approvers, compared by name lowercased and
-cut at '@' (alice@laptop and Alice@bastion are one). --wave (a name or a 1-based number) guards
+history. A wave needs its approvers distinct (the worker's policy, or approval.approvers),
+compared by name normalized (NFKC, case folded, cut at '@': alice@laptop and Alice@bastion
+are one; a name with an invisible character or mixed scripts is refused). --wave (a name or a 1-based number) guards
 against approving another wave than the one you mean.
 
 --sign-key KEY (an OpenSSH private key file, not passphrase-protected) signs the approval: the
