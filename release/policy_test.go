@@ -391,3 +391,64 @@ func TestCarriedApprovalsVerifiedAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestGateFor: a wave's needs are the strictest of its target groups' first matching rules,
+// and the release file's approval only tightens them: more approvers, fewer names, fewer keys;
+// its own keys never count.
+func TestGateFor(t *testing.T) {
+	carol, dave, mallory := testSigner(t, 3), testSigner(t, 4), testSigner(t, 5)
+	policy := Policy{Unsigned: true, Groups: map[string][]string{"sre": {"carol", "dave", "erin"}}, Rules: []PolicyRule{
+		{Cluster: "eu", Namespace: "shop", Approvers: 2, From: []string{"sre"}, Signers: signerLine("carol", carol) + signerLine("dave", dave)},
+		{Namespace: "shop", Approvers: 1, From: []string{"carol", "erin", "frank"}},
+		{Cluster: "*", Namespace: "*", Approvers: 0},
+	}}
+	principals := func(list []AllowedSigner) string {
+		var out []string
+		for _, s := range list {
+			out = append(out, strings.Join(s.Principals, "+"))
+		}
+		return strings.Join(out, ",")
+	}
+	tests := []struct {
+		name        string
+		give        func(*Spec)
+		wantN       int
+		wantFrom    string // "<nil>": anyone
+		wantSigned  bool
+		wantSigners string
+		wantSatisfy bool
+	}{
+		{"wave 1: shop in the default cluster", nil, 1, "carol,erin,frank", false, "", true},
+		{"wave 2: eu/shop", func(s *Spec) {}, 2, "carol,dave,erin", true, "carol,dave", true},
+		{"both groups in one wave", func(s *Spec) { s.Waves = []Wave{{Name: "all", Targets: []string{"one", "two"}}} }, 2, "carol,erin", true, "carol,dave", false},
+		{"the file asks three", func(s *Spec) { s.Waves[1].Approval = &Approval{Approvers: 3} }, 3, "carol,dave,erin", true, "carol,dave", false},
+		{"the file narrows from", func(s *Spec) { s.Waves[1].Approval = &Approval{Approvers: 1, From: []string{"dave", "mallory"}} }, 2, "dave", true, "carol,dave", false},
+		{"the file's own key", func(s *Spec) {
+			s.Waves[1].Approval = &Approval{Signers: signerLine("mallory", mallory) + signerLine("carol", carol)}
+		}, 2, "carol,dave,erin", true, "carol", false},
+		{"the file's signers in the default cluster", func(s *Spec) { s.Waves[0].Approval = &Approval{Signers: signerLine("carol", carol)} }, 1, "carol,erin,frank", true, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := twoWaves(t, tt.give)
+			wi := 0
+			if tt.give != nil && len(spec.Waves) == 2 && !strings.Contains(tt.name, "default cluster") {
+				wi = 1
+			}
+			g, err := policy.gateFor(&spec, wi)
+			if err != nil {
+				t.Fatal(err)
+			}
+			from := "<nil>"
+			if g.From != nil {
+				from = strings.Join(g.From, ",")
+			}
+			if g.Approvers != tt.wantN || from != tt.wantFrom || g.Signed != tt.wantSigned || principals(g.Signers) != tt.wantSigners {
+				t.Errorf("got %d from %s signed %t by %s\nwant %d from %s signed %t by %s", g.Approvers, from, g.Signed, principals(g.Signers), tt.wantN, tt.wantFrom, tt.wantSigned, tt.wantSigners)
+			}
+			if ok := g.satisfiable() == nil; ok != tt.wantSatisfy {
+				t.Errorf("satisfiable %t (%v), want %t", ok, g.satisfiable(), tt.wantSatisfy)
+			}
+		})
+	}
+}
