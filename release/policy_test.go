@@ -412,30 +412,27 @@ func TestGateFor(t *testing.T) {
 	tests := []struct {
 		name        string
 		give        func(*Spec)
+		wave        int
 		wantN       int
 		wantFrom    string // "<nil>": anyone
 		wantSigned  bool
 		wantSigners string
 		wantSatisfy bool
 	}{
-		{"wave 1: shop in the default cluster", nil, 1, "carol,erin,frank", false, "", true},
-		{"wave 2: eu/shop", func(s *Spec) {}, 2, "carol,dave,erin", true, "carol,dave", true},
-		{"both groups in one wave", func(s *Spec) { s.Waves = []Wave{{Name: "all", Targets: []string{"one", "two"}}} }, 2, "carol,erin", true, "carol,dave", false},
-		{"the file asks three", func(s *Spec) { s.Waves[1].Approval = &Approval{Approvers: 3} }, 3, "carol,dave,erin", true, "carol,dave", false},
-		{"the file narrows from", func(s *Spec) { s.Waves[1].Approval = &Approval{Approvers: 1, From: []string{"dave", "mallory"}} }, 2, "dave", true, "carol,dave", false},
+		{"wave 1: shop in the default cluster", nil, 0, 1, "carol,erin,frank", false, "", true},
+		{"wave 2: eu/shop", nil, 1, 2, "carol,dave,erin", true, "carol,dave", true},
+		{"both groups in one wave", func(s *Spec) { s.Waves = []Wave{{Name: "all", Targets: []string{"one", "two"}}} }, 0, 2, "carol,erin", true, "carol,dave", false},
+		{"the file asks three", func(s *Spec) { s.Waves[1].Approval = &Approval{Approvers: 3} }, 1, 3, "carol,dave,erin", true, "carol,dave", false},
+		{"the file narrows from", func(s *Spec) { s.Waves[1].Approval = &Approval{Approvers: 1, From: []string{"dave", "mallory"}} }, 1, 2, "dave", true, "carol,dave", false},
 		{"the file's own key", func(s *Spec) {
 			s.Waves[1].Approval = &Approval{Signers: signerLine("mallory", mallory) + signerLine("carol", carol)}
-		}, 2, "carol,dave,erin", true, "carol", false},
-		{"the file's signers in the default cluster", func(s *Spec) { s.Waves[0].Approval = &Approval{Signers: signerLine("carol", carol)} }, 1, "carol,erin,frank", true, "", false},
+		}, 1, 2, "carol,dave,erin", true, "carol", false},
+		{"the file's signers in the default cluster", func(s *Spec) { s.Waves[0].Approval = &Approval{Signers: signerLine("carol", carol)} }, 0, 1, "carol,erin,frank", true, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := twoWaves(t, tt.give)
-			wi := 0
-			if tt.give != nil && len(spec.Waves) == 2 && !strings.Contains(tt.name, "default cluster") {
-				wi = 1
-			}
-			g, err := policy.gateFor(&spec, wi)
+			g, err := policy.gateFor(&spec, tt.wave)
 			if err != nil {
 				t.Fatal(err)
 			}
