@@ -40,10 +40,14 @@ const (
 	// FleetFreezeHeldText is in the message of a hold the fleet freeze makes ("Held before
 	// step 3 of 4 (setWeight 60): fleet freeze until ..."): HeldByFleetFreeze tells it from
 	// a step's own pause by it.
-	FleetFreezeHeldText        = "fleet freeze until"
-	CanaryResumedReason        = "CanaryResumed"
-	MinimumReplicasAvailable   = "MinimumReplicasAvailable"
-	MinimumReplicasUnavailable = "MinimumReplicasUnavailable"
+	FleetFreezeHeldText = "fleet freeze until"
+	// ReleaseRestoredHashAnnotation is written with a release's rollback (RestoreTemplate):
+	// the pod-template-hash of the template it restored. While the Deployment's template is
+	// that one, its rollout is a rollback, and the fleet freeze does not hold it.
+	ReleaseRestoredHashAnnotation = "temporal-rollout.io/release-restored-hash"
+	CanaryResumedReason           = "CanaryResumed"
+	MinimumReplicasAvailable      = "MinimumReplicasAvailable"
+	MinimumReplicasUnavailable    = "MinimumReplicasUnavailable"
 
 	// maxRevHistoryLengthInChars bounds the revision-history annotation.
 	maxRevHistoryLengthInChars = 2000

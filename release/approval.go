@@ -19,6 +19,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -156,10 +157,34 @@ func legacyNormalizeApprover(name string) string {
 	return strings.TrimSpace(n)
 }
 
-// ChangeDigest is "sha256:<hex>" of the change in canonical JSON (object keys sorted, no
-// blanks): the images, or the patch decoded and re-encoded, so the same change spelled in
-// other YAML or JSON has the same digest. A signed approval names it.
+// ChangeDigest is "sha256:<hex>" of the change in canonical JSON (canonical.go: object keys
+// sorted, no blanks, numbers exactly as written), so the same change spelled in other YAML or
+// JSON has the same digest, and two patches that differ in one digit of a large number
+// (runAsUser 9007199254740993 and 9007199254740992) have two. A signed approval names it.
 func ChangeDigest(c Change) string {
+	var canon struct {
+		Images map[string]string `json:"images,omitempty"`
+		Patch  json.RawMessage   `json:"patch,omitempty"`
+	}
+	canon.Images = c.Images
+	if len(c.Patch) > 0 {
+		if json.Valid(c.Patch) {
+			canon.Patch = c.Patch
+		} else {
+			canon.Patch, _ = json.Marshal(string(c.Patch))
+		}
+	}
+	d, err := canonicalDigest(canon)
+	if err != nil {
+		return legacyChangeDigest(c)
+	}
+	return d
+}
+
+// legacyChangeDigest is ChangeDigest before the change release-worker-policy: the patch
+// decoded with its numbers as float64, so numbers past 2^53 could collide. Runs begun before
+// it check signatures with it.
+func legacyChangeDigest(c Change) string {
 	var canon struct {
 		Images map[string]string `json:"images,omitempty"`
 		Patch  any               `json:"patch,omitempty"`
@@ -211,16 +236,26 @@ func ParseAllowedSigners(list string) ([]AllowedSigner, error) {
 	return parseAllowedSigners(list, NormalizeApprover)
 }
 
+// parseAllowedSignersNS is ParseAllowedSigners for signatures of namespace ns (a release's
+// start signature: ReleaseSignatureNamespace).
+func parseAllowedSignersNS(list, ns string) ([]AllowedSigner, error) {
+	return parseAllowedSignersIn(list, ns, NormalizeApprover)
+}
+
 // parseAllowedSigners is ParseAllowedSigners with the principals normalized by normalize
 // (legacyNormalizeApprover for runs begun before release-approver-names).
 func parseAllowedSigners(list string, normalize func(string) string) ([]AllowedSigner, error) {
+	return parseAllowedSignersIn(list, SignatureNamespace, normalize)
+}
+
+func parseAllowedSignersIn(list, ns string, normalize func(string) string) ([]AllowedSigner, error) {
 	var out []AllowedSigner
 	for n, line := range strings.Split(list, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		s, ok, err := parseSignerLine(line, normalize)
+		s, ok, err := parseSignerLine(line, ns, normalize)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n+1, err)
 		}
@@ -229,12 +264,12 @@ func parseAllowedSigners(list string, normalize func(string) string) ([]AllowedS
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no signer for namespace " + SignatureNamespace)
+		return nil, errors.New("no signer for namespace " + ns)
 	}
 	return out, nil
 }
 
-func parseSignerLine(line string, normalize func(string) string) (AllowedSigner, bool, error) {
+func parseSignerLine(line, ns string, normalize func(string) string) (AllowedSigner, bool, error) {
 	var principals, rest string
 	if strings.HasPrefix(line, `"`) {
 		end := strings.Index(line[1:], `"`)
@@ -267,8 +302,8 @@ func parseSignerLine(line string, normalize func(string) string) (AllowedSigner,
 		switch strings.ToLower(name) {
 		case "namespaces":
 			found := false
-			for _, ns := range strings.Split(strings.Trim(value, `"`), ",") {
-				found = found || strings.TrimSpace(ns) == SignatureNamespace
+			for _, n := range strings.Split(strings.Trim(value, `"`), ",") {
+				found = found || strings.TrimSpace(n) == ns
 			}
 			if !found {
 				return s, false, nil
@@ -284,11 +319,17 @@ func parseSignerLine(line string, normalize func(string) string) (AllowedSigner,
 // returns the armored signature ("-----BEGIN SSH SIGNATURE-----"). RSA keys sign with
 // rsa-sha2-512.
 func SignApproval(signer ssh.Signer, msg []byte) (string, error) {
-	return signApproval(signer, msg, rand.Reader)
+	return signSSHSIG(signer, SignatureNamespace, msg, rand.Reader)
 }
 
-func signApproval(signer ssh.Signer, msg []byte, random io.Reader) (string, error) {
-	data := sshsigSignedData(SignatureNamespace, "sha512", msg)
+// SignRelease signs a release's start (ReleaseMessage) as `ssh-keygen -Y sign -n
+// temporal-rollout-release` would.
+func SignRelease(signer ssh.Signer, msg []byte) (string, error) {
+	return signSSHSIG(signer, ReleaseSignatureNamespace, msg, rand.Reader)
+}
+
+func signSSHSIG(signer ssh.Signer, namespace string, msg []byte, random io.Reader) (string, error) {
+	data := sshsigSignedData(namespace, "sha512", msg)
 	var sig *ssh.Signature
 	var err error
 	if as, ok := signer.(ssh.AlgorithmSigner); ok && signer.PublicKey().Type() == ssh.KeyAlgoRSA {
@@ -307,7 +348,7 @@ func signApproval(signer ssh.Signer, msg []byte, random io.Reader) (string, erro
 		Reserved  string
 		Hash      string
 		Signature []byte
-	}{sshsigMagic, 1, signer.PublicKey().Marshal(), SignatureNamespace, "", "sha512", ssh.Marshal(sig)})
+	}{sshsigMagic, 1, signer.PublicKey().Marshal(), namespace, "", "sha512", ssh.Marshal(sig)})
 	return string(pem.EncodeToMemory(&pem.Block{Type: "SSH SIGNATURE", Bytes: blob})), nil
 }
 
@@ -340,9 +381,16 @@ func sshsigSignedData(namespace, hash string, msg []byte) []byte {
 // from another release, wave or change, or damaged). Deterministic: it reads only its
 // arguments.
 func verifyApproval(armored string, msg []byte, approver string, signers []AllowedSigner) error {
+	_, err := verifySSHSIG(armored, SignatureNamespace, "approval.signers", msg, approver, signers)
+	return err
+}
+
+// verifySSHSIG is verifyApproval for signatures of namespace ns, by a key list (named in the
+// error, "approval.signers").
+func verifySSHSIG(armored, ns, list string, msg []byte, approver string, signers []AllowedSigner) (ssh.PublicKey, error) {
 	block, _ := pem.Decode([]byte(strings.TrimSpace(armored)))
 	if block == nil || block.Type != "SSH SIGNATURE" {
-		return errors.New("the signature is not an armored SSH signature (-----BEGIN SSH SIGNATURE-----)")
+		return nil, errors.New("the signature is not an armored SSH signature (-----BEGIN SSH SIGNATURE-----)")
 	}
 	var sig struct {
 		Magic     [6]byte
@@ -354,21 +402,21 @@ func verifyApproval(armored string, msg []byte, approver string, signers []Allow
 		Signature []byte
 	}
 	if err := ssh.Unmarshal(block.Bytes, &sig); err != nil || sig.Magic != sshsigMagic || sig.Version != 1 {
-		return errors.New("the signature is not an SSHSIG signature, version 1")
+		return nil, errors.New("the signature is not an SSHSIG signature, version 1")
 	}
-	if sig.Namespace != SignatureNamespace {
-		return fmt.Errorf("the signature is for namespace %q, not %q", sig.Namespace, SignatureNamespace)
+	if sig.Namespace != ns {
+		return nil, fmt.Errorf("the signature is for namespace %q, not %q", sig.Namespace, ns)
 	}
 	if sig.Hash != "sha256" && sig.Hash != "sha512" {
-		return fmt.Errorf("the signature's hash %q is neither sha256 nor sha512", sig.Hash)
+		return nil, fmt.Errorf("the signature's hash %q is neither sha256 nor sha512", sig.Hash)
 	}
 	key, err := ssh.ParsePublicKey(sig.PublicKey)
 	if err != nil {
-		return fmt.Errorf("the signature's public key: %w", err)
+		return nil, fmt.Errorf("the signature's public key: %w", err)
 	}
 	var s ssh.Signature
 	if err := ssh.Unmarshal(sig.Signature, &s); err != nil {
-		return fmt.Errorf("the signature's signature blob: %w", err)
+		return nil, fmt.Errorf("the signature's signature blob: %w", err)
 	}
 	listed := false
 	for _, a := range signers {
@@ -378,12 +426,20 @@ func verifyApproval(armored string, msg []byte, approver string, signers []Allow
 		}
 	}
 	if !listed {
-		return fmt.Errorf("forged: signed with key %s, which approval.signers does not list for %s", ssh.FingerprintSHA256(key), approver)
+		return nil, fmt.Errorf("forged: signed with key %s, which %s does not list for %s", ssh.FingerprintSHA256(key), list, approver)
 	}
 	if err := key.Verify(sshsigSignedData(sig.Namespace, sig.Hash, msg), &s); err != nil {
-		return fmt.Errorf("%s's key %s did not sign this approval (%s): the signature is for another release, wave or change (replayed), or damaged", approver, ssh.FingerprintSHA256(key), strings.ReplaceAll(strings.TrimSpace(string(msg)), "\n", ", "))
+		return nil, fmt.Errorf("%s's key %s did not sign this %s (%s): the signature is for another release, wave or change (replayed), or damaged", approver, ssh.FingerprintSHA256(key), what(ns), strings.ReplaceAll(strings.TrimSpace(string(msg)), "\n", ", "))
 	}
-	return nil
+	return key, nil
+}
+
+// what names what a signature of namespace ns signs.
+func what(ns string) string {
+	if ns == ReleaseSignatureNamespace {
+		return "release"
+	}
+	return "approval"
 }
 
 func containsString(list []string, s string) bool {
@@ -419,4 +475,75 @@ func (s *Spec) mayApprove(from []string, normalize func(string) string) []string
 	}
 	sort.Strings(names)
 	return names
+}
+
+// SpecDigest is "sha256:<hex>" of the release's whole spec in canonical JSON (canonical.go),
+// without the state a run hands over (Resume) and the start's own signature
+// (AuthorSignature): what the author signs, and part of what an approval signs.
+func SpecDigest(s Spec) string {
+	s.Resume, s.AuthorSignature = nil, ""
+	d, _ := canonicalDigest(s)
+	return d
+}
+
+// ReleaseMessage is what an author signs to start a release (SignRelease, or
+// `ssh-keygen -Y sign -n temporal-rollout-release`):
+//
+//	temporal-rollout release
+//	release web-1-27
+//	author alice
+//	spec sha256:4c1a...
+//
+// The author is the normalized name (NormalizeApprover) the policy's authors list gives the key.
+func ReleaseMessage(s Spec) []byte {
+	return fmt.Appendf(nil, "temporal-rollout release\nrelease %s\nauthor %s\nspec %s\n", s.Name, NormalizeApprover(s.Author), SpecDigest(s))
+}
+
+// WaveDigest is "sha256:<hex>" of what approving wave wi approves, in canonical JSON: the
+// whole release spec (SpecDigest's), the wave's name, its Deployments as the release read them
+// ("cluster:namespace/name", in the status' order) and the policy in force.
+func WaveDigest(s Spec, wi int, targets []TargetStatus, p Policy) string {
+	s.Resume, s.AuthorSignature = nil, ""
+	names := []string{}
+	for _, t := range targets {
+		if t.Wave == s.Waves[wi].Name {
+			names = append(names, targetString(t.Cluster, t.Namespace, t.Name))
+		}
+	}
+	d, _ := canonicalDigest(struct {
+		Spec    Spec     `json:"spec"`
+		Wave    string   `json:"wave"`
+		Targets []string `json:"targets"`
+		Policy  Policy   `json:"policy"`
+	}{s, s.Waves[wi].Name, names, p})
+	return d
+}
+
+// ApprovalBinding is everything one signed approval is bound to.
+type ApprovalBinding struct {
+	Release string
+	Wave    string
+	// Run is the release's run value (Status.Run): no signature outlives its release.
+	Run string
+	// Approver is the normalized name (NormalizeApprover) the signature approves as.
+	Approver string
+	// NotAfter: the approval is refused after it.
+	NotAfter time.Time
+	// Digest is the WaveDigest.
+	Digest string
+}
+
+// Message is what the approver signs (SignApproval, or `ssh-keygen -Y sign -n
+// temporal-rollout-approval`):
+//
+//	temporal-rollout approval v2
+//	release web-1-27
+//	wave canary
+//	run 0f7c...
+//	approver bob
+//	not-after 2026-11-29T12:00:00Z
+//	digest sha256:9f86d0...
+func (b ApprovalBinding) Message() []byte {
+	return fmt.Appendf(nil, "temporal-rollout approval v2\nrelease %s\nwave %s\nrun %s\napprover %s\nnot-after %s\ndigest %s\n",
+		b.Release, b.Wave, b.Run, b.Approver, b.NotAfter.UTC().Format(time.RFC3339), b.Digest)
 }

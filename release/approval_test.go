@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -119,7 +120,8 @@ func TestSignaturesInteroperateWithSSHKeygen(t *testing.T) {
 	if err := os.WriteFile(signersFile, []byte(list), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	msg := ApprovalMessage("web-1-27", "canary", ChangeDigest(Change{Images: map[string]string{"app": "nginx:1.27"}}))
+	msg := ApprovalBinding{Release: "web-1-27", Wave: "canary", Run: "run-1", Approver: "alice", NotAfter: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
+		Digest: ChangeDigest(Change{Images: map[string]string{"app": "nginx:1.27"}})}.Message()
 	msgFile := filepath.Join(dir, "msg")
 	if err := os.WriteFile(msgFile, msg, 0o600); err != nil {
 		t.Fatal(err)
@@ -153,6 +155,28 @@ func TestSignaturesInteroperateWithSSHKeygen(t *testing.T) {
 	}
 	if err := verifyApproval(string(theirs), msg, "alice", signers); err != nil {
 		t.Errorf("verify ssh-keygen's signature: %v", err)
+	}
+
+	// A release's start signature: ssh-keygen -Y sign -n temporal-rollout-release.
+	spec := Spec{Name: "web-1-27", Author: "alice@laptop"}
+	relFile := filepath.Join(dir, "release")
+	if err := os.WriteFile(relFile, ReleaseMessage(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(keygen, "-Y", "sign", "-f", keyFile, "-n", ReleaseSignatureNamespace, relFile)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen -Y sign: %v: %s", err, out)
+	}
+	rel, err := os.ReadFile(relFile + ".sig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.AuthorSignature = string(rel)
+	if _, _, err := proveAuthor(&spec, &Policy{Authors: list}); err != nil {
+		t.Errorf("prove the author by ssh-keygen's start signature: %v", err)
+	}
+	if err := verifyApproval(string(rel), ReleaseMessage(spec), "alice", signers); err == nil || !strings.Contains(err.Error(), "namespace") {
+		t.Errorf("a start signature as an approval: %v, want refused for its namespace", err)
 	}
 }
 

@@ -72,6 +72,10 @@ type ApproveRequest struct {
 	// required when the wave's approval has signers, not checked otherwise. It stays in the
 	// update's payload in the history, so the history proves who approved what.
 	Signature string `json:"signature,omitempty"`
+	// NotAfter is the time the signature's approval expires (ApprovalBinding.NotAfter):
+	// required with a signature in a run under a worker policy; an approval after it is
+	// refused.
+	NotAfter *time.Time `json:"notAfter,omitempty"`
 }
 
 // ReasonRequest is the payload of pause and abort.
@@ -159,6 +163,23 @@ type Status struct {
 	// query's answer only (not in the state a run hands over): what a signed approval signs.
 	Change       *Change `json:"change,omitempty"`
 	ChangeDigest string  `json:"changeDigest,omitempty"`
+	// Run is the value the release's first run generated (its run ID), which every signed
+	// approval signs (ApprovalBinding.Run): a signature made for another run, even of a
+	// release of the same name, is refused. Empty in a run begun before the worker's policy.
+	Run string `json:"run,omitempty"`
+	// Author is who started the release (normalized), and AuthorProof how that is known:
+	// "signed with <principal>'s key SHA256:..." (the policy's authors list), or "unsigned"
+	// (the policy says starts are not signed: Author is what the start said).
+	Author      string `json:"author,omitempty"`
+	AuthorProof string `json:"authorProof,omitempty"`
+	// Policy is the worker's policy in force for this release (read at its start), its
+	// digest and where the worker read it; in the status query's answer only.
+	Policy       *Policy `json:"policy,omitempty"`
+	PolicyDigest string  `json:"policyDigest,omitempty"`
+	PolicySource string  `json:"policySource,omitempty"`
+	// Spec is the release's spec, in the status query's answer only: with Targets and
+	// Policy, what `starter release approve` recomputes each wave's Digest from.
+	Spec *Spec `json:"spec,omitempty"`
 }
 
 // WaveStatus is one wave's progress.
@@ -171,6 +192,9 @@ type WaveStatus struct {
 	BakeUntil       *time.Time   `json:"bakeUntil,omitempty"`
 	// Analysis is the verdict of the wave's analysis and its measurements' summary.
 	Analysis string `json:"analysis,omitempty"`
+	// Digest is the wave's WaveDigest, once the targets are read, under a worker policy: what
+	// a signed approval of it signs (ApprovalBinding.Digest). In the query's answer only.
+	Digest string `json:"digest,omitempty"`
 }
 
 // ApprovalAt is one approval.
@@ -181,6 +205,10 @@ type ApprovalAt struct {
 	Principal string    `json:"principal,omitempty"`
 	Signed    bool      `json:"signed,omitempty"`
 	At        time.Time `json:"at"`
+	// Signature and NotAfter are the signed approval's, kept so that a run resuming the
+	// release verifies them again.
+	Signature string     `json:"signature,omitempty"`
+	NotAfter  *time.Time `json:"notAfter,omitempty"`
 }
 
 // TargetStatus is one Deployment's state in the release.

@@ -136,6 +136,10 @@ type Activities struct {
 	Client client.Client
 	// Poll is how often AwaitThaw asks (default 2s).
 	Poll time.Duration
+	// Policy is the worker's approval policy (nil: none configured, ReleasePolicy answers
+	// "unsigned, no rules"); PolicySource says where it was read.
+	Policy       *Policy
+	PolicySource string
 }
 
 // FleetFreezeState returns the fleet freeze; no freeze workflow is no freeze.

@@ -33,6 +33,7 @@ waves: [{name: only, targets: [all], maxConcurrent: 1}]
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Author = "deployer@ci"
 	if mutate != nil {
 		mutate(&s)
 	}
@@ -326,4 +327,39 @@ func TestRollbackAfterContinueAsNewKeepsAHotfix(t *testing.T) {
 			equalLines(t, "targets", targetStates(query(t, env2)), tt.wantStates)
 		})
 	}
+}
+
+// TestUnreadableFleetFreezeHolds (issue 46 item 9): the fleet freeze cannot be read twice
+// before the wave: the release holds a minute each time, the reason in its status, and then
+// changes every Deployment; nothing fails. Before the
+// change release-freeze-unreadable-holds the first failure failed the release.
+func TestUnreadableFleetFreezeHolds(t *testing.T) {
+	t.Run("holds", func(t *testing.T) {
+		spec := oneWaveOfThree(t, nil)
+		env := newEnv(t, spec)
+		f := newFleet(env, "/shop/a", "/shop/b", "/shop/c")
+		f.freezeErrs = 2
+		var held Status
+		env.RegisterDelayedCallback(func() { held = query(t, env) }, 90*time.Second)
+		env.ExecuteWorkflow(ReleaseWorkflow, spec)
+		if r := result(t, env); r.Phase != PhaseSucceeded {
+			t.Fatalf("result = %+v", r)
+		}
+		if want := "wave 1 (only) holds: the fleet freeze could not be read: query freeze/fleet: connection refused; asking again in 1m0s"; held.WaitingFor != WaitingForFleetFreeze || held.Message != want {
+			t.Errorf("at 1m30s: waiting for %q, %q\nwant %q, %q", held.WaitingFor, held.Message, WaitingForFleetFreeze, want)
+		}
+		equalLines(t, "applies", f.lines("apply"), []string{"2m0s apply /shop/a nginx:1.27", "2m0s apply /shop/b nginx:1.27", "2m0s apply /shop/c nginx:1.27"})
+	})
+	t.Run("run from before the change", func(t *testing.T) {
+		spec := oneWaveOfThree(t, nil)
+		env := newEnv(t, spec)
+		f := newFleet(env, "/shop/a", "/shop/b", "/shop/c")
+		f.freezeErrs = 2
+		env.OnGetVersion(changeFreezeUnreadableHolds, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+		env.ExecuteWorkflow(ReleaseWorkflow, spec)
+		if r := result(t, env); r.Phase != PhaseFailed {
+			t.Fatalf("result = %+v, want Failed (the old branch)", r)
+		}
+		equalLines(t, "applies", f.lines("apply"), nil)
+	})
 }

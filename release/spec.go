@@ -79,6 +79,10 @@ type Spec struct {
 	// (the Temporal client's identity in the start event too). The author cannot approve the
 	// release's waves. A release file does not set it.
 	Author string `json:"author,omitempty"`
+	// AuthorSignature is the author's SSH signature of ReleaseMessage (`starter release apply
+	// --sign-key`): required when the worker's policy has authors (Policy.Authors), whose
+	// list must give the key to Author. A release file does not set it.
+	AuthorSignature string `json:"authorSignature,omitempty"`
 	// Resume is the state a run hands over by Continue-As-New. Users leave it out; a run that
 	// was not continued as new refuses it.
 	Resume *State `json:"resume,omitempty"`
@@ -169,6 +173,9 @@ func Parse(b []byte) (Spec, error) {
 	}
 	if s.Resume != nil {
 		return s, errors.New("read release file: resume is the workflow's own state, not a field of a release file")
+	}
+	if s.AuthorSignature != "" {
+		return s, errors.New("read release file: authorSignature is set by `starter release apply --sign-key`, not a field of a release file")
 	}
 	if s.Author != "" {
 		return s, errors.New("read release file: author is set by `starter release apply` from its --identity, not a field of a release file")

@@ -57,6 +57,9 @@ type State struct {
 	// Points are the targets' restore points, in the order of Status.Targets.
 	Points []restorePoint `json:"points,omitempty"`
 	Runs   int            `json:"runs,omitempty"`
+	// Policy is the worker's policy in force, read at the release's start (nil in a run begun
+	// before the change release-worker-policy): later runs keep it.
+	Policy *PolicyResult `json:"policy,omitempty"`
 }
 
 // Change IDs of the release workflow (docs/versioning.md, "The release workflow").
@@ -79,6 +82,17 @@ const (
 	// case folding) and refused when they hold invisible characters or mix scripts
 	// (CheckApprover).
 	changeApproverNames = "release-approver-names"
+	// changeWorkerPolicy: the approval policy is the worker's (ReleasePolicy, read once at the
+	// start), the author is proven (a start signature) or shown unsigned, and a signed
+	// approval signs ApprovalBinding (the whole spec, the wave's targets, the policy, the run,
+	// the approver, a not-after time); carried approvals are verified again on resume.
+	changeWorkerPolicy = "release-worker-policy"
+	// changeRefuseCron: a release run with a cron schedule fails at once (a cron run after the
+	// first looks continued, and would take a forged resume).
+	changeRefuseCron = "release-refuse-cron"
+	// changeFreezeUnreadableHolds: a fleet freeze that cannot be read holds the release and
+	// asks again, the reason in its status; before, the release failed.
+	changeFreezeUnreadableHolds = "release-freeze-unreadable-holds"
 )
 
 // check says what in the state would index out of range or dereference nil in this
@@ -172,6 +186,9 @@ type run struct {
 	// invisible or mixed-script names); false for a run begun before the change
 	// release-approver-names, which keeps legacyNormalizeApprover.
 	checkNames bool
+	// policy is r.st.Policy: the worker's policy in force; nil in a run begun before the change
+	// release-worker-policy, which judges approvals by the release file alone.
+	policy *PolicyResult
 }
 
 // ReleaseWorkflow runs one release. Start it with `starter release apply -f FILE` or:
@@ -187,6 +204,12 @@ func ReleaseWorkflow(ctx workflow.Context, spec Spec) (Result, error) {
 	if id := workflow.GetInfo(ctx).WorkflowExecution.ID; id != WorkflowID(spec.Name) {
 		return Result{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("workflow ID %q: a release named %q runs as %q", id, spec.Name, WorkflowID(spec.Name)), ErrInvalid, nil)
 	}
+	if workflow.GetInfo(ctx).CronSchedule != "" && workflow.GetVersion(ctx, changeRefuseCron, workflow.DefaultVersion, 1) >= 1 {
+		// Every run of a cron schedule after the first looks continued (it has a
+		// ContinuedExecutionRunID) and gets the first run's input again: a forged resume in it
+		// would be taken.
+		return Result{}, temporal.NewNonRetryableApplicationError("invalid release: a release does not run on a cron schedule; start it once, without --cron", ErrInvalid, nil)
+	}
 	if resume != nil {
 		// Resumed state is the workflow's own, handed over by continue-as-new. A start that
 		// passes it (temporal workflow start with "resume") would skip approvals, so it is
@@ -200,6 +223,11 @@ func ReleaseWorkflow(ctx workflow.Context, spec Spec) (Result, error) {
 		}
 	}
 	r := &run{spec: spec, st: resume}
+	// Asked at every start: a run under the worker's policy, or one begun before it (whose
+	// history has no marker). A run continued from one begun before it has no policy in its
+	// state, and keeps the old rules.
+	withPolicy := workflow.GetVersion(ctx, changeWorkerPolicy, workflow.DefaultVersion, 1) >= 1 &&
+		(resume == nil || resume.Policy != nil)
 	if r.st == nil {
 		r.st = &State{Status: Status{Name: spec.Name, Phase: PhaseResolving}}
 		for _, w := range spec.Waves {
@@ -208,14 +236,28 @@ func ReleaseWorkflow(ctx workflow.Context, spec Spec) (Result, error) {
 		if err := workflow.UpsertTypedSearchAttributes(ctx, saRelease.ValueSet(spec.Name)); err != nil {
 			return Result{}, fmt.Errorf("upsert search attribute %s: %w", workflows.SearchAttrRelease, err)
 		}
+		if withPolicy {
+			if err := r.readPolicy(ctx); err != nil {
+				return Result{}, err
+			}
+		}
+	} else if withPolicy {
+		if err := r.checkCarried(); err != nil {
+			return Result{}, temporal.NewNonRetryableApplicationError("invalid release: resumed state: "+err.Error(), ErrInvalid, nil)
+		}
 	}
-	// The approve validator, where a name is refused, may not call GetVersion (it runs
-	// read-only), so the change is asked here, before the handlers are registered and any
-	// approval is judged, and only for a release with a wave that needs approval.
-	for _, w := range spec.Waves {
-		if w.approvers() > 0 {
-			r.checkNames = workflow.GetVersion(ctx, changeApproverNames, workflow.DefaultVersion, 1) >= 1
-			break
+	r.policy = r.st.Policy
+	if r.policy != nil {
+		r.checkNames = true
+	} else {
+		// The approve validator, where a name is refused, may not call GetVersion (it runs
+		// read-only), so the change is asked here, before the handlers are registered and
+		// any approval is judged, and only for a release with a wave that needs approval.
+		for _, w := range spec.Waves {
+			if w.approvers() > 0 {
+				r.checkNames = workflow.GetVersion(ctx, changeApproverNames, workflow.DefaultVersion, 1) >= 1
+				break
+			}
 		}
 	}
 	if err := r.register(ctx); err != nil {
@@ -396,7 +438,7 @@ func (r *run) gate(ctx workflow.Context) bool {
 			continue
 		}
 		if held, err := r.awaitFleetThaw(ctx, fmt.Sprintf("wave %d (%s)", wi+1, ws.Name)); err != nil {
-			r.failWith("fleet freeze: " + errMessage(err))
+			r.holdUnreadableFreeze(ctx, fmt.Sprintf("wave %d (%s)", wi+1, ws.Name), err)
 			continue
 		} else if held {
 			continue
@@ -450,6 +492,30 @@ func (r *run) frozen(ctx workflow.Context) (time.Time, string, bool) {
 		return oldUntil, oldReason, oldFrozen
 	}
 	return until, reason, frozen
+}
+
+// freezeUnreadableRetry is how long a release holds before it asks again for a fleet freeze
+// it could not read.
+const freezeUnreadableRetry = time.Minute
+
+// holdUnreadableFreeze: the fleet freeze could not be read (FleetFreezeState failed for its
+// whole retry budget, 10 minutes): what ("wave 2 (eu)") holds for freezeUnreadableRetry, the
+// reason in the status, and the caller asks again. A freeze that cannot be read is not known
+// to be over, and a freeze never fails a release. Runs begun before the change
+// release-freeze-unreadable-holds fail, as they did; the change is asked only here.
+func (r *run) holdUnreadableFreeze(ctx workflow.Context, what string, err error) {
+	if workflow.GetVersion(ctx, changeFreezeUnreadableHolds, workflow.DefaultVersion, 1) < 1 {
+		r.failWith("fleet freeze: " + errMessage(err))
+		return
+	}
+	if ws := &r.st.Status.Waves[r.st.Current]; ws.State != WaveRolling {
+		ws.State = WaveWaiting
+	}
+	reason := "the fleet freeze could not be read: " + errMessage(err)
+	r.st.Status.FreezeReason = reason
+	r.setPhase(ctx, PhaseWaiting, WaitingForFleetFreeze, fmt.Sprintf("%s holds: %s; asking again in %s", what, reason, freezeUnreadableRetry))
+	_, _ = workflow.AwaitWithTimeout(ctx, freezeUnreadableRetry, r.failed)
+	r.st.Status.FreezeReason = ""
 }
 
 // awaitFleetThaw checks the fleet freeze and, while it holds, waits for its end (AwaitThaw
@@ -600,7 +666,8 @@ func (r *run) changeAllowed(ctx workflow.Context) bool {
 	}
 	held, err := r.awaitFleetThaw(ctx, what)
 	if err != nil {
-		r.failWith("fleet freeze: " + errMessage(err))
+		r.holdUnreadableFreeze(ctx, what, err)
+		r.rollingStatus(ctx)
 		return false
 	}
 	if held {
@@ -944,6 +1011,11 @@ func (r *run) rollBack(ctx workflow.Context, i int, reason string, keep bool) {
 		Namespace: t.Namespace, Name: t.Name, ExpectUID: p.UID,
 		Annotations: map[string]string{AnnotationRolledBack: r.spec.Name + ": " + reason},
 	}
+	if p.BeforeHash != "" {
+		// The Deployment's workflow does not hold a rollout to this template in the fleet
+		// freeze (k8s.ReleaseRestoredHashAnnotation).
+		in.Annotations[k8s.ReleaseRestoredHashAnnotation] = p.BeforeHash
+	}
 	if p.Before != nil {
 		in.Template = *p.Before
 	} else {
@@ -1049,7 +1121,18 @@ func (r *run) view() Status {
 	s.Waves = append([]WaveStatus(nil), s.Waves...)
 	s.Targets = append([]TargetStatus(nil), s.Targets...)
 	change := r.spec.Change
+	if r.policy == nil {
+		s.Change, s.ChangeDigest = &change, legacyChangeDigest(change)
+		return s
+	}
 	s.Change, s.ChangeDigest = &change, ChangeDigest(change)
+	spec, policy := r.spec, r.policy.Policy
+	s.Spec, s.Policy, s.PolicyDigest, s.PolicySource = &spec, &policy, policy.Digest(), r.policy.Source
+	if r.st.Resolved {
+		for wi := range s.Waves {
+			s.Waves[wi].Digest = r.waveDigest(wi)
+		}
+	}
 	return s
 }
 
@@ -1070,29 +1153,29 @@ func (r *run) register(ctx workflow.Context) error {
 	}
 	type handler struct {
 		name     string
-		validate func(raw json.RawMessage) error
+		validate func(ctx workflow.Context, raw json.RawMessage) error
 		apply    func(ctx workflow.Context, raw json.RawMessage)
 	}
 	for _, h := range []handler{
-		{UpdateApprove, func(raw json.RawMessage) error {
+		{UpdateApprove, func(ctx workflow.Context, raw json.RawMessage) error {
 			var req ApproveRequest
 			if err := parseUpdate(raw, &req); err != nil {
 				return err
 			}
-			_, err := r.canApprove(req)
+			_, err := r.canApprove(req, workflow.Now(ctx))
 			return err
 		}, func(ctx workflow.Context, raw json.RawMessage) {
 			var req ApproveRequest
 			_ = parseUpdate(raw, &req)
 			// The validator accepted it in this workflow task: the same check gives the
 			// same approval.
-			ap, _ := r.canApprove(req)
+			ap, _ := r.canApprove(req, workflow.Now(ctx))
 			ap.At = workflow.Now(ctx)
 			ws := &r.st.Status.Waves[r.st.Current]
 			ws.Approvals = append(ws.Approvals, ap)
 			workflow.GetLogger(ctx).Info("Release wave approved", "release", r.spec.Name, "wave", ws.Name, "approver", ap.Approver, "principal", ap.Principal, "signed", ap.Signed)
 		}},
-		{UpdatePause, func(raw json.RawMessage) error {
+		{UpdatePause, func(_ workflow.Context, raw json.RawMessage) error {
 			var req ReasonRequest
 			if err := parseUpdate(raw, &req); err != nil {
 				return err
@@ -1112,7 +1195,7 @@ func (r *run) register(ctx workflow.Context) error {
 			}
 			r.st.Status.Paused, r.st.Status.PauseReason = true, req.Reason
 		}},
-		{UpdateResume, func(raw json.RawMessage) error {
+		{UpdateResume, func(_ workflow.Context, raw json.RawMessage) error {
 			var req struct{}
 			if err := parseUpdate(raw, &req); err != nil {
 				return err
@@ -1127,7 +1210,7 @@ func (r *run) register(ctx workflow.Context) error {
 		}, func(workflow.Context, json.RawMessage) {
 			r.st.Status.Paused, r.st.Status.PauseReason = false, ""
 		}},
-		{UpdateAbort, func(raw json.RawMessage) error {
+		{UpdateAbort, func(_ workflow.Context, raw json.RawMessage) error {
 			var req ReasonRequest
 			if err := parseUpdate(raw, &req); err != nil {
 				return err
@@ -1141,7 +1224,7 @@ func (r *run) register(ctx workflow.Context) error {
 			_ = parseUpdate(raw, &req)
 			r.failWith("aborted: " + strings.TrimSpace(req.Reason))
 		}},
-		{UpdateSkipBake, func(raw json.RawMessage) error {
+		{UpdateSkipBake, func(_ workflow.Context, raw json.RawMessage) error {
 			var req struct{}
 			if err := parseUpdate(raw, &req); err != nil {
 				return err
@@ -1161,7 +1244,7 @@ func (r *run) register(ctx workflow.Context) error {
 				r.upsertMemo(ctx)
 				return r.view(), nil
 			},
-			workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, raw json.RawMessage) error { return validate(raw) }})
+			workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, raw json.RawMessage) error { return validate(ctx, raw) }})
 		if err != nil {
 			return fmt.Errorf("register update %s: %w", h.name, err)
 		}
@@ -1175,9 +1258,12 @@ func (r *run) register(ctx workflow.Context) error {
 // wave has signers, only with a signature of this approval by a key the list gives it. It
 // returns the approval to record (without its time), or why not. Pure: it reads the request,
 // the spec and the state.
-func (r *run) canApprove(req ApproveRequest) (ApprovalAt, error) {
+func (r *run) canApprove(req ApproveRequest, now time.Time) (ApprovalAt, error) {
 	if err := r.over(); err != nil {
 		return ApprovalAt{}, err
+	}
+	if r.policy != nil {
+		return r.canApproveWithPolicy(req, now)
 	}
 	approver := strings.TrimSpace(req.Approver)
 	if approver == "" {
@@ -1224,7 +1310,7 @@ func (r *run) canApprove(req ApproveRequest) (ApprovalAt, error) {
 		if strings.TrimSpace(req.Signature) == "" {
 			return ApprovalAt{}, fmt.Errorf("wave %d (%s) takes signed approvals only (approval.signers): sign with `starter release approve --sign-key KEY`", wi+1, ws.Name)
 		}
-		msg := ApprovalMessage(r.spec.Name, ws.Name, ChangeDigest(r.spec.Change))
+		msg := ApprovalMessage(r.spec.Name, ws.Name, legacyChangeDigest(r.spec.Change))
 		if err := verifyApproval(req.Signature, msg, principal, signers); err != nil {
 			return ApprovalAt{}, fmt.Errorf("%s's signed approval of wave %d (%s) rejected: %w", principal, wi+1, ws.Name, err)
 		}

@@ -52,6 +52,10 @@ type fakeFleet struct {
 	realistic bool
 	// fromHash counts the restores from a ReplicaSet's hash (RestoreInput.FromHash).
 	fromHash int
+	// policy is what ReleasePolicy answers (nil: unsigned, no rules).
+	policy *Policy
+	// freezeErrs: FleetFreezeState fails (non-retryable) this many times first.
+	freezeErrs int
 }
 
 // template is the pod template the fleet answers for an image.
@@ -89,12 +93,24 @@ func newFleet(env *testsuite.TestWorkflowEnvironment, names ...string) *fakeFlee
 	env.OnActivity(fa.FleetFreezeState, mock.Anything).Return(func(context.Context) (FleetFreeze, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if f.freezeErrs > 0 {
+			f.freezeErrs--
+			return FleetFreeze{}, temporal.NewNonRetryableApplicationError("query freeze/fleet: connection refused", "Unavailable", nil)
+		}
 		if len(f.frozen) > 0 {
 			ff := f.frozen[0]
 			f.frozen = f.frozen[1:]
 			return ff, nil
 		}
 		return FleetFreeze{}, nil
+	})
+	env.OnActivity(fa.ReleasePolicy, mock.Anything).Return(func(context.Context) (PolicyResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.policy == nil {
+			return PolicyResult{Policy: Policy{Unsigned: true}, Source: "test: none"}, nil
+		}
+		return PolicyResult{Policy: *f.policy, Source: "test"}, nil
 	})
 	env.OnActivity(fa.AwaitThaw, mock.Anything).Return(func(context.Context) error {
 		f.logf("thawed")
@@ -303,6 +319,8 @@ waves:
 	if err != nil {
 		t.Fatal(err)
 	}
+	// starter release apply sets it (--identity).
+	s.Author = "deployer@ci"
 	if mutate != nil {
 		mutate(&s)
 	}
@@ -460,6 +478,11 @@ func TestFailureInWave2RollsBackInReverse(t *testing.T) {
 		}
 		if !strings.HasPrefix(d.annots[AnnotationRolledBack], "web-1-27: wave second") {
 			t.Errorf("%s annotation %s = %q", k, AnnotationRolledBack, d.annots[AnnotationRolledBack])
+		}
+		// The restored template's hash: its Deployment's workflow does not hold the rollback
+		// in the fleet freeze (issue 46 item 7).
+		if got := d.annots[k8s.ReleaseRestoredHashAnnotation]; got != "h-nginx:1.26" {
+			t.Errorf("%s annotation %s = %q, want h-nginx:1.26", k, k8s.ReleaseRestoredHashAnnotation, got)
 		}
 	}
 	st := query(t, env)
@@ -1075,6 +1098,8 @@ func TestLookAlikeApproverNames(t *testing.T) {
 			spec := twoWaves(t, func(s *Spec) { s.Waves[0].Approval = &Approval{Approvers: 2} })
 			env := newEnv(t, spec)
 			f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
+			// Without the worker's policy, whose runs judge names by CheckApprover always.
+			env.OnGetVersion(changeWorkerPolicy, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 			asked := 0
 			env.OnGetVersion(changeApproverNames, workflow.DefaultVersion, 1).Run(func(mock.Arguments) {
 				asked++
@@ -1122,7 +1147,7 @@ func TestLookAlikeAuthorCannotApprove(t *testing.T) {
 	if r := result(t, env); r.Phase != PhaseSucceeded {
 		t.Fatalf("result = %+v", r)
 	}
-	if want := "alice started the release (as alice@laptop): its author cannot approve it"; self.rejected == nil || self.rejected.Error() != want {
+	if want := "alice started the release (as alice@laptop, unsigned): its author cannot approve it"; self.rejected == nil || self.rejected.Error() != want {
 		t.Errorf("author: rejected = %v, want %q", self.rejected, want)
 	}
 	equalLines(t, "wave 1", f.lines("apply /shop/a"), []string{"2m0s apply /shop/a nginx:1.27"})
@@ -1140,7 +1165,7 @@ func TestAuthorCannotApprove(t *testing.T) {
 	if r := result(t, env); r.Phase != PhaseSucceeded {
 		t.Fatalf("result = %+v", r)
 	}
-	if want := "alice started the release (as alice@laptop): its author cannot approve it"; self.rejected == nil || self.rejected.Error() != want {
+	if want := "alice started the release (as alice@laptop, unsigned): its author cannot approve it"; self.rejected == nil || self.rejected.Error() != want {
 		t.Errorf("author: rejected = %v, want %q", self.rejected, want)
 	}
 	if bob.rejected != nil {
@@ -1165,7 +1190,7 @@ func TestApprovalFrom(t *testing.T) {
 	if r := result(t, env); r.Phase != PhaseSucceeded {
 		t.Fatalf("result = %+v", r)
 	}
-	if want := "mallory may not approve wave 1 (first): approval.from admits alice, bob, carol"; mallory.rejected == nil || mallory.rejected.Error() != want {
+	if want := "mallory may not approve wave 1 (first): approval.from (and the worker's policy) admit alice, bob, carol"; mallory.rejected == nil || mallory.rejected.Error() != want {
 		t.Errorf("mallory: rejected = %v, want %q", mallory.rejected, want)
 	}
 	if carol.rejected != nil || bob.rejected != nil {
@@ -1186,14 +1211,14 @@ func testSigner(t *testing.T, seed byte) ssh.Signer {
 
 func sign(t *testing.T, s ssh.Signer, spec Spec, wave string) string {
 	t.Helper()
-	sig, err := SignApproval(s, ApprovalMessage(spec.Name, wave, ChangeDigest(spec.Change)))
+	sig, err := SignApproval(s, ApprovalMessage(spec.Name, wave, legacyChangeDigest(spec.Change)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sig
 }
 
-// TestSignedApprovals: both waves take signed approvals from alice and bob (an allowed-signers
+// TestSignedApprovals: in a run begun before release-worker-policy, both waves take signed approvals from alice and bob (an allowed-signers
 // list). Unsigned, signed with a key not listed (mallory's), signed with bob's key as alice,
 // and alice's signature of wave 1 sent again for wave 2 are rejected with their reasons;
 // alice's signature for wave 1 and bob's for wave 2 are accepted and recorded as signed.
@@ -1207,6 +1232,8 @@ func TestSignedApprovals(t *testing.T) {
 		s.Waves[1].Approval = &Approval{Signers: signers}
 	})
 	env := newEnv(t, spec)
+	// A run begun before the worker's policy: the release file's signers are trusted.
+	env.OnGetVersion(changeWorkerPolicy, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	f := newFleet(env, "/shop/a", "eu/shop/b", "eu/shop/c")
 	aliceWave1 := sign(t, alice, spec, "first")
 	unsigned := update(env, time.Minute, UpdateApprove, ApproveRequest{Approver: "alice@laptop"})
@@ -1220,7 +1247,7 @@ func TestSignedApprovals(t *testing.T) {
 	if r := result(t, env); r.Phase != PhaseSucceeded {
 		t.Fatalf("result = %+v", r)
 	}
-	digest := ChangeDigest(spec.Change)
+	digest := legacyChangeDigest(spec.Change)
 	fp := func(s ssh.Signer) string { return ssh.FingerprintSHA256(s.PublicKey()) }
 	tests := []struct {
 		name string

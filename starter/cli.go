@@ -16,6 +16,7 @@ import (
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/lifecycle"
 	"github.com/temporal-rollout/rollout/internal/version"
+	"github.com/temporal-rollout/rollout/internal/zoneinfo"
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
@@ -97,7 +98,7 @@ ROLLOUT_TEMPORAL_ADDRESS) or a key of the --config file, in that order of preced
   starter promote shop/web
   starter rollback --to-revision 3 shop/web
   starter watch --kubeconfig ~/.kube/config --temporal-address temporal:7233`,
-		Version: version.String(),
+		Version: versionString(),
 		// Bare `starter` prints the help; a word that is no command is an error.
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -534,8 +535,14 @@ func newVersionCmd() *cobra.Command {
 		Args:              noArgs,
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), "starter", version.String())
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), "starter", versionString())
 			return err
 		},
 	}
+}
+
+// versionString is the version and the tzdata release of the zone database compiled in
+// (internal/zoneinfo), which decides the release's freeze windows: "0.1.0 (tzdata 2025c)".
+func versionString() string {
+	return version.String() + " (tzdata " + zoneinfo.Version + ")"
 }

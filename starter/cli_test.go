@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/temporal-rollout/rollout/internal/version"
+	"github.com/temporal-rollout/rollout/internal/zoneinfo"
 )
 
 // run executes the command line args and returns its exit code, stdout and stderr.
@@ -169,7 +170,7 @@ func TestUsageErrors(t *testing.T) {
 func TestVersion(t *testing.T) {
 	for _, give := range [][]string{{"version"}, {"--version"}} {
 		code, stdout, stderr := runCLI(t, give...)
-		if want := "starter " + version.String() + "\n"; code != 0 || stdout != want || stderr != "" {
+		if want := "starter " + version.String() + " (tzdata " + zoneinfo.Version + ")\n"; code != 0 || stdout != want || stderr != "" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q, want 0, %q", give, code, stdout, stderr, want)
 		}
 	}

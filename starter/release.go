@@ -127,7 +127,7 @@ func readRelease(path string, stdin io.Reader) (release.Spec, error) {
 }
 
 func newReleaseApplyCmd() *cobra.Command {
-	var file, identity string
+	var file, identity, signKey string
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE",
@@ -136,13 +136,21 @@ func newReleaseApplyCmd() *cobra.Command {
 there is one (nothing is started), or start the workflow release/<name> on the "releases" task
 queue. --dry-run stops after the validation. A release of that name already running is an
 error. --identity (default user@host) is the release's author, recorded in its input and as the
-client's identity in the start event: the author cannot approve the release.`,
+client's identity in the start event: the author cannot approve the release.
+
+Where the worker's policy has authors (--release-policy), a release starts only signed:
+--sign-key KEY (an OpenSSH private key file, not passphrase-protected) signs the release's
+canonical spec with its author (release.ReleaseMessage, namespace temporal-rollout-release),
+and the policy's list must give that key to --identity. Where the policy says unsigned, the
+author is --identity as given, and the status says "unsigned".`,
 		Example: `  starter release apply -f release.yaml
   starter release apply --dry-run -f release.yaml`,
 		Args: noArgs, ValidArgsFunction: cobra.NoFileCompletions,
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "the release file (YAML or JSON); - reads stdin")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate only")
+	cmd.Flags().StringVar(&signKey, "sign-key", "", "sign the release's start with this OpenSSH private key file (the worker's policy has authors)")
+	_ = cmd.MarkFlagFilename("sign-key")
 	identityFlag(cmd, &identity)
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	fs := temporalFlags(cmd)
@@ -167,6 +175,16 @@ client's identity in the start event: the author cannot approve the release.`,
 		}
 		// The author: it cannot approve the release (docs/releases.md#approvals).
 		spec.Author = identity
+		if signKey != "" {
+			signer, err := readSignKey(signKey)
+			if err != nil {
+				return err
+			}
+			if spec.AuthorSignature, err = release.SignRelease(signer, release.ReleaseMessage(spec)); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "signed release %s (spec %s) as %s with key %s\n", spec.Name, release.SpecDigest(spec), release.NormalizeApprover(identity), ssh.FingerprintSHA256(signer.PublicKey()))
+		}
 		tc, err := dialAs(cmd.Context(), cfg, identity)
 		if err != nil {
 			return err
@@ -254,13 +272,26 @@ func writeReleaseStatus(w io.Writer, st release.Status) error {
 	if st.FailureReason != "" {
 		fmt.Fprintf(tw, "Failure:\t%s\n", st.FailureReason)
 	}
+	if st.Author != "" {
+		fmt.Fprintf(tw, "Author:\t%s (%s)\n", st.Author, st.AuthorProof)
+	}
+	if st.Run != "" {
+		fmt.Fprintf(tw, "Run:\t%s\n", st.Run)
+	}
+	if st.PolicyDigest != "" {
+		fmt.Fprintf(tw, "Policy:\t%s (%s)\n", st.PolicyDigest, st.PolicySource)
+	}
 	fmt.Fprintln(tw, "\nWAVE\tSTATE\tAPPROVALS\tBAKE UNTIL\tANALYSIS")
 	for i, wv := range st.Waves {
 		approvals := "-"
 		if wv.ApprovalsNeeded > 0 {
 			var names []string
 			for _, a := range wv.Approvals {
-				names = append(names, a.Approver)
+				name := a.Approver
+				if a.Signed {
+					name += " (signed)"
+				}
+				names = append(names, name)
 			}
 			approvals = fmt.Sprintf("%d/%d %s", len(wv.Approvals), wv.ApprovalsNeeded, strings.Join(names, ","))
 		}
@@ -302,21 +333,31 @@ func releaseUpdate(ctx context.Context, tc client.Client, w io.Writer, id, name 
 }
 
 func newReleaseApproveCmd() *cobra.Command {
-	var wave, identity, signKey string
+	var wave, identity, signKey, signature string
+	var validFor time.Duration
+	var printMessage bool
 	cmd := &cobra.Command{
 		Use:   "approve NAME",
 		Short: "Approve the wave waiting for approval, as --identity",
 		Long: `Approve the release's wave that waits for approval. The approver is --identity (default
 user@host), recorded in the release's status and, as the update's caller, in the workflow's
-history. A wave needs approval.approvers distinct approvers, compared by name lowercased and
-cut at '@' (alice@laptop and Alice@bastion are one). --wave (a name or a 1-based number) guards
+history. A wave needs its approvers distinct (the worker's policy, or approval.approvers),
+compared by name normalized (NFKC, case folded, cut at '@': alice@laptop and Alice@bastion
+are one; a name with an invisible character or mixed scripts is refused). --wave (a name or a 1-based number) guards
 against approving another wave than the one you mean.
 
 --sign-key KEY (an OpenSSH private key file, not passphrase-protected) signs the approval: the
-command reads the release's change from its status, prints what it signs (release, wave,
-change and its digest) on stderr, and sends an SSH signature (as ssh-keygen -Y sign -n
-temporal-rollout-approval makes) of that message. A wave whose approval has signers takes
-only signed approvals, by a key its list gives --identity.
+command reads the release's status (its spec, targets, the policy in force and its run),
+recomputes the wave's digest and checks it against the workflow's, prints what it signs on
+stderr, and sends an SSH signature (as ssh-keygen -Y sign -n temporal-rollout-approval makes)
+of the approval's message (release.ApprovalBinding): the release, the wave, the run, the
+approver, a not-after time (now + --valid-for) and the digest of the whole spec, the wave's
+targets and the policy. A wave the worker's policy (or the release's approval) has signers for
+takes only signed approvals, by a key the policy gives --identity.
+
+With OpenSSH alone: --print-message prints the message (to stdout) and its not-after time (to
+stderr) and sends nothing; sign it with ssh-keygen -Y sign -n temporal-rollout-approval -f KEY,
+and send the signature with --signature FILE --not-after TIME.
 
 Rejected, exit 1, with the reason, when no wave waits for approval, you approved it already,
 you are the release's author, approval.from does not name you, or the signature is missing,
@@ -329,6 +370,11 @@ made with a key not listed for you, or made for another release, wave or change.
 	cmd.Flags().StringVar(&wave, "wave", "", "the wave to approve (name or 1-based number); it must be the one waiting")
 	cmd.Flags().StringVar(&signKey, "sign-key", "", "sign the approval with this OpenSSH private key file")
 	_ = cmd.MarkFlagFilename("sign-key")
+	cmd.Flags().DurationVar(&validFor, "valid-for", time.Hour, "a signed approval expires this long after it is signed")
+	cmd.Flags().BoolVar(&printMessage, "print-message", false, "print the approval's message to sign (ssh-keygen -Y sign) and send nothing")
+	cmd.Flags().StringVar(&signature, "signature", "", "send this armored SSH signature file (made with ssh-keygen -Y sign of --print-message's message)")
+	var notAfterFlag string
+	cmd.Flags().StringVar(&notAfterFlag, "not-after", "", "with --signature: the not-after time (RFC 3339) the message said")
 	identityFlag(cmd, &identity)
 	fs := temporalFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -337,22 +383,45 @@ made with a key not listed for you, or made for another release, wave or change.
 		}
 		var signer ssh.Signer
 		if signKey != "" {
-			b, err := os.ReadFile(signKey)
+			var err error
+			if signer, err = readSignKey(signKey); err != nil {
+				return err
+			}
+		}
+		var sigText string
+		var notAfter time.Time
+		if signature != "" {
+			b, err := os.ReadFile(signature)
 			if err != nil {
-				return usageErrorf("--sign-key: %v", err)
+				return usageErrorf("--signature: %v", err)
 			}
-			if signer, err = ssh.ParsePrivateKey(b); err != nil {
-				return usageErrorf("--sign-key %s: %v (a passphrase-protected key is not supported)", signKey, err)
+			if notAfter, err = time.Parse(time.RFC3339, notAfterFlag); err != nil {
+				return usageErrorf("--signature needs --not-after, the RFC 3339 time the signed message says: %v", err)
 			}
+			sigText = string(b)
 		}
 		return onRelease(cmd, fs, identity, func(ctx context.Context, tc client.Client, id string) error {
 			req := release.ApproveRequest{Approver: identity, Wave: wave}
-			if signer != nil {
-				sig, err := signApproval(ctx, tc, cmd.ErrOrStderr(), id, wave, signer)
+			if signer != nil || printMessage {
+				b, err := approvalBinding(ctx, tc, cmd.ErrOrStderr(), id, wave, identity, time.Now().Add(validFor).Truncate(time.Second))
 				if err != nil {
 					return err
 				}
-				req.Signature = sig
+				if printMessage {
+					fmt.Fprintf(cmd.ErrOrStderr(), "not-after %s\n", b.NotAfter.UTC().Format(time.RFC3339))
+					_, err := cmd.OutOrStdout().Write(b.Message())
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "signing with key %s:\n%s", ssh.FingerprintSHA256(signer.PublicKey()), b.Message())
+				if req.Signature, err = release.SignApproval(signer, b.Message()); err != nil {
+					return err
+				}
+				notAfter = b.NotAfter
+			} else if sigText != "" {
+				req.Signature = sigText
+			}
+			if req.Signature != "" {
+				req.NotAfter = &notAfter
 			}
 			return releaseUpdate(ctx, tc, cmd.OutOrStdout(), id, release.UpdateApprove, req)
 		})
@@ -360,31 +429,65 @@ made with a key not listed for you, or made for another release, wave or change.
 	return cmd
 }
 
-// signApproval signs the approval of the wave the release waits at (or --wave) for the
-// release's change as its status reports it, and says on w what it signs.
-func signApproval(ctx context.Context, tc client.Client, w io.Writer, id, wave string, signer ssh.Signer) (string, error) {
+// readSignKey reads an OpenSSH private key file (not passphrase-protected).
+func readSignKey(path string) (ssh.Signer, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageErrorf("--sign-key: %v", err)
+	}
+	signer, err := ssh.ParsePrivateKey(b)
+	if err != nil {
+		return nil, usageErrorf("--sign-key %s: %v (a passphrase-protected key is not supported)", path, err)
+	}
+	return signer, nil
+}
+
+// approvalBinding is what approving the wave the release waits at (or --wave) as identity
+// binds to, from the release's status: its run, and the wave's digest, recomputed here from
+// the status' spec, targets and policy and checked against the workflow's.
+func approvalBinding(ctx context.Context, tc client.Client, w io.Writer, id, wave, identity string, notAfter time.Time) (release.ApprovalBinding, error) {
 	v, err := tc.QueryWorkflow(ctx, id, "", release.QueryStatus)
 	if err != nil {
-		return "", fmt.Errorf("query status of %s: %w", id, err)
+		return release.ApprovalBinding{}, fmt.Errorf("query status of %s: %w", id, err)
 	}
 	var st release.Status
 	if err := v.Get(&st); err != nil {
-		return "", fmt.Errorf("decode status of %s: %w", id, err)
+		return release.ApprovalBinding{}, fmt.Errorf("decode status of %s: %w", id, err)
 	}
+	return bindingFor(st, w, wave, identity, notAfter)
+}
+
+// bindingFor is approvalBinding's answer from the status st.
+func bindingFor(st release.Status, w io.Writer, wave, identity string, notAfter time.Time) (release.ApprovalBinding, error) {
 	name, err := approvalWave(st, wave)
 	if err != nil {
-		return "", err
+		return release.ApprovalBinding{}, err
 	}
-	if st.Change == nil {
-		return "", fmt.Errorf("sign the approval of %s: its status has no change (a worker older than --sign-key)", id)
+	if st.Spec == nil || st.Policy == nil || st.Run == "" {
+		return release.ApprovalBinding{}, fmt.Errorf("sign the approval of release %s: its status has no spec, policy or run (a run begun before the worker's policy: sign with a starter of that version)", st.Name)
 	}
-	digest := release.ChangeDigest(*st.Change)
-	if digest != st.ChangeDigest {
-		return "", fmt.Errorf("sign the approval of %s: the change's digest is %s here and %s in the workflow; the worker and this starter differ", id, digest, st.ChangeDigest)
+	wi := 0
+	for i, wv := range st.Waves {
+		if wv.Name == name {
+			wi = i
+		}
 	}
-	change, _ := json.Marshal(st.Change)
-	fmt.Fprintf(w, "signing the approval of release %s, wave %s, change %s (%s) with key %s\n", st.Name, name, change, digest, ssh.FingerprintSHA256(signer.PublicKey()))
-	return release.SignApproval(signer, release.ApprovalMessage(st.Name, name, digest))
+	digest := release.WaveDigest(*st.Spec, wi, st.Targets, *st.Policy)
+	if digest != st.Waves[wi].Digest {
+		return release.ApprovalBinding{}, fmt.Errorf("sign the approval of release %s, wave %s: its digest is %s here and %q in the workflow; the worker and this starter differ, or the targets are not read yet", st.Name, name, digest, st.Waves[wi].Digest)
+	}
+	change, _ := json.Marshal(st.Spec.Change)
+	var targets []string
+	for _, t := range st.Targets {
+		if t.Wave == name {
+			targets = append(targets, t.Namespace+"/"+t.Name)
+			if t.Cluster != "" {
+				targets[len(targets)-1] = t.Cluster + ":" + targets[len(targets)-1]
+			}
+		}
+	}
+	fmt.Fprintf(w, "approving release %s (run %s), wave %s: change %s, %d Deployments (%s), policy %s (%s)\n", st.Name, st.Run, name, change, len(targets), strings.Join(targets, ", "), st.PolicyDigest, st.PolicySource)
+	return release.ApprovalBinding{Release: st.Name, Wave: name, Run: st.Run, Approver: release.NormalizeApprover(identity), NotAfter: notAfter, Digest: digest}, nil
 }
 
 // approvalWave is the name of the wave to approve: --wave (a name or 1-based number) or the

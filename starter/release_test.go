@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,5 +139,64 @@ func TestApprovalWave(t *testing.T) {
 		if got != tt.want || (err == nil) != (tt.wantErr == "") || (err != nil && err.Error() != tt.wantErr) {
 			t.Errorf("%s: got %q, %v; want %q, %q", tt.name, got, err, tt.want, tt.wantErr)
 		}
+	}
+}
+
+// TestWriteReleaseStatusAuthorAndRun: the status names the author and how it is known
+// ("unsigned" plainly), the run value every signed approval signs, the policy in force, and
+// which approvals were signed.
+func TestWriteReleaseStatusAuthorAndRun(t *testing.T) {
+	st := release.Status{Name: "web-1-27", Phase: release.PhaseWaiting, Wave: 1, Author: "alice", AuthorProof: "unsigned", Run: "0f7c-run",
+		PolicyDigest: "sha256:abc", PolicySource: "file /etc/rollout/policy.yaml",
+		Waves: []release.WaveStatus{{Name: "canary", State: release.WaveWaiting, ApprovalsNeeded: 2, Approvals: []release.ApprovalAt{{Approver: "carol", Signed: true}}}}}
+	var b strings.Builder
+	if err := writeReleaseStatus(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Author:   alice (unsigned)\n",
+		"Run:      0f7c-run\n",
+		"Policy:   sha256:abc (file /etc/rollout/policy.yaml)\n",
+		"1 canary  Waiting  1/2 carol (signed)",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("got:\n%s\nwant a line %q", b.String(), want)
+		}
+	}
+}
+
+// TestBindingFor: the approval's binding comes from the status, its digest recomputed from
+// the status' spec, targets and policy; a workflow digest that differs (another spec than
+// the one shown) is refused, as is a status without the run's values.
+func TestBindingFor(t *testing.T) {
+	spec, err := release.Parse([]byte(`
+name: web-1-27
+change: {images: {app: "nginx:1.27"}}
+targets: [{name: one, namespace: shop, names: [a]}]
+waves: [{name: canary, targets: [one]}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := release.Policy{Unsigned: true}
+	targets := []release.TargetStatus{{Namespace: "shop", Name: "a", Wave: "canary"}}
+	st := release.Status{Name: spec.Name, Phase: release.PhaseWaiting, Wave: 1, Run: "run-1", Spec: &spec, Policy: &policy, Targets: targets,
+		Waves: []release.WaveStatus{{Name: "canary", Digest: release.WaveDigest(spec, 0, targets, policy)}}}
+	notAfter := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	b, err := bindingFor(st, io.Discard, "", "Carol@laptop", notAfter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "temporal-rollout approval v2\nrelease web-1-27\nwave canary\nrun run-1\napprover carol\nnot-after 2026-11-29T12:00:00Z\ndigest " + st.Waves[0].Digest + "\n"
+	if got := string(b.Message()); got != want {
+		t.Errorf("message:\n%s\nwant:\n%s", got, want)
+	}
+	st.Waves[0].Digest = "sha256:other"
+	if _, err := bindingFor(st, io.Discard, "", "carol", notAfter); err == nil || !strings.Contains(err.Error(), "the worker and this starter differ") {
+		t.Errorf("another digest: error %v, want refused", err)
+	}
+	st.Run = ""
+	if _, err := bindingFor(st, io.Discard, "", "carol", notAfter); err == nil {
+		t.Error("no run: accepted, want refused")
 	}
 }

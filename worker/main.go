@@ -15,6 +15,7 @@ import (
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/lifecycle"
 	"github.com/temporal-rollout/rollout/internal/version"
+	"github.com/temporal-rollout/rollout/internal/zoneinfo"
 )
 
 func main() {
@@ -83,7 +84,7 @@ func parseArgs(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (code
 		return 0, false
 	}
 	if v, _ := fs.GetBool("version"); v {
-		fmt.Fprintln(stdout, "worker", version.String())
+		fmt.Fprintln(stdout, "worker", version.String(), "(tzdata "+zoneinfo.Version+")")
 		return 0, false
 	}
 	return 0, true

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/temporal-rollout/rollout/internal/version"
+	"github.com/temporal-rollout/rollout/internal/zoneinfo"
 )
 
 // TestParseArgs: --help and --version exit 0 on stdout, a bad command line exits 2 with the
@@ -24,7 +25,7 @@ func TestParseArgs(t *testing.T) {
 	}{
 		{give: []string{"--help"}, wantStdout: "Usage:\n  worker [flags]\n"},
 		{give: []string{"-h"}, wantStdout: "Usage:\n  worker [flags]\n"},
-		{give: []string{"--version"}, wantStdout: "worker " + version.String() + "\n"},
+		{give: []string{"--version"}, wantStdout: "worker " + version.String() + " (tzdata " + zoneinfo.Version + ")\n"},
 		{give: []string{"--bogus"}, wantCode: exitUsage, wantStderr: "worker: unknown flag: --bogus\n\nUsage:"},
 		{give: []string{"--kube-qps", "many"}, wantCode: exitUsage, wantStderr: `worker: invalid argument "many" for "--kube-qps"`},
 		{give: []string{"extra"}, wantCode: exitUsage, wantStderr: `worker: takes no arguments, got ["extra"]`},

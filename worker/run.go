@@ -20,6 +20,7 @@ import (
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/lifecycle"
 	"github.com/temporal-rollout/rollout/internal/obs"
+	"github.com/temporal-rollout/rollout/internal/zoneinfo"
 	"github.com/temporal-rollout/rollout/kube"
 	"github.com/temporal-rollout/rollout/watcher"
 	"github.com/temporal-rollout/rollout/workflows"
@@ -244,14 +245,14 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		return fmt.Errorf("start worker on task queue %s: %w", cfg.TaskQueue, err)
 	}
 	if cfg.Releases {
-		stopReleases, err := startReleases(tc)
+		stopReleases, err := startReleases(tc, cfg.ReleasePolicy)
 		if err != nil {
 			return err
 		}
 		defer func() { stopper.Step("stop the releases worker"); stopReleases() }()
 	}
 	ready.Set(obs.TemporalReady(ctx, tc))
-	logger.Info("Worker running", "watch", cfg.Watch, "releases", cfg.Releases)
+	logger.Info("Worker running", "watch", cfg.Watch, "releases", cfg.Releases, "tzdata", zoneinfo.Version)
 	watched := make(chan struct{})
 	if wat != nil {
 		go func() { defer close(watched); wat.Run(ctx) }()

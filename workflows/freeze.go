@@ -27,6 +27,20 @@ const WaitingForFreeze = "Freeze"
 // recorded before it passed its steps without asking.
 const changeFleetFreezeHold = "fleet-freeze-hold"
 
+// changeReleaseRollbackUnfrozen: a rollout to the template a release's rollback restored
+// (k8s.ReleaseRestoredHashAnnotation names its hash) is not held by the fleet freeze. Asked
+// only when the fleet is frozen and the rollout is such a rollback, so no other run records
+// the marker.
+const changeReleaseRollbackUnfrozen = "fleet-freeze-skips-release-rollback"
+
+// unfrozenRollback: the rollout is a release's rollback (r.releaseRollback, from the last
+// sync) and the run has the change fleet-freeze-skips-release-rollback: the fleet freeze
+// does not hold it. A rollback holding in the freeze ran out of rolloutTimeout, and left the
+// release Halted half rolled back.
+func (r *rollout) unfrozenRollback(ctx workflow.Context) bool {
+	return r.releaseRollback && workflow.GetVersion(ctx, changeReleaseRollbackUnfrozen, workflow.DefaultVersion, 1) >= 1
+}
+
 // freezeRecheck is how often a held rollout asks the freeze again.
 const freezeRecheck = 15 * time.Second
 
@@ -73,7 +87,7 @@ func (r *rollout) nextStep(ctx workflow.Context) {
 		return
 	}
 	f := r.fleetFreeze(ctx)
-	if f == nil {
+	if f == nil || r.unfrozenRollback(ctx) {
 		r.enterStep(ctx, s.Step+1)
 		return
 	}
@@ -136,7 +150,7 @@ func (r *rollout) autoPromoteBlueGreen(ctx workflow.Context, why string) {
 		return
 	}
 	f := r.fleetFreeze(ctx)
-	if f == nil {
+	if f == nil || r.unfrozenRollback(ctx) {
 		r.promoteBlueGreen(ctx, PromoteRequest{}, why)
 		return
 	}

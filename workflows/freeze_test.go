@@ -10,8 +10,10 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/k8s"
 )
 
 // fakeFreeze plays the fleet freeze workflow for the FleetFreeze activity.
@@ -228,5 +230,50 @@ func TestFleetFreezeHoldsBlueGreenAutoPromotion(t *testing.T) {
 		if e.Reason == "RolloutPromoted" && !strings.HasPrefix(e.Message, "Promoted automatically after the fleet freeze") {
 			t.Errorf("promoted: %q, want after the fleet freeze", e.Message)
 		}
+	}
+}
+
+// TestFleetFreezeDoesNotHoldAReleaseRollback (issue 46 item 7): a release rolls a stepped
+// Deployment back to v2 (the restored template's hash in
+// temporal-rollout.io/release-restored-hash) while the fleet is frozen: the rollout runs its
+// steps and reaches 100% without holding. Before the change
+// fleet-freeze-skips-release-rollback it held at 30% (the release's rollback then ran out of
+// rolloutTimeout and the release ended Halted); the same template without the annotation
+// holds as any rollout.
+func TestFleetFreezeDoesNotHoldAReleaseRollback(t *testing.T) {
+	tests := []struct {
+		name      string
+		annotate  bool
+		give      workflow.Version
+		wantHeld  bool
+		wantFinal map[string]int32
+	}{
+		{"a release's rollback", true, 1, false, map[string]int32{"nginx:v1": 0, "nginx:v2": 10}},
+		{"run from before the change", true, workflow.DefaultVersion, true, map[string]int32{"nginx:v1": 7, "nginx:v2": 3}},
+		{"not a rollback", false, 1, true, map[string]int32{"nginx:v1": 7, "nginx:v2": 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := stepped(`[{"setWeight":30},{"pause":{"duration":"10m"}},{"setWeight":60}]`)
+			if tt.annotate {
+				f.d.Annotations[k8s.ReleaseRestoredHashAnnotation] = k8s.PodTemplateHash(&f.d.Spec.Template, f.d.Status.CollisionCount)
+			}
+			z := &fakeFreeze{}
+			z.set(true)
+			env := newEnv(t, f)
+			z.register(env)
+			env.OnGetVersion(changeReleaseRollbackUnfrozen, workflow.DefaultVersion, 1).Return(tt.give)
+			held := false
+			at(env, 2*time.Hour, func() {
+				st := queryStatus(t, env)
+				held = st.Steps != nil && st.Steps.WaitingFor == WaitingForFreeze
+			})
+			env.ExecuteWorkflow(WorkflowType, input())
+			continuedAsNew(t, env)
+			if held != tt.wantHeld {
+				t.Errorf("held by the freeze at 2h: %t, want %t", held, tt.wantHeld)
+			}
+			assertReplicas(t, f, tt.wantFinal)
+		})
 	}
 }

@@ -129,10 +129,13 @@ type stepState struct {
 	rolloutAnnotations string
 	stableHash         string
 	lastHash           string
-	abort, aborted     *abortState
-	warned             string
-	annotationError    string
-	waitingSA          string
+	// releaseRollback: the template of the last sync is the one a release's rollback restored
+	// (k8s.ReleaseRestoredHashAnnotation): the fleet freeze does not hold it.
+	releaseRollback bool
+	abort, aborted  *abortState
+	warned          string
+	annotationError string
+	waitingSA       string
 	// stateDirty: the step state changed in this workflow task and is written once, before
 	// the task ends (flushStepState; change one-upsert-per-task).
 	stateDirty bool
@@ -369,6 +372,7 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 		hash = k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
 	}
 	r.lastHash = hash
+	r.releaseRollback = hash != "" && d.Annotations[k8s.ReleaseRestoredHashAnnotation] == hash
 	// The stable template as the cluster records it comes first (k8s.StableTemplate): the
 	// status write that completed a rollout recorded it, so a completion this run's memory
 	// lost (a discarded workflow task, a template observed before the completion) is not lost.

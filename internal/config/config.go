@@ -94,6 +94,10 @@ type Config struct {
 	// Releases: the worker also runs the release and fleet freeze workflows (package release)
 	// on the "releases" task queue (worker).
 	Releases bool `mapstructure:"releases"`
+	// ReleasePolicy is the file of the releases' approval policy (release.Policy: who may
+	// start a release, which waves need whose approval, the trusted keys), read at start-up
+	// with --releases; empty: unsigned starts, no approval beyond the release files' (worker).
+	ReleasePolicy string `mapstructure:"release-policy"`
 	// StartupTimeout bounds each start-up wait: for the API server, for Temporal and for the
 	// informer caches' first lists (worker and watcher).
 	StartupTimeout time.Duration `mapstructure:"startup-timeout"`
@@ -211,6 +215,7 @@ func WorkerFlags(fs *pflag.FlagSet) {
 	fs.Bool("watch", false, "worker: run the watcher in this process too, on the worker's informer cache, so a created Deployment's workflow starts eagerly (its first workflow task comes back in the start's answer, to this worker, with no trip through matching); starter watch is then not needed")
 	fs.Bool("held-at-rest", false, "worker: a watcher (starter watch) runs for this cluster and task queue beside the worker: a rollout held at a step with its pods settled waits with no activity and no heartbeats, woken by the watcher's signals (docs/capacity.md); always on with --watch")
 	fs.Bool("releases", false, "worker: also run the release and fleet freeze workflows, on the \"releases\" task queue (docs/releases.md)")
+	fs.String("release-policy", "", "worker: with --releases, the approval policy file (who may start a release, which waves need whose approval, the trusted keys; docs/releases.md#the-workers-policy); empty: unsigned starts, and no approval beyond the release files'")
 }
 
 // MaxLocalWait bounds --local-wait: a user's pause, promote or status query waits for a local

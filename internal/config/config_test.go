@@ -739,7 +739,7 @@ func TestClientOptionsCodec(t *testing.T) {
 // split must keep each one.
 var workerFlagNames = []string{
 	"cluster", "codec-key-file", "config", "kube-burst", "kube-qps", "kubeconfig", "local-wait", "log-format", "log-level",
-	"managed-guard", "max-concurrent-syncs", "metrics-address", "mode", "pprof", "prometheus-address", "releases", "resync",
+	"managed-guard", "max-concurrent-syncs", "metrics-address", "mode", "pprof", "prometheus-address", "release-policy", "releases", "resync",
 	"search-attributes", "shutdown-timeout", "startup-timeout", "task-queue", "temporal-address", "temporal-api-key",
 	"temporal-compression", "temporal-namespace", "temporal-tls-ca", "temporal-tls-cert", "temporal-tls-key",
 	"temporal-tls-server-name", "ui-url", "watch", "watch-namespace", "workflow-cache-size",
@@ -765,7 +765,7 @@ func TestFlagGroups(t *testing.T) {
 		}
 		return out
 	}
-	workerOnly := []string{"local-wait", "max-concurrent-syncs", "prometheus-address", "releases", "ui-url", "watch", "workflow-cache-size"}
+	workerOnly := []string{"local-wait", "max-concurrent-syncs", "prometheus-address", "release-policy", "releases", "ui-url", "watch", "workflow-cache-size"}
 	tests := []struct {
 		name string
 		give func(*pflag.FlagSet)

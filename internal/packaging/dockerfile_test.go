@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/temporal-rollout/rollout/internal/zoneinfo"
 )
 
 // The tests below check the Dockerfile without a Docker engine: they replay its build stage
@@ -548,7 +550,8 @@ func TestDockerfileBuilds(t *testing.T) {
 			continue
 		}
 		out, err := exec.Command(inRoot(o), arg).CombinedOutput()
-		if want := path.Base(o) + " " + testVersion + "\n"; err != nil || string(out) != want {
+		// The version, and the tzdata release compiled in (internal/zoneinfo).
+		if want := path.Base(o) + " " + testVersion + " (tzdata " + zoneinfo.Version + ")\n"; err != nil || string(out) != want {
 			t.Errorf("%s %s = %q (%v), want %q", o, arg, out, err, want)
 		}
 	}

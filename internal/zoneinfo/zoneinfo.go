@@ -8,14 +8,19 @@
 // workflow that decides on a zone (the release's freeze windows) would decide differently on
 // replay. The standard library exports no way to read its embedded copy directly, but it
 // exports time.LoadLocationFromTZData, which builds a Location from the zone's TZif data: this
-// package embeds the database (zoneinfo.zip, the Go toolchain's lib/time/zoneinfo.zip, the
-// same file time/tzdata is generated from) and reads the zone from it. Every worker built from
-// the same commit resolves a zone the same way, whatever its host or its Go toolchain.
+// package embeds the database (zoneinfo.zip: the zones' TZif files, as the Go toolchain's
+// lib/time/zoneinfo.zip holds them, and +VERSION, the tzdata release) and reads the zone from
+// it. Every worker built from the same commit resolves a zone the same way, whatever its host
+// or its Go toolchain.
 //
-// The copy is tzdata 2025c. To update it (a change of zone rules is a change of what open
-// workflows decide: say so in the commit and in docs/versioning.md):
+// The copy is tzdata 2026b (Debian's tzdata 2026b-0+deb12u1). TestEmbeddedIsNewest fails
+// when the build machine has a newer one (its Go toolchain's, its /usr/share/zoneinfo). To
+// update it (a change of zone rules is a change of what open workflows decide: say so in the
+// commit and in docs/versioning.md), from a compiled database such as a tzdata package's:
 //
-//	cp "$(go env GOROOT)/lib/time/zoneinfo.zip" internal/zoneinfo/
+//	go run internal/zoneinfo/mkzip.go /usr/share/zoneinfo 2026b internal/zoneinfo/zoneinfo.zip
+//
+// and set Version.
 package zoneinfo
 
 import (
@@ -28,8 +33,9 @@ import (
 	"time"
 )
 
-// Version is the tzdata release of the embedded copy.
-const Version = "2025c"
+// Version is the tzdata release of the embedded copy (its +VERSION). The worker logs it at
+// start-up and `worker --version` and `starter version` print it.
+const Version = "2026b"
 
 //go:embed zoneinfo.zip
 var data []byte
