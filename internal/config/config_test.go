@@ -738,7 +738,7 @@ func TestClientOptionsCodec(t *testing.T) {
 // workerFlagNames is every flag the worker has had since the flags were split into groups: the
 // split must keep each one.
 var workerFlagNames = []string{
-	"cluster", "codec-key-file", "config", "kube-burst", "kube-qps", "kubeconfig", "local-wait", "log-format", "log-level",
+	"cluster", "codec-key-file", "config", "held-at-rest", "kube-burst", "kube-qps", "kubeconfig", "local-wait", "log-format", "log-level",
 	"managed-guard", "max-concurrent-syncs", "metrics-address", "mode", "pprof", "prometheus-address", "release-policy", "releases", "resync",
 	"search-attributes", "shutdown-timeout", "startup-timeout", "task-queue", "temporal-address", "temporal-api-key",
 	"temporal-compression", "temporal-namespace", "temporal-tls-ca", "temporal-tls-cert", "temporal-tls-key",
@@ -765,7 +765,7 @@ func TestFlagGroups(t *testing.T) {
 		}
 		return out
 	}
-	workerOnly := []string{"local-wait", "max-concurrent-syncs", "prometheus-address", "release-policy", "releases", "ui-url", "watch", "workflow-cache-size"}
+	workerOnly := []string{"held-at-rest", "local-wait", "max-concurrent-syncs", "prometheus-address", "release-policy", "releases", "ui-url", "watch", "workflow-cache-size"}
 	tests := []struct {
 		name string
 		give func(*pflag.FlagSet)
