@@ -16,9 +16,11 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/temporal-rollout/rollout/internal/cost"
 	"github.com/temporal-rollout/rollout/workflows"
 )
 
@@ -310,12 +312,16 @@ type TemporalStats struct {
 	WorkflowTasks   []int `json:"workflowTasks"`
 	LocalActivities []int `json:"localActivities"`
 	Activities      []int `json:"activities"`
+	// Actions are the billable actions as Temporal Cloud counts them (internal/cost.Count,
+	// heartbeats aside); Heartbeats the heartbeat estimate (cost.EstimateHeartbeats).
+	Actions    []int `json:"actions,omitempty"`
+	Heartbeats []int `json:"heartbeats,omitempty"`
 }
 
 const localActivityMarker = "LocalActivity"
 
 func temporalStats(ctx context.Context, tc client.Client, ns string, names []string, since time.Time) (*TemporalStats, error) {
-	type one struct{ runs, events, wft, la, act int }
+	type one struct{ runs, events, wft, la, act, actions, heartbeats int }
 	results := make([]one, len(names))
 	err := forEachWorkflow(ctx, tc, ns, names, func(i int, id string, runs []*workflowpb.WorkflowExecutionInfo) error {
 		for _, ex := range runs {
@@ -325,11 +331,13 @@ func temporalStats(ctx context.Context, tc client.Client, ns string, names []str
 			}
 			results[i].runs++
 			it := tc.GetWorkflowHistory(ctx, id, ex.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			h := &historypb.History{}
 			for it.HasNext() {
 				ev, err := it.Next()
 				if err != nil {
 					return fmt.Errorf("history of %s run %s: %w", id, ex.Execution.RunId, err)
 				}
+				h.Events = append(h.Events, ev)
 				results[i].events++
 				switch ev.EventType {
 				case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
@@ -342,6 +350,9 @@ func temporalStats(ctx context.Context, tc client.Client, ns string, names []str
 					results[i].act++
 				}
 			}
+			c := cost.Count(h)
+			results[i].actions += c.Total
+			results[i].heartbeats += c.HeartbeatEstimate.Heartbeats
 		}
 		return nil
 	})
@@ -355,6 +366,8 @@ func temporalStats(ctx context.Context, tc client.Client, ns string, names []str
 		st.WorkflowTasks = append(st.WorkflowTasks, r.wft)
 		st.LocalActivities = append(st.LocalActivities, r.la)
 		st.Activities = append(st.Activities, r.act)
+		st.Actions = append(st.Actions, r.actions)
+		st.Heartbeats = append(st.Heartbeats, r.heartbeats)
 	}
 	return st, nil
 }

@@ -350,8 +350,9 @@ func (r *Report) tables() []table {
 	}
 
 	temporal := table{title: "Temporal (our side), per rolled Deployment",
-		header: []string{"workload", "budget", "rollouts", "runs", "history events median / max", "workflow tasks median / max", "local activities median / max", "activities", "total events"},
-		notes:  []string{"Runs of `deployment/<ns>/<name>` closed after the update started or still running, summed per Deployment. Workflow tasks are WorkflowTaskCompleted events; local activities are LocalActivity markers; activities are ActivityTaskScheduled events."}}
+		header: []string{"workload", "budget", "rollouts", "runs", "history events median / max", "workflow tasks median / max", "local activities median / max", "activities", "total events", "actions median / max", "heartbeats (estimate) median"},
+		notes: []string{"Runs of `deployment/<ns>/<name>` closed after the update started or still running, summed per Deployment. Workflow tasks are WorkflowTaskCompleted events; local activities are LocalActivity markers; activities are ActivityTaskScheduled events.",
+			"Actions are Temporal Cloud's billable actions counted from the same histories by `internal/cost` (docs/capacity.md#what-is-counted); heartbeats, which no history holds, are its estimate, apart."}}
 	for _, res := range r.Results {
 		t := res.Temporal
 		if t == nil {
@@ -361,7 +362,8 @@ func (r *Report) tables() []table {
 			fmt.Sprintf("%s / %d", fmtNum(median(t.Events)), maxOf(t.Events)),
 			fmt.Sprintf("%s / %d", fmtNum(median(t.WorkflowTasks)), maxOf(t.WorkflowTasks)),
 			fmt.Sprintf("%s / %d", fmtNum(median(t.LocalActivities)), maxOf(t.LocalActivities)),
-			strconv.Itoa(sumOf(t.Activities)), strconv.Itoa(sumOf(t.Events))})
+			strconv.Itoa(sumOf(t.Activities)), strconv.Itoa(sumOf(t.Events)),
+			fmt.Sprintf("%s / %d", fmtNum(median(t.Actions)), maxOf(t.Actions)), fmtNum(median(t.Heartbeats))})
 	}
 
 	idle := table{title: "Memory of the worker and watcher, scale workload",
