@@ -143,6 +143,25 @@ func rolling(t *testing.T, name string) (*appsv1.Deployment, []*appsv1.ReplicaSe
 	return d, rss
 }
 
+// heldAt is prod/<name> rolling to nginx:2 held at a step (Progressing CanaryPaused), every
+// pod up: held at rest (k8s.HeldAtRest).
+func heldAt(t *testing.T, name string) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+	t.Helper()
+	d, rss := rolling(t, name)
+	d = d.DeepCopy()
+	d.Status.ObservedGeneration = d.Generation
+	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionUnknown, Reason: k8s.CanaryPausedReason}}
+	for i, rs := range rss {
+		rs = rs.DeepCopy()
+		rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = *rs.Spec.Replicas, *rs.Spec.Replicas
+		rss[i] = rs
+	}
+	if !k8s.HeldAtRest(d, rss) {
+		t.Fatal("heldAt: not held at rest")
+	}
+	return d, rss
+}
+
 func objects(d *appsv1.Deployment, rss []*appsv1.ReplicaSet) []runtime.Object {
 	out := []runtime.Object{d}
 	for _, rs := range rss {
@@ -409,6 +428,24 @@ func TestReconcileUnobservedGeneration(t *testing.T) {
 		{
 			name: "at rest, its generation observed: nothing",
 			give: func(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet) { return atRest(t, "web") },
+			want: [3][]string{nil, nil, nil},
+		},
+		{
+			// Its workflow may rest (activities.AwaitRest) while a pod died with no watcher
+			// running: every resync signals it while it stays unsettled.
+			name: "held at a step, a pod gone while no watcher ran: signalled from the first resync on",
+			give: func(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+				d, rss := heldAt(t, "web")
+				old := rss[0].DeepCopy()
+				old.Status.ReadyReplicas, old.Status.AvailableReplicas = 1, 1
+				rss[0] = old
+				return d, rss
+			},
+			want: [3][]string{{"prod/web"}, {"prod/web"}, {"prod/web"}},
+		},
+		{
+			name: "held at a step, at rest: nothing",
+			give: func(t *testing.T) (*appsv1.Deployment, []*appsv1.ReplicaSet) { return heldAt(t, "web") },
 			want: [3][]string{nil, nil, nil},
 		},
 		{
