@@ -93,7 +93,7 @@ func NewCache(client kubernetes.Interface, namespace string) (*Cache, error) {
 	if err := c.dInf.SetTransform(slimManagedFields); err != nil {
 		return nil, fmt.Errorf("set deployment transform: %w", err)
 	}
-	if err := c.rsInf.SetTransform(dropManagedFields); err != nil {
+	if err := c.rsInf.SetTransform(slimManagedFields); err != nil {
 		return nil, fmt.Errorf("set replicaset transform: %w", err)
 	}
 	if err := c.podInf.SetTransform(slimPod); err != nil {
@@ -483,13 +483,6 @@ func unwrap(obj any) any {
 		return t.Obj
 	}
 	return obj
-}
-
-func dropManagedFields(obj any) (any, error) {
-	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
-		m.GetObjectMeta().SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // slimManagedFields keeps who wrote an object last and when (the watcher tells our worker's

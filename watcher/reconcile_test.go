@@ -1190,3 +1190,64 @@ func eventually(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A ReplicaSet of a rollout held at rest scaled by our worker (the workflow leaving its hold,
+// which scales before it writes the status that says so) is not signalled: the workflow that
+// wrote it knows. Scaled by someone else, it is.
+func TestHeldAtRestOwnScale(t *testing.T) {
+	ctx := context.Background()
+	t0 := metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	entry := func(manager string, at metav1.Time) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", Time: &at}
+	}
+	for _, tt := range []struct {
+		name string
+		give []metav1.ManagedFieldsEntry
+		want bool
+	}{
+		{name: "our worker scales it", give: []metav1.ManagedFieldsEntry{entry("kubectl", t0), entry(kube.FieldManager, t1)}, want: false},
+		{name: "kubectl scales it", give: []metav1.ManagedFieldsEntry{entry("kubectl", t1), entry(kube.FieldManager, t0)}, want: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			held, heldRSs := heldAt(t, "web")
+			for _, rs := range heldRSs {
+				rs.ManagedFields = []metav1.ManagedFieldsEntry{entry("kubectl", t0), entry(kube.FieldManager, t0)}
+			}
+			witness, witnessRSs := atRest(t, "witness")
+			kc := fake.NewSimpleClientset(append(objects(held, heldRSs), objects(witness, witnessRSs)...)...)
+			w, _ := startWatcherOn(t, &mocks.Client{}, kc)
+
+			rs, err := kc.AppsV1().ReplicaSets("prod").Get(ctx, heldRSs[len(heldRSs)-1].Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs.Spec.Replicas = ptrTo(*rs.Spec.Replicas + 1)
+			rs.Generation++
+			rs.ManagedFields = tt.give
+			if _, err := kc.AppsV1().ReplicaSets("prod").Update(ctx, rs, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			x, err := kc.AppsV1().Deployments("prod").Get(ctx, "witness", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x.Generation++
+			if _, err := kc.AppsV1().Deployments("prod").Update(ctx, x, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			deadline := time.Now().Add(waitFor)
+			for !contains(keys, "prod/witness") {
+				if time.Now().After(deadline) {
+					t.Fatalf("witness not queued after %s (queued %q)", waitFor, keys)
+				}
+				time.Sleep(5 * time.Millisecond)
+				keys = append(keys, drain(w)...)
+			}
+			if got := contains(keys, "prod/web"); got != tt.want {
+				t.Errorf("prod/web queued = %t (queued %q), want %t", got, keys, tt.want)
+			}
+		})
+	}
+}

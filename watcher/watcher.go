@@ -424,6 +424,12 @@ func (w *Watcher) restedBefore(d *appsv1.Deployment, rs, old *appsv1.ReplicaSet)
 	if !w.involved(d) || !heldCondition(d) {
 		return false
 	}
+
+	if old != nil && writtenOnlyBy(old, rs, kube.FieldManager) {
+		// Our own write (the workflow leaving its hold scales before it writes the status
+		// that says so): the workflow that made it knows.
+		return false
+	}
 	var before []*appsv1.ReplicaSet
 	for _, x := range w.cache.Snapshot(d).ReplicaSets {
 		if x.UID != rs.UID {
