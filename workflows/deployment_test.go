@@ -89,6 +89,10 @@ type fakeCluster struct {
 	// worker with its watcher does for a rollout held at rest; restAwaits counts those.
 	rest       bool
 	restAwaits int
+	// weighTraffic: AwaitChange weighs in.Traffic (AwaitTraffic.Moves) for a held rollout
+	// and returns Decide only when the route should move (trafficWakes counts those).
+	weighTraffic bool
+	trafficWakes int
 	// retryAwaits: the AwaitChange activities that were a stale decision's retry (Retry).
 	retryAwaits int
 	// awaits: every AwaitChange activity's input; awaitMoves: the moves the first one asked
@@ -228,6 +232,20 @@ func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (
 	}
 	if f.beforeAwait != nil {
 		f.beforeAwait()
+	}
+	if in.Traffic != nil && f.weighTraffic {
+		// The route weighed as the real wait weighs it (AwaitTraffic.Moves): a held rollout
+		// wakes when its pods call for a move of the route, and waits on otherwise.
+		snap := f.snapshot()
+		if plan, err := k8s.Decide(snap, in.Request, time.Now()); err == nil {
+			if move, _ := in.Traffic.Moves(snap.ReplicaSets, plan); move {
+				f.trafficWakes++
+				return activities.AwaitResult{Reason: activities.AwaitDecide}, nil
+			}
+			if c := in.Request.Canary; c != nil && c.Hold && len(plan.Steps) == 0 {
+				return activities.AwaitResult{Reason: activities.AwaitResync}, nil
+			}
+		}
 	}
 	if in.Rest && f.rest {
 		// The worker's watcher runs and the cluster shows the rollout held at rest.

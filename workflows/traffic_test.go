@@ -491,3 +491,59 @@ func TestTrafficAnnotationRemovedReleasesServices(t *testing.T) {
 		t.Errorf("no TrafficReleased event")
 	}
 }
+
+// A rollout held at a pause keeps following its pods: its wait weighs the route with the
+// workflow's traffic input (AwaitInput.Traffic, as the real wait does) and wakes the workflow
+// when a canary pod dies; the sync then lowers the canary's weight to what its pods serve.
+// While the pods stay as they are, the wait wakes it for nothing.
+func TestTrafficHeldFollowsPods(t *testing.T) {
+	f := stepped(`[{"setWeight":30},{"pause":{}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	f.weighTraffic = true
+	v2 := podTemplate("nginx:v2")
+	h2 := k8s.PodTemplateHash(&v2, nil)
+	route := &fakeRoute{f: f}
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	var wakes30m, wakesHeld int
+	var weightHeld int32
+	ran := false
+	at(env, 30*time.Minute, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		wakes30m = f.trafficWakes
+	})
+	at(env, time.Hour, func() {
+		f.mu.Lock()
+		wakesHeld, weightHeld = f.trafficWakes, route.state.Route.CanaryWeight
+		// Two of the canary's three pods die.
+		for _, rs := range f.rss {
+			if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h2 {
+				rs.Status.AvailableReplicas, rs.Status.ReadyReplicas = 1, 1
+			}
+		}
+		f.mu.Unlock()
+	})
+	var weightAfter int32
+	at(env, time.Hour+10*time.Minute, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		weightAfter, ran = route.state.Route.CanaryWeight, true
+	})
+	endByDeletion(env, f, 2*time.Hour)
+	env.ExecuteWorkflow(WorkflowType, input())
+	if !ran {
+		t.Fatal("the run ended before 1h10m")
+	}
+	if weightHeld != 30 || wakesHeld != wakes30m {
+		t.Errorf("held at the pause: canary weight %d, %d waits woke for the route between 30m and 1h; want 30 and none", weightHeld, wakesHeld-wakes30m)
+	}
+	if f.trafficWakes <= wakesHeld {
+		t.Errorf("no wait woke for the route after the canary pods died")
+	}
+	// 1 canary pod and 7 stable ones: the canary serves 1 of 8.
+	if weightAfter >= 30 || weightAfter <= 0 {
+		t.Errorf("after two canary pods died: canary weight %d, want it lowered to what its one pod serves", weightAfter)
+	}
+	servedMoves(t, route.moves)
+}
