@@ -612,6 +612,7 @@ func newEnv(t *testing.T, f *fakeCluster) *testsuite.TestWorkflowEnvironment {
 	env.SetTestTimeout(30 * time.Second)
 	env.RegisterWorkflowWithOptions(DeploymentWorkflow, workflow.RegisterOptions{Name: WorkflowType})
 	f.register(env)
+	recordGolden(t, env)
 	return env
 }
 
