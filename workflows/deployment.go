@@ -23,22 +23,6 @@ const (
 	// staleRetries: stale decisions synced again at once, from a live read, in a row before
 	// backing off (see failed).
 	staleRetries = 10
-	// changeStaleRetryAdmitted (0.2): from the second stale decision in a row, the retry waits
-	// for the client budget in AwaitChange (AwaitInput.Retry) instead of syncing again inside
-	// the same workflow task.
-	changeStaleRetryAdmitted = "stale-retry-admitted"
-	// changeBusyWriteDeferred (0.2): a sync's write refused on a saturated client budget
-	// (activities.ErrBusy) ends the workflow task and the sync waits in AwaitChange (Retry),
-	// rather than backing off as a failed sync.
-	changeBusyWriteDeferred = "busy-write-deferred"
-	// changePlainTriggerReadsLive (0.2): a trigger naming no version makes the next sync read
-	// live (see addSignals).
-	changePlainTriggerReadsLive = "plain-trigger-reads-live"
-	// changeFinishBeforeNext (0.2): a rollout that converged while the next change was
-	// already signalled ends its run (recorded, notified, continued as new) and the next run
-	// takes the change, instead of the two rollouts sharing one run with the first never
-	// reported complete.
-	changeFinishBeforeNext = "finish-before-next"
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
 )

@@ -23,10 +23,6 @@ import (
 // WaitingForFreeze: a stepped rollout holds before its next step for the fleet freeze.
 const WaitingForFreeze = "Freeze"
 
-// changeFleetFreezeHold guards the FleetFreeze check at a step's end and at promote: a run
-// recorded before it passed its steps without asking.
-const changeFleetFreezeHold = "fleet-freeze-hold"
-
 // freezeRecheck is how often a held rollout asks the freeze again.
 const freezeRecheck = 15 * time.Second
 

@@ -470,10 +470,6 @@ func newerTemplate(rss []*appsv1.ReplicaSet, a, b string) bool {
 	return rb < 0 || rev(a) > rb
 }
 
-// changeStableOnCluster: the stable template is read from the Deployment's
-// temporal-rollout.io/stable-pod-template-hash annotation first (k8s.StableTemplate).
-const changeStableOnCluster = "stable-on-cluster"
-
 // stableHash is the template of the revision a rollout would return to, when the workflow has
 // not seen one complete: the Deployment's own when it is complete, otherwise the newest other
 // ReplicaSet's ("" for a Deployment that never had another template).
@@ -757,7 +753,7 @@ func (r *rollout) startAbort(ctx workflow.Context, reason string) {
 	r.endBlueGreen()
 	r.abort = &abortState{Reason: reason, Hash: r.lastHash}
 	if blueGreen {
-		if d := spec.AbortScaleDownDelay(); d > 0 && workflow.GetVersion(ctx, blueGreenAbortDelayChange, workflow.DefaultVersion, 1) >= 1 {
+		if d := spec.AbortScaleDownDelay(); d > 0 && workflow.GetVersion(ctx, changeBlueGreenAbortDelay, workflow.DefaultVersion, 1) >= 1 {
 			until := workflow.Now(ctx).Add(d).UTC()
 			r.abort.Until, r.abort.Delay = &until, int32(d/time.Second)
 			r.startAbortHold(ctx)
