@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -166,7 +167,7 @@ func TestNotifyOnAbort(t *testing.T) {
 	f.d.Annotations[k8s.NotifyAnnotation] = `{"url":"https://hooks.example/rollouts"}`
 	f.uiURL = "http://localhost:8233"
 	env := newEnv(t, f)
-	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID(testNS, testName)})
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: contract.WorkflowID(testNS, testName)})
 	hook := &webhook{}
 	hook.register(env)
 	measurements(env, activities.VerdictFailed)

@@ -34,20 +34,6 @@ import (
 // timer waits only what is left of it. The whole branch runs only for a Deployment with the
 // annotation, behind the "blue-green" change ID.
 
-// Blue-green phases (the status query's blueGreen.phase).
-const (
-	BlueGreenPreview               = "Preview"
-	BlueGreenPrePromotionAnalysis  = "PrePromotionAnalysis"
-	BlueGreenPaused                = "Paused"
-	BlueGreenPromoting             = "Promoting"
-	BlueGreenPostPromotionAnalysis = "PostPromotionAnalysis"
-	BlueGreenScaleDownDelay        = "ScaleDownDelay"
-	BlueGreenScalingDown           = "ScalingDown"
-)
-
-// WaitingForReplicaSet: a blue-green rollout waits for the new ReplicaSet's pods.
-const WaitingForReplicaSet = "ReplicaSet"
-
 // abortHoldTimer is what bgTimerFor names while the timer is an abort's hold.
 const abortHoldTimer = "AbortHold"
 
@@ -76,32 +62,6 @@ type blueGreenState struct {
 	// Freeze: the fleet freeze the automatic promotion holds for (WaitingFor Freeze, Until the
 	// next look at it; freeze.go).
 	Freeze *FreezeHold `json:"freeze,omitempty"`
-}
-
-// BlueGreenServices is what the blue-green Services select at the last sync.
-type BlueGreenServices struct {
-	Active         string `json:"activeService"`
-	ActiveSelects  string `json:"activeSelects,omitempty"`
-	Preview        string `json:"previewService,omitempty"`
-	PreviewSelects string `json:"previewSelects,omitempty"`
-	// Hold: why the traffic gate left a Service where it was (k8s.GateSelector).
-	Hold string `json:"hold,omitempty"`
-}
-
-// BlueGreenStatus is a blue-green Deployment's part of the status query: the phase of the
-// rollout in progress ("" at rest) and what its Services select.
-type BlueGreenStatus struct {
-	Phase      string         `json:"phase,omitempty"`
-	Hash       string         `json:"hash,omitempty"`
-	StableHash string         `json:"stableHash,omitempty"`
-	WaitingFor string         `json:"waitingFor,omitempty"`
-	Message    string         `json:"message,omitempty"`
-	Promoted   bool           `json:"promoted,omitempty"`
-	Until      *time.Time     `json:"until,omitempty"`
-	Analysis   *analysisState `json:"analysis,omitempty"`
-	// Freeze: the fleet freeze the automatic promotion holds for (WaitingFor Freeze).
-	Freeze *FreezeHold `json:"freeze,omitempty"`
-	BlueGreenServices
 }
 
 // bgState is a blue-green rollout's part of a run.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -335,7 +336,7 @@ func (r *rollout) queryStatus() Status {
 
 func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 	st := r.status
-	next := Input{Namespace: r.in.Namespace, Name: r.in.Name, Cluster: r.in.Cluster, Carry: &Carry{
+	next := Input{Input: contract.Input{Namespace: r.in.Namespace, Name: r.in.Name, Cluster: r.in.Cluster}, Carry: &Carry{
 		Idle:         idle,
 		Dirty:        r.dirty,
 		RollbackTo:   r.rollbackTo,

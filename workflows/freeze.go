@@ -20,9 +20,6 @@ import (
 // promotion holds the same way, in its Paused phase. Promote is refused during a freeze; abort
 // always works. Plain rollouts are not held.
 
-// WaitingForFreeze: a stepped rollout holds before its next step for the fleet freeze.
-const WaitingForFreeze = "Freeze"
-
 // freezeRecheck is how often a held rollout asks the freeze again.
 const freezeRecheck = 15 * time.Second
 
@@ -31,13 +28,6 @@ var freezeOptions = workflow.LocalActivityOptions{
 	StartToCloseTimeout:    5 * time.Second,
 	ScheduleToCloseTimeout: 12 * time.Second,
 	RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2},
-}
-
-// FreezeHold is the fleet freeze a stepped rollout holds for.
-type FreezeHold struct {
-	Until  time.Time `json:"until,omitzero"`
-	Reason string    `json:"reason,omitempty"`
-	By     string    `json:"by,omitempty"`
 }
 
 // freezeChecked reports whether this run asks for the fleet freeze (the versioned branch).

@@ -163,6 +163,8 @@ func (o *recordOutbound) MutableSideEffect(ctx workflow.Context, id string, f fu
 
 func (o *recordOutbound) UpsertSearchAttributes(ctx workflow.Context, attributes map[string]any) error {
 	keys := make([]string, 0, len(attributes))
+	// Collects the keys, sorted below.
+	//workflowcheck:ignore
 	for k, v := range attributes {
 		keys = append(keys, fmt.Sprintf("%s=%v", k, v))
 	}
@@ -173,6 +175,8 @@ func (o *recordOutbound) UpsertSearchAttributes(ctx workflow.Context, attributes
 
 func (o *recordOutbound) UpsertTypedSearchAttributes(ctx workflow.Context, attributes ...temporal.SearchAttributeUpdate) error {
 	var kv []string
+	// Collects the keys, sorted below.
+	//workflowcheck:ignore
 	for k, v := range temporal.NewSearchAttributes(attributes...).GetUntypedValues() {
 		kv = append(kv, fmt.Sprintf("%s=%v", k.GetName(), v))
 	}
@@ -183,6 +187,8 @@ func (o *recordOutbound) UpsertTypedSearchAttributes(ctx workflow.Context, attri
 
 func (o *recordOutbound) UpsertMemo(ctx workflow.Context, memo map[string]any) error {
 	keys := make([]string, 0, len(memo))
+	// Collects the keys, sorted below.
+	//workflowcheck:ignore
 	for k := range memo {
 		keys = append(keys, k)
 	}

@@ -7,6 +7,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
@@ -39,7 +41,7 @@ func (r *rollout) upsertSearchAttributes(ctx workflow.Context, outcome string) {
 		r.log.Warn("Upsert search attributes failed", "error", err)
 	}
 	summary := fmt.Sprintf("%s/%s: revision %d → %d, %s", r.in.Namespace, r.in.Name, r.fromRevision, r.status.TargetRevision, outcome)
-	if err := workflow.UpsertMemo(ctx, map[string]any{"summary": summary}); err != nil {
+	if err := workflow.UpsertMemo(ctx, map[string]any{contract.MemoSummary: summary}); err != nil {
 		r.log.Warn("Upsert memo failed", "error", err)
 	}
 }
