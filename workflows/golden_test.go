@@ -23,7 +23,8 @@ import (
 // The golden command sequences (issue 45). Every run of the rollout workflow in a workflow test
 // (newEnv) and every replay of a recorded history (testdata/histories) is watched by a
 // recorder, an interceptor that writes one line for each call that becomes a command or a
-// marker in the history: an activity or local activity, a timer (its duration), the first
+// marker in the history: an activity or local activity, a timer (its duration; Sleep and
+// AwaitWithTimeout start one too, and are written as one), the first
 // GetVersion of a change ID in a run (the version marker, with the version the run took), a
 // side effect, an upsert of search attributes (keys and values) or memo (keys), a child
 // workflow, a signal or cancel of another workflow, and how the run ended. The lines are
@@ -128,17 +129,17 @@ func (o *recordOutbound) NewTimerWithOptions(ctx workflow.Context, d time.Durati
 }
 
 func (o *recordOutbound) Sleep(ctx workflow.Context, d time.Duration) error {
-	o.rec.add("sleep %s", d)
+	o.rec.add("timer %s", d) // a timer command, as NewTimer's
 	return o.Next.Sleep(ctx, d)
 }
 
 func (o *recordOutbound) AwaitWithTimeout(ctx workflow.Context, timeout time.Duration, condition func() bool) (bool, error) {
-	o.rec.add("await-timer %s", timeout)
+	o.rec.add("timer %s", timeout)
 	return o.Next.AwaitWithTimeout(ctx, timeout, condition)
 }
 
 func (o *recordOutbound) AwaitWithOptions(ctx workflow.Context, options workflow.AwaitOptions, condition func() bool) (bool, error) {
-	o.rec.add("await-timer %s", options.Timeout)
+	o.rec.add("timer %s", options.Timeout)
 	return o.Next.AwaitWithOptions(ctx, options, condition)
 }
 
@@ -216,20 +217,20 @@ func (o *recordOutbound) NewContinueAsNewError(ctx workflow.Context, wfn any, ar
 // keeps the golden files written in this test binary, to find the ones no test writes any more.
 type goldenRuns struct {
 	mu      sync.Mutex
-	perTest map[string]int
+	perTest map[*testing.T]int // per test run, so -count=2 names its files as -count=1 does
 	written map[string]bool
 }
 
-var golden = &goldenRuns{perTest: map[string]int{}, written: map[string]bool{}}
+var golden = &goldenRuns{perTest: map[*testing.T]int{}, written: map[string]bool{}}
 
 // goldenName is the file of a test's n-th environment: TestRollback/by_signal is
 // test/TestRollback__by_signal.golden, its second environment ...__by_signal.2.golden.
 func (g *goldenRuns) next(t *testing.T) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.perTest[t.Name()]++
+	g.perTest[t]++
 	name := goldenFileName(t.Name())
-	if n := g.perTest[t.Name()]; n > 1 {
+	if n := g.perTest[t]; n > 1 {
 		name = fmt.Sprintf("%s.%d", name, n)
 	}
 	return filepath.Join(goldenDir, "test", name+".golden")
