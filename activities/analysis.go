@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/temporal-rollout/rollout/analysis"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -38,24 +39,16 @@ func (in MeasureInput) subject() string {
 	return in.Query
 }
 
+// Measurement is one measurement and its verdict, as the history records it (the status
+// query shows the last ones).
+type Measurement = contract.Measurement
+
 // Verdicts of one measurement.
 const (
 	VerdictSuccessful = "Successful"
 	VerdictFailed     = "Failed"
 	VerdictNoData     = "NoData"
 )
-
-// Measurement is one measurement and its verdict, as the history records it.
-type Measurement struct {
-	// Provider is web or job for those providers; empty for Prometheus.
-	Provider string `json:"provider,omitempty"`
-	// Job is the analysis Job's name (job provider).
-	Job     string    `json:"job,omitempty"`
-	Value   *float64  `json:"value,omitempty"`
-	Verdict string    `json:"verdict"`
-	Message string    `json:"message"`
-	At      time.Time `json:"at"`
-}
 
 // ErrNoPrometheus: the worker was started without --prometheus-address.
 const ErrNoPrometheus = "NoPrometheus"

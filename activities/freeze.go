@@ -9,17 +9,19 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 // The fleet freeze, as a stepped rollout sees it (docs/releases.md). The freeze lives in one
 // workflow, release.FleetFreezeID on the releases task queue; a DeploymentWorkflow asks for it
 // through the FleetFreeze local activity, so the answer it acts on is in its history. The IDs
-// are repeated here (release imports this package); release's tests check they agree.
+// are the contract's (release imports this package, and names its freeze by them too).
 const (
-	// FleetFreezeID is release.FleetFreezeID.
-	FleetFreezeID = "freeze/fleet"
-	// QueryFleetFreeze is release.QueryFreeze.
-	QueryFleetFreeze = "state"
+	// FleetFreezeID is contract.FleetFreezeID, release.FleetFreezeID.
+	FleetFreezeID = contract.FleetFreezeID
+	// QueryFleetFreeze is contract.QueryFleetFreeze, release.QueryFreeze.
+	QueryFleetFreeze = contract.QueryFleetFreeze
 	// defaultFreezeTTL is how long FreezeSource keeps an answer.
 	defaultFreezeTTL = 2 * time.Second
 )

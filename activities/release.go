@@ -24,7 +24,7 @@ import (
 
 // Release activities: small, generic reads and writes on a cluster's Deployments that a
 // release across many Deployments and clusters is built from. Every cluster's worker
-// registers them on its task queue (workflows.TaskQueueFor), so a workflow reaches a cluster by
+// registers them on its task queue (contract.TaskQueueFor), so a workflow reaches a cluster by
 // scheduling them there. They decide nothing: the release workflow does. The Deployment's own
 // workflow still carries each rollout out (steps and all).
 

@@ -22,8 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // createServices creates the Services a blue-green Deployment "web" switches, selecting
@@ -64,9 +64,9 @@ func bgState(t *testing.T, ns string) string {
 
 // waitBlueGreen waits for a phase (and what it waits for) with the exact state want (bgState's
 // format), and returns the status.
-func waitBlueGreen(t *testing.T, ns, phase, waiting, want string) workflows.Status {
+func waitBlueGreen(t *testing.T, ns, phase, waiting, want string) contract.Status {
 	t.Helper()
-	var st workflows.Status
+	var st contract.Status
 	eventually(t, 90*time.Second, func() string {
 		st = queryStatus(t, ns, "web")
 		if bg := st.BlueGreen; bg == nil || bg.Phase != phase || bg.WaitingFor != waiting {
@@ -81,13 +81,13 @@ func waitBlueGreen(t *testing.T, ns, phase, waiting, want string) workflows.Stat
 }
 
 // memoBlueGreen is the blueGreen field of the workflow's memo.
-func memoBlueGreen(t *testing.T, id string) workflows.BlueGreenStatus {
+func memoBlueGreen(t *testing.T, id string) contract.BlueGreenStatus {
 	t.Helper()
 	resp, err := env.tc.DescribeWorkflowExecution(context.Background(), id, "")
 	if err != nil {
 		t.Fatalf("describe %s: %v", id, err)
 	}
-	var bg workflows.BlueGreenStatus
+	var bg contract.BlueGreenStatus
 	p := resp.GetWorkflowExecutionInfo().GetMemo().GetFields()["blueGreen"]
 	if p == nil {
 		t.Fatalf("memo of %s has no blueGreen", id)
@@ -106,7 +106,7 @@ func pausedBlueGreen(t *testing.T, ns, annotation string) (h1, h2 string) {
 	h1 = newBlueGreen(t, ns, annotation)
 	setImage(t, ns, "web", "nginx:1.26")
 	h2 = waitPausedHash(t, ns)
-	waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForPromote,
+	waitBlueGreen(t, ns, contract.BlueGreenPaused, contract.WaitingForPromote,
 		fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)))
 	return h1, h2
 }
@@ -118,7 +118,7 @@ func waitPausedHash(t *testing.T, ns string) string {
 	var hash string
 	eventually(t, 60*time.Second, func() string {
 		st := queryStatus(t, ns, "web")
-		if st.BlueGreen == nil || st.BlueGreen.Phase != workflows.BlueGreenPaused {
+		if st.BlueGreen == nil || st.BlueGreen.Phase != contract.BlueGreenPaused {
 			return fmt.Sprintf("blueGreen %+v, want paused", st.BlueGreen)
 		}
 		hash = st.BlueGreen.Hash
@@ -185,7 +185,7 @@ func TestBlueGreen(t *testing.T) {
 			}
 			return ""
 		})
-		st := waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForPromote,
+		st := waitBlueGreen(t, ns, contract.BlueGreenPaused, contract.WaitingForPromote,
 			fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)))
 		if bg := st.BlueGreen; bg.Hash != h2 || bg.StableHash != h1 || bg.ActiveSelects != h1 || bg.PreviewSelects != h2 || bg.Promoted {
 			t.Errorf("status blueGreen %+v, want hash %s, stable %s, not promoted", bg, h2, h1)
@@ -200,10 +200,10 @@ func TestBlueGreen(t *testing.T) {
 		}
 		id := workflowID(ns, "web")
 		eventually(t, 30*time.Second, func() string {
-			return listed(t, fmt.Sprintf(`%s = "%s" AND WorkflowId = "%s"`, workflows.SearchAttrWaitingFor, workflows.WaitingForPromote, id), id)
+			return listed(t, fmt.Sprintf(`%s = "%s" AND WorkflowId = "%s"`, contract.SearchAttrWaitingFor, contract.WaitingForPromote, id), id)
 		})
 		// The memo (the Temporal UI) and `starter status` show the phase.
-		if bg := memoBlueGreen(t, id); bg.Phase != workflows.BlueGreenPaused || bg.WaitingFor != workflows.WaitingForPromote || bg.PreviewSelects != h2 {
+		if bg := memoBlueGreen(t, id); bg.Phase != contract.BlueGreenPaused || bg.WaitingFor != contract.WaitingForPromote || bg.PreviewSelects != h2 {
 			t.Errorf("memo blueGreen %+v, want Paused waiting for promote, preview on %s", bg, h2)
 		}
 		out, err = starterCmd(t, "status", ns+"/web")
@@ -222,12 +222,12 @@ func TestBlueGreen(t *testing.T) {
 			t.Errorf("paused notification %+v, want the Paused phase's", n)
 		}
 
-		out, err = updateCLI(ns, "web", workflows.UpdatePromote)
+		out, err = updateCLI(ns, "web", contract.UpdatePromote)
 		if err != nil {
 			t.Fatalf("temporal workflow update execute --name promote: %v\n%s", err, out)
 		}
 		// The active Service switches; the old ReplicaSet stays at full size for the delay.
-		st = waitBlueGreen(t, ns, workflows.BlueGreenScaleDownDelay, workflows.WaitingForTimer,
+		st = waitBlueGreen(t, ns, contract.BlueGreenScaleDownDelay, contract.WaitingForTimer,
 			fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h2), sel(h2)))
 		until := *st.BlueGreen.Until
 		t.Logf("scale-down delay until %s", until.Format(time.RFC3339Nano))
@@ -241,7 +241,7 @@ func TestBlueGreen(t *testing.T) {
 		if err == nil || !strings.Contains(out, "3 old replicas are pending termination") {
 			t.Errorf("kubectl rollout status in the scale-down delay: %v\n%s\nwant it waiting on the 3 old replicas", err, out)
 		}
-		out, err = updateCLI(ns, "web", workflows.UpdatePromote)
+		out, err = updateCLI(ns, "web", contract.UpdatePromote)
 		if err == nil || !strings.Contains(out, "already promoted") {
 			t.Errorf("promote during the scale-down delay: %v %s, want rejected", err, out)
 		}
@@ -307,7 +307,7 @@ func TestBlueGreen(t *testing.T) {
 				return ""
 			})
 			// autoPromotionEnabled (the default) promotes as soon as the preview is ready.
-			waitBlueGreen(t, ns, workflows.BlueGreenScaleDownDelay, workflows.WaitingForTimer,
+			waitBlueGreen(t, ns, contract.BlueGreenScaleDownDelay, contract.WaitingForTimer,
 				fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h2), sel(h2)))
 			waitEvent(t, ns, "web", "RolloutPromoted: Promoted automatically (autoPromotionEnabled)")
 
@@ -318,7 +318,7 @@ func TestBlueGreen(t *testing.T) {
 					t.Fatalf("kubectl rollout undo: %v\n%s", err, out)
 				}
 			} else {
-				signal(t, ns, "web", workflows.SignalRollback, `{"revision":0}`)
+				signal(t, ns, "web", contract.SignalRollback, `{"revision":0}`)
 			}
 			var switched time.Duration
 			var oldMin int32 = 3
@@ -368,7 +368,7 @@ func TestBlueGreen(t *testing.T) {
 			h2 = st.BlueGreen.Hash
 			return ""
 		})
-		st := waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForTimer,
+		st := waitBlueGreen(t, ns, contract.BlueGreenPaused, contract.WaitingForTimer,
 			fmt.Sprintf("replicasets nginx:1.26=1/1 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2)))
 		until := *st.BlueGreen.Until
 		env.stack.KillProcess("worker")
@@ -413,7 +413,7 @@ func TestBlueGreen(t *testing.T) {
 		ns := newNamespace(t)
 		h1, _ := pausedBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"abortScaleDownDelaySeconds":8}`)
 		aborted := time.Now()
-		if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"preview looks wrong"}`); err != nil {
+		if out, err := updateCLI(ns, "web", contract.UpdateAbort, `{"reason":"preview looks wrong"}`); err != nil {
 			t.Fatalf("abort: %v\n%s", err, out)
 		}
 		// Held: the template and both Services back on the stable pods, the preview's still up.
@@ -469,24 +469,24 @@ func TestBlueGreen(t *testing.T) {
 		if out, err := runKubectl("scale", "deployment/web", "-n", ns, "--replicas=5"); err != nil {
 			t.Fatalf("kubectl scale --replicas=5: %v\n%s", err, out)
 		}
-		waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForPromote,
+		waitBlueGreen(t, ns, contract.BlueGreenPaused, contract.WaitingForPromote,
 			fmt.Sprintf("replicasets nginx:1.26=5/5 nginx:1.25=5/5; active %s; preview %s", sel(h1), sel(h2)))
 		if lowest, last := low(); lowest != 3 || last != 5 {
 			t.Errorf("the active Service's ReplicaSet %s: lowest %d and last %d replicas seen by a watch across the scale from 3 to 5, want 3 and 5", stable, lowest, last)
 		}
 		waitEvent(t, ns, "web", fmt.Sprintf("ScalingReplicaSet: Scaled up replica set %s from 3 to 5", stable))
 
-		if out, err := updateCLI(ns, "web", workflows.UpdatePromote); err != nil {
+		if out, err := updateCLI(ns, "web", contract.UpdatePromote); err != nil {
 			t.Fatalf("promote: %v\n%s", err, out)
 		}
-		waitBlueGreen(t, ns, workflows.BlueGreenScaleDownDelay, workflows.WaitingForTimer,
+		waitBlueGreen(t, ns, contract.BlueGreenScaleDownDelay, contract.WaitingForTimer,
 			fmt.Sprintf("replicasets nginx:1.26=5/5 nginx:1.25=5/5; active %s; preview %s", sel(h2), sel(h2)))
 		// In the delay the warm ReplicaSet follows replicas too, so a rollback gets the
 		// capacity the Deployment asks for.
 		if out, err := runKubectl("scale", "deployment/web", "-n", ns, "--replicas=2"); err != nil {
 			t.Fatalf("kubectl scale --replicas=2: %v\n%s", err, out)
 		}
-		waitBlueGreen(t, ns, workflows.BlueGreenScaleDownDelay, workflows.WaitingForTimer,
+		waitBlueGreen(t, ns, contract.BlueGreenScaleDownDelay, contract.WaitingForTimer,
 			fmt.Sprintf("replicasets nginx:1.26=2/2 nginx:1.25=2/2; active %s; preview %s", sel(h2), sel(h2)))
 
 		d := waitComplete(t, ns, "web")
@@ -537,7 +537,7 @@ func TestBlueGreen(t *testing.T) {
 			h3 = st.BlueGreen.Hash
 			return ""
 		})
-		waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForPromote,
+		waitBlueGreen(t, ns, contract.BlueGreenPaused, contract.WaitingForPromote,
 			fmt.Sprintf("replicasets nginx:1.27=3/3 nginx:1.26=0/0 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h3)))
 		scaled, switched := scaledDownAt(), switchedAt()
 		t.Logf("the preview Service switched at resourceVersion %d, the earlier preview went to 0 at %d", switched, scaled)
@@ -546,7 +546,7 @@ func TestBlueGreen(t *testing.T) {
 		}
 		waitEvent(t, ns, "web", fmt.Sprintf("ScalingReplicaSet: Scaled down replica set %s from 3 to 0", earlier))
 
-		if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
+		if out, err := updateCLI(ns, "web", contract.UpdatePromote, `{"full":true}`); err != nil {
 			t.Fatalf("promote: %v\n%s", err, out)
 		}
 		d := waitComplete(t, ns, "web")

@@ -28,9 +28,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/kube"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // chaosConfig sizes TestChaos. The defaults are the short run `make test` does; `make chaos`
@@ -339,7 +339,7 @@ func TestChaos(t *testing.T) {
 	var token []byte
 	for {
 		resp, err := env.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: fmt.Sprintf(`%s = %q`, workflows.SearchAttrNamespace, ns), NextPageToken: token})
+			Query: fmt.Sprintf(`%s = %q`, contract.SearchAttrNamespace, ns), NextPageToken: token})
 		if err != nil {
 			t.Fatal(err)
 		}

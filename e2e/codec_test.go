@@ -19,8 +19,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/stack"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // TestCodec: with --codec-key-file on the worker and the watcher, a Deployment's labels,
@@ -83,7 +83,7 @@ func TestCodec(t *testing.T) {
 	}
 	ns := newNamespace(t)
 	const name = "web"
-	id := workflows.WorkflowID(ns, name)
+	id := contract.WorkflowID(ns, name)
 	// The workflow's history is encrypted: end it before the suite's worker (no codec), which
 	// cannot read it, comes back.
 	t.Cleanup(func() {

@@ -11,18 +11,18 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
-func workflowID(ns, name string) string { return workflows.WorkflowID(ns, name) }
+func workflowID(ns, name string) string { return contract.WorkflowID(ns, name) }
 
 // queryStatus asks the workflow for its status through the Temporal CLI.
-func queryStatus(t *testing.T, ns, name string) workflows.Status {
+func queryStatus(t *testing.T, ns, name string) contract.Status {
 	t.Helper()
-	out := temporalCLI(t, "workflow", "query", "--workflow-id", workflowID(ns, name), "--type", workflows.QueryStatus, "-o", "json")
+	out := temporalCLI(t, "workflow", "query", "--workflow-id", workflowID(ns, name), "--type", contract.QueryStatus, "-o", "json")
 	var res struct {
-		QueryResult []workflows.Status `json:"queryResult"`
+		QueryResult []contract.Status `json:"queryResult"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.QueryResult) != 1 {
 		t.Fatalf("decode status query %q: %v", out, err)
@@ -136,8 +136,8 @@ func TestPause(t *testing.T) {
 	}{
 		{
 			name:   "temporal",
-			pause:  func(t *testing.T, ns string) { signal(t, ns, "web", workflows.SignalPause) },
-			resume: func(t *testing.T, ns string) { signal(t, ns, "web", workflows.SignalResume) },
+			pause:  func(t *testing.T, ns string) { signal(t, ns, "web", contract.SignalPause) },
+			resume: func(t *testing.T, ns string) { signal(t, ns, "web", contract.SignalResume) },
 		},
 		{
 			name:   "kubectl",
@@ -196,7 +196,7 @@ func TestRollback(t *testing.T) {
 	rs3 := expectedRSName(d)
 
 	// Signal: back to revision 1, which becomes revision 4.
-	signal(t, ns, "web", workflows.SignalRollback, `{"revision":1}`)
+	signal(t, ns, "web", contract.SignalRollback, `{"revision":1}`)
 	eventually(t, waitTimeout, func() string {
 		d := getDeployment(t, ns, "web")
 		if d.Spec.Template.Spec.Containers[0].Image != "nginx:1.25" {
@@ -273,7 +273,7 @@ func TestProgressDeadline(t *testing.T) {
 	if st := queryStatus(t, ns, "web"); st.Phase != string(k8s.PhaseDeadlineExceeded) {
 		t.Errorf("status phase = %s, want DeadlineExceeded", st.Phase)
 	}
-	signal(t, ns, "web", workflows.SignalRollback, `{"revision":0}`)
+	signal(t, ns, "web", contract.SignalRollback, `{"revision":0}`)
 	d = waitComplete(t, ns, "web")
 	if got := d.Spec.Template.Spec.Containers[0].Image; got != "nginx:1.25" {
 		t.Fatalf("after rollback image = %s, want nginx:1.25", got)
@@ -289,7 +289,7 @@ func TestStartFromCLI(t *testing.T) {
 	create(t, newDeployment(ns, "api", 2, "nginx:1.25", rolling("1", "0")))
 	waitComplete(t, ns, "api")
 	in := fmt.Sprintf(`{"namespace":%q,"name":"api","image":{"app":"nginx:1.26"}}`, ns)
-	temporalCLI(t, "workflow", "start", "--task-queue", workflows.DefaultTaskQueue, "--type", workflows.WorkflowType,
+	temporalCLI(t, "workflow", "start", "--task-queue", contract.DefaultTaskQueue, "--type", contract.WorkflowType,
 		"--workflow-id", workflowID(ns, "api"), "--input", in, "--id-conflict-policy", "TerminateExisting")
 	eventually(t, waitTimeout, func() string {
 		d := getDeployment(t, ns, "api")

@@ -30,8 +30,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // The data plane (docs/traffic.md): Traefik's Kubernetes Gateway provider routes real HTTP
@@ -718,15 +718,15 @@ func TestTrafficDataPlane(t *testing.T) {
 
 	// Rollout 1: 20%, then the header route and 50%, then abort.
 	setImage(t, ns, "web", "nginx:1.26")
-	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=2/2 nginx:1.25=8/8")
+	waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.26=2/2 nginx:1.25=8/8")
 	h2 := hashOf(t, ns, "nginx:1.26")
 	at20 := routeView{stableWeight: 80, canaryWeight: 20, stableHash: h1, canaryHash: h2}
 	waitRoute(t, dc, ns, at20, "")
 	checkSplit(t, dc, g, ns, at20, nil)
-	if out, err := updateCLI(ns, "web", workflows.UpdatePromote); err != nil {
+	if out, err := updateCLI(ns, "web", contract.UpdatePromote); err != nil {
 		t.Fatalf("promote: %v\n%s", err, out)
 	}
-	waitSteps(t, ns, "web", 5, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
+	waitSteps(t, ns, "web", 5, contract.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
 	at50 := routeView{stableWeight: 50, canaryWeight: 50, stableHash: h1, canaryHash: h2}
 	waitRoute(t, dc, ns, at50, "temporal-rollout-testers→web-canary")
 	checkSplit(t, dc, g, ns, at50, canaryHdr)
@@ -737,7 +737,7 @@ func TestTrafficDataPlane(t *testing.T) {
 	time.Sleep(time.Second)
 	abortAt := time.Now()
 	sampler.aborting.Store(true)
-	if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"testers saw errors"}`); err != nil {
+	if out, err := updateCLI(ns, "web", contract.UpdateAbort, `{"reason":"testers saw errors"}`); err != nil {
 		t.Fatalf("abort: %v\n%s", err, out)
 	}
 	waitComplete(t, ns, "web")
@@ -787,12 +787,12 @@ func TestTrafficDataPlane(t *testing.T) {
 	// Rollout 2, promoted through every step: all requests on the new ReplicaSet.
 	load = startLoad(g)
 	setImage(t, ns, "web", "nginx:1.27")
-	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.27=2/2 nginx:1.25=8/8 nginx:1.26=0/0")
+	waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.27=2/2 nginx:1.25=8/8 nginx:1.26=0/0")
 	h3 := hashOf(t, ns, "nginx:1.27")
 	at20 = routeView{stableWeight: 80, canaryWeight: 20, stableHash: h1, canaryHash: h3}
 	waitRoute(t, dc, ns, at20, "")
 	checkSplit(t, dc, g, ns, at20, nil)
-	if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
+	if out, err := updateCLI(ns, "web", contract.UpdatePromote, `{"full":true}`); err != nil {
 		t.Fatalf("promote full: %v\n%s", err, out)
 	}
 	waitPromoted(t, dc, ns, h3, "nginx:1.27=10/10 nginx:1.25=0/0 nginx:1.26=0/0")

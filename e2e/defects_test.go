@@ -27,8 +27,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // waitAll polls cond for every name until each returns "" or the timeout passes, and returns
@@ -71,11 +71,11 @@ func TestSignalPayloadNotJSON(t *testing.T) {
 		name, signal string
 		value        any
 	}{
-		{"bytes", workflows.SignalRollback, []byte{0xff, 0x00}},
-		{"proto", workflows.SignalRollback, &commonpb.WorkflowType{Name: "not-a-rollback"}},
-		{"unknown-encoding", workflows.SignalRollback, raw("binary/x-e2e-unknown", []byte{1, 2, 3})},
-		{"bad-json", workflows.SignalRollback, raw(converter.MetadataEncodingJSON, []byte(`{"revision":`))},
-		{"trigger-proto", workflows.SignalTrigger, &commonpb.WorkflowType{Name: "not-a-trigger"}},
+		{"bytes", contract.SignalRollback, []byte{0xff, 0x00}},
+		{"proto", contract.SignalRollback, &commonpb.WorkflowType{Name: "not-a-rollback"}},
+		{"unknown-encoding", contract.SignalRollback, raw("binary/x-e2e-unknown", []byte{1, 2, 3})},
+		{"bad-json", contract.SignalRollback, raw(converter.MetadataEncodingJSON, []byte(`{"revision":`))},
+		{"trigger-proto", contract.SignalTrigger, &commonpb.WorkflowType{Name: "not-a-trigger"}},
 	}
 	names := make([]string, len(cases))
 	for i, c := range cases {
@@ -116,7 +116,7 @@ func TestSignalPayloadNotJSON(t *testing.T) {
 	}
 	var rollbacks []string
 	for _, c := range cases {
-		if c.signal == workflows.SignalRollback {
+		if c.signal == contract.SignalRollback {
 			rollbacks = append(rollbacks, c.name)
 		}
 	}
@@ -128,7 +128,7 @@ func TestSignalPayloadNotJSON(t *testing.T) {
 	}))
 
 	for _, n := range alive() {
-		signal(t, ns, n, workflows.SignalPause)
+		signal(t, ns, n, contract.SignalPause)
 	}
 	report("pause signal after the undecodable one did not take effect", waitAll(30*time.Second, alive(), func(n string) string {
 		d := getDeployment(t, ns, n)
@@ -155,7 +155,7 @@ func TestSignalPayloadNotJSON(t *testing.T) {
 		}
 	}
 	for _, n := range alive() {
-		signal(t, ns, n, workflows.SignalResume)
+		signal(t, ns, n, contract.SignalResume)
 	}
 	report("after resume the image change did not roll out", waitAll(90*time.Second, alive(), func(n string) string {
 		d := getDeployment(t, ns, n)
@@ -274,7 +274,7 @@ func TestDeleteAndRecreate(t *testing.T) {
 		// that read before the recreate close within milliseconds of it; allow a second.
 		for _, name := range names {
 			for _, run := range closedRuns(t, workflowID(ns, name)) {
-				if run.outcome == workflows.OutcomeDeleted && run.closed.After(recreated[name].Add(time.Second)) {
+				if run.outcome == contract.OutcomeDeleted && run.closed.After(recreated[name].Add(time.Second)) {
 					t.Errorf("round %d: %s: run %s ended %s at %s, %s after the Deployment was recreated",
 						round, name, run.runID, run.outcome, run.closed.Format(time.RFC3339Nano), run.closed.Sub(recreated[name]).Round(time.Millisecond))
 				}
@@ -303,7 +303,7 @@ func closedRuns(t *testing.T, id string) []closedRun {
 	}
 	var out []closedRun
 	for _, e := range resp.Executions {
-		var res workflows.Result
+		var res contract.Result
 		if err := env.tc.GetWorkflow(ctx, id, e.Execution.RunId).Get(ctx, &res); err != nil {
 			continue
 		}
@@ -376,9 +376,9 @@ func TestWatcherDowntime(t *testing.T) {
 	}
 	t.Logf("gone's workflow closed %s after the watcher restarted: %s", time.Since(restarted).Round(time.Second), desc.WorkflowExecutionInfo.Status)
 	if st := desc.WorkflowExecutionInfo.Status; st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-		var res workflows.Result
-		if err := env.tc.GetWorkflow(ctx, workflowID(ns, "gone"), "").Get(ctx, &res); err != nil || res.Outcome != workflows.OutcomeDeleted {
-			t.Errorf("gone's workflow result %+v (%v), want outcome %s", res, err, workflows.OutcomeDeleted)
+		var res contract.Result
+		if err := env.tc.GetWorkflow(ctx, workflowID(ns, "gone"), "").Get(ctx, &res); err != nil || res.Outcome != contract.OutcomeDeleted {
+			t.Errorf("gone's workflow result %+v (%v), want outcome %s", res, err, contract.OutcomeDeleted)
 		}
 	}
 }

@@ -10,8 +10,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // TestStepsHeldByFleetFreeze: a fleet freeze (`starter freeze`) holds a stepped rollout before
@@ -41,7 +41,7 @@ func TestStepsHeldByFleetFreeze(t *testing.T) {
 	// The first step runs (a rollout under way when the freeze came would hold at its own
 	// next step); the next one is held.
 	const held = "nginx:1.26=2/2 nginx:1.25=8/8"
-	st := waitSteps(t, ns, "web", 1, workflows.WaitingForFreeze, held)
+	st := waitSteps(t, ns, "web", 1, contract.WaitingForFreeze, held)
 	if st.Steps.Weight != 20 || st.Steps.Freeze == nil || st.Steps.Freeze.Reason != reason || st.Steps.Freeze.By != "ops" ||
 		!strings.Contains(st.Steps.Message, "Held before step 2 of 4 (pause 5s): fleet freeze until") {
 		t.Errorf("held: steps %+v (freeze %+v), want weight 20, held before step 2 by the freeze", st.Steps, st.Steps.Freeze)
@@ -54,7 +54,7 @@ func TestStepsHeldByFleetFreeze(t *testing.T) {
 	}
 	id := workflowID(ns, "web")
 	eventually(t, 30*time.Second, func() string {
-		return listed(t, fmt.Sprintf(`%s = "%s" AND WorkflowId = "%s"`, workflows.SearchAttrWaitingFor, workflows.WaitingForFreeze, id), id)
+		return listed(t, fmt.Sprintf(`%s = "%s" AND WorkflowId = "%s"`, contract.SearchAttrWaitingFor, contract.WaitingForFreeze, id), id)
 	})
 	// Twice the pause and more: nothing moves.
 	for i := 0; i < 12; i++ {
@@ -63,7 +63,7 @@ func TestStepsHeldByFleetFreeze(t *testing.T) {
 			t.Fatalf("%ds into the freeze: %s, want %s", i+1, got, held)
 		}
 	}
-	if st := queryStatus(t, ns, "web"); st.Steps == nil || st.Steps.Step != 1 || st.Steps.WaitingFor != workflows.WaitingForFreeze {
+	if st := queryStatus(t, ns, "web"); st.Steps == nil || st.Steps.Step != 1 || st.Steps.WaitingFor != contract.WaitingForFreeze {
 		t.Errorf("after 12s frozen: steps %+v, want still held at step 1", st.Steps)
 	}
 	out, err = starterCmd(t, "status", ns+"/web")
@@ -128,7 +128,7 @@ func TestBlueGreenHeldByFleetFreeze(t *testing.T) {
 		return "no blue-green rollout yet"
 	})
 	held := fmt.Sprintf("replicasets nginx:1.26=3/3 nginx:1.25=3/3; active %s; preview %s", sel(h1), sel(h2))
-	st := waitBlueGreen(t, ns, workflows.BlueGreenPaused, workflows.WaitingForFreeze, held)
+	st := waitBlueGreen(t, ns, contract.BlueGreenPaused, contract.WaitingForFreeze, held)
 	if bg := st.BlueGreen; bg.Freeze == nil || bg.Freeze.Reason != reason || bg.Promoted {
 		t.Errorf("held: blueGreen %+v, want the freeze and not promoted", bg)
 	}

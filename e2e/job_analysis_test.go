@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // TestJobAnalysis runs a stepped rollout whose analysis step is a Kubernetes Job, on the real
@@ -105,7 +105,7 @@ func TestJobAnalysis(t *testing.T) {
 		}
 		id := workflowID(ns, "web")
 		eventually(t, 30*time.Second, func() string {
-			return listed(t, fmt.Sprintf(`%s = "%s" AND WorkflowId = "%s"`, workflows.SearchAttrOutcome, workflows.OutcomeAborted, id), id)
+			return listed(t, fmt.Sprintf(`%s = "%s" AND WorkflowId = "%s"`, contract.SearchAttrOutcome, contract.OutcomeAborted, id), id)
 		})
 	})
 }

@@ -18,9 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/stack"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // stopOurs stops our worker and watcher; the returned func starts them again.
@@ -186,7 +186,7 @@ func TestAdoptOrphanReleaseAndCascade(t *testing.T) {
 		}
 		return ""
 	})
-	waitWorkflowResult(t, ns, "web", workflows.OutcomeDeleted)
+	waitWorkflowResult(t, ns, "web", contract.OutcomeDeleted)
 }
 
 // waitWorkflowResult waits until the Deployment's workflow has completed with the outcome.
@@ -200,7 +200,7 @@ func waitWorkflowResult(t *testing.T, ns, name, outcome string) {
 		if st := desc.WorkflowExecutionInfo.Status; st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 			return "workflow status " + st.String()
 		}
-		var res workflows.Result
+		var res contract.Result
 		if err := env.tc.GetWorkflow(context.Background(), workflowID(ns, name), "").Get(context.Background(), &res); err != nil {
 			return err.Error()
 		}
@@ -282,7 +282,7 @@ func TestBadInput(t *testing.T) {
 	waitComplete(t, ns, "web")
 
 	t.Run("unknown-revision", func(t *testing.T) {
-		signal(t, ns, "web", workflows.SignalRollback, `{"revision":99}`)
+		signal(t, ns, "web", contract.SignalRollback, `{"revision":99}`)
 		waitEvent(t, ns, "web", "DeploymentRollbackRevisionNotFound: Unable to find the revision to rollback to.")
 		st := queryStatus(t, ns, "web")
 		if st.PendingRollback != nil {
@@ -300,7 +300,7 @@ func TestBadInput(t *testing.T) {
 			{`{"rev":1}`, `{"rev":1}`},
 			{`{"revision":-2}`, "revision -2 is negative"},
 		} {
-			signal(t, ns, "web", workflows.SignalRollback, tt.give)
+			signal(t, ns, "web", contract.SignalRollback, tt.give)
 			eventually(t, 20*time.Second, func() string {
 				st := queryStatus(t, ns, "web")
 				if !strings.Contains(st.IgnoredSignal, tt.want) {
@@ -322,7 +322,7 @@ func TestBadInput(t *testing.T) {
 	})
 
 	t.Run("invalid-workflow-input", func(t *testing.T) {
-		out, err := temporalCLIErr("workflow", "execute", "--task-queue", workflows.DefaultTaskQueue, "--type", workflows.WorkflowType,
+		out, err := temporalCLIErr("workflow", "execute", "--task-queue", contract.DefaultTaskQueue, "--type", contract.WorkflowType,
 			"--workflow-id", "deployment/bad/input", "--input", `{"namespace":"","name":"x"}`, "-o", "json")
 		if err == nil || !strings.Contains(out, `"type": "InvalidInput"`) {
 			t.Fatalf("temporal workflow execute with an empty namespace: err = %v, output %s; want a failure of type InvalidInput", err, out)
@@ -354,7 +354,7 @@ func TestBadInput(t *testing.T) {
 		if err := env.kube.AppsV1().Deployments(ns).Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitWorkflowResult(t, ns, "gone", workflows.OutcomeDeleted)
+		waitWorkflowResult(t, ns, "gone", contract.OutcomeDeleted)
 	})
 }
 
@@ -392,7 +392,7 @@ func TestWorkerWatches(t *testing.T) {
 		}
 	}
 	it := env.tc.GetWorkflowHistory(ctx, id, run.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var in workflows.Input
+	var in contract.Input
 	var seq []string
 	for it.HasNext() {
 		ev, err := it.Next()

@@ -14,9 +14,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/kube"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // inManagedMode runs the rest of the test on a managed cluster's terms: kube-controller-
@@ -240,7 +240,7 @@ func TestManagedMode(t *testing.T) {
 	baseline := builtinScalings(t, ns, "web")
 	obs := observe(t, ns, 13, 8)
 	setImage(t, ns, "web", "nginx:1.26")
-	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
+	waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
 	time.Sleep(3 * time.Second)
 	if got := sizes(t, ns); got != "nginx:1.26=5/5 nginx:1.25=5/5" {
 		t.Errorf("at the 50%% step, 3 s later: %s, want it held while the built-in controller runs", got)
@@ -249,7 +249,7 @@ func TestManagedMode(t *testing.T) {
 	if err == nil || !strings.Contains(out, "5 out of 10 new replicas have been updated") {
 		t.Errorf("kubectl rollout status at the step: %v\n%s\nwant it waiting at 5 out of 10", err, out)
 	}
-	if out, err := updateCLI(ns, "web", workflows.UpdatePromote); err != nil {
+	if out, err := updateCLI(ns, "web", contract.UpdatePromote); err != nil {
 		t.Fatalf("promote: %v\n%s", err, out)
 	}
 	waitParked(t, ns, "web", "25%", "25%")
@@ -265,7 +265,7 @@ func TestManagedMode(t *testing.T) {
 
 	// Pause and resume by signal: the user's paused flag lives in the parked annotation.
 	update(t, ns, "web", func(d *appsv1.Deployment) { delete(d.Annotations, k8s.StepsAnnotation) })
-	signal(t, ns, "web", workflows.SignalPause)
+	signal(t, ns, "web", contract.SignalPause)
 	eventually(t, 30*time.Second, func() string {
 		d := getDeployment(t, ns, "web")
 		if ps, _, _ := k8s.Parked(d); !ps.Paused || !d.Spec.Paused {
@@ -279,14 +279,14 @@ func TestManagedMode(t *testing.T) {
 		t.Errorf("paused, 2 s after an image change: %s, want nothing rolled", got)
 	}
 	obs = observe(t, ns, 13, 8)
-	signal(t, ns, "web", workflows.SignalResume)
+	signal(t, ns, "web", contract.SignalResume)
 	d := waitParked(t, ns, "web", "25%", "25%")
 	if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.27" {
 		t.Errorf("after resume: image %s, want nginx:1.27", img)
 	}
 	// Roll back by signal (kubectl rollout undo refuses a paused Deployment): back to 1.26,
 	// still parked and opted in.
-	signal(t, ns, "web", workflows.SignalRollback, `{"revision":0}`)
+	signal(t, ns, "web", contract.SignalRollback, `{"revision":0}`)
 	eventually(t, waitTimeout, func() string {
 		d = getDeployment(t, ns, "web")
 		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.26" {
@@ -300,8 +300,8 @@ func TestManagedMode(t *testing.T) {
 	// The rollback restores the annotations of the revision it returns to, as upstream does,
 	// and that revision carried the steps: promote it through them.
 	eventually(t, waitTimeout, func() string {
-		if st := queryStatus(t, ns, "web"); st.Steps != nil && st.Steps.WaitingFor == workflows.WaitingForPromote {
-			if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
+		if st := queryStatus(t, ns, "web"); st.Steps != nil && st.Steps.WaitingFor == contract.WaitingForPromote {
+			if out, err := updateCLI(ns, "web", contract.UpdatePromote, `{"full":true}`); err != nil {
 				return fmt.Sprintf("promote: %v %s", err, out)
 			}
 		}
@@ -421,7 +421,7 @@ func TestManagedModeFaults(t *testing.T) {
 		waitParked(t, ns, "web", "25%", "25%")
 		obs := observe(t, ns, 13, 8)
 		setImage(t, ns, "web", "nginx:1.26")
-		waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
+		waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
 		update(t, ns, "web", func(d *appsv1.Deployment) { delete(d.Annotations, k8s.ManagedAnnotation) })
 		// The built-in controller finishes the rollout from the ReplicaSets as they are.
 		d := waitComplete(t, ns, "web")
@@ -486,7 +486,7 @@ func TestManagedModeFaults(t *testing.T) {
 		create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), managed(), withSteps(`[{"setWeight":50},{"pause":{}}]`)))
 		waitParked(t, ns, "web", "25%", "25%")
 		setImage(t, ns, "web", "nginx:1.26")
-		waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
+		waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
 		fg := metav1.DeletePropagationForeground
 		if err := env.kube.AppsV1().Deployments(ns).Delete(context.Background(), "web", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
 			t.Fatal(err)
@@ -507,8 +507,8 @@ func TestManagedModeFaults(t *testing.T) {
 		baseline := builtinScalings(t, ns, "web")
 		obs := observe(t, ns, 13, 8)
 		setImage(t, ns, "web", "nginx:1.26")
-		waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
-		if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"e2e abort"}`); err != nil {
+		waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
+		if out, err := updateCLI(ns, "web", contract.UpdateAbort, `{"reason":"e2e abort"}`); err != nil {
 			t.Fatalf("abort: %v\n%s", err, out)
 		}
 		d := waitParked(t, ns, "web", "25%", "25%")
@@ -547,7 +547,7 @@ func TestManagedModeFaults(t *testing.T) {
 		if err == nil || !strings.Contains(out, "exceeded its progress deadline") {
 			t.Errorf("kubectl rollout status: %v\n%s\nwant it to fail on the deadline", err, out)
 		}
-		signal(t, ns, "web", workflows.SignalRollback, `{"revision":0}`)
+		signal(t, ns, "web", contract.SignalRollback, `{"revision":0}`)
 		d := waitParked(t, ns, "web", "1", "0")
 		if got := d.Spec.Template.Spec.Containers[0].Image; got != "nginx:1.25" {
 			t.Errorf("template after the rollback = %s, want nginx:1.25", got)

@@ -15,14 +15,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/stack"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // testCluster is a second Kubernetes cluster beside the suite's (which is the cluster "",
 // driven by the suite's worker and watcher without --cluster), with a worker of its own:
 // `worker --cluster NAME --watch` on the suite's Temporal, polling the cluster's task queue
-// (workflows.TaskQueueFor) and starting workflows deployment/NAME/<namespace>/<name>.
+// (contract.TaskQueueFor) and starting workflows deployment/NAME/<namespace>/<name>.
 type testCluster struct {
 	name string
 	k    *stack.KubeCluster
@@ -86,7 +86,7 @@ func startClusterWorker(t *testing.T, c *testCluster) {
 		}
 		b, _ := os.ReadFile(p.LogPath)
 		if !strings.Contains(string(b), `msg="Worker running"`) {
-			return c.worker + " not running yet on task queue " + workflows.TaskQueueFor(c.name)
+			return c.worker + " not running yet on task queue " + contract.TaskQueueFor(c.name)
 		}
 		return ""
 	})

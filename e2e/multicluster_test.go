@@ -19,8 +19,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // TestTwoClusters: the suite's cluster (the cluster "", its worker and watcher without
@@ -41,7 +41,7 @@ func TestTwoClusters(t *testing.T) {
 	ns := newNamespace(t)
 	createNamespaceIn(t, b, ns)
 	const name = "web"
-	idA, idB := workflows.WorkflowIDIn("", ns, name), workflows.WorkflowIDIn("b", ns, name)
+	idA, idB := contract.WorkflowIDIn("", ns, name), contract.WorkflowIDIn("b", ns, name)
 	recordHistoriesOf(t, idB)
 
 	for _, c := range []*testCluster{a, b} {
@@ -168,11 +168,11 @@ func TestTwoClusters(t *testing.T) {
 	}
 	for _, id := range []string{idA, idB} {
 		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		var res workflows.Result
+		var res contract.Result
 		err := env.tc.GetWorkflow(wctx, id, "").Get(wctx, &res)
 		cancel()
-		if err != nil || res.Outcome != workflows.OutcomeDeleted {
-			t.Errorf("%s ended with %+v, %v; want outcome %s", id, res, err, workflows.OutcomeDeleted)
+		if err != nil || res.Outcome != contract.OutcomeDeleted {
+			t.Errorf("%s ended with %+v, %v; want outcome %s", id, res, err, contract.OutcomeDeleted)
 		}
 		desc, err := env.tc.DescribeWorkflowExecution(ctx, id, "")
 		if err != nil || desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
@@ -290,7 +290,7 @@ func waitWeight(t *testing.T, c *testCluster, ns, name, image, old string) {
 }
 
 // starterStatus runs `starter status -o json` with args and decodes its standard output.
-func starterStatus(t *testing.T, args ...string) workflows.Status {
+func starterStatus(t *testing.T, args ...string) contract.Status {
 	t.Helper()
 	full := append(append([]string{"status", "-o", "json"}, args...), "--temporal-address", env.stack.TemporalAddress, "--log-format", "text")
 	cmd := exec.Command(filepath.Join(env.bin, "starter"), full...)
@@ -300,7 +300,7 @@ func starterStatus(t *testing.T, args ...string) workflows.Status {
 	if err != nil {
 		t.Fatalf("starter %s: %v\n%s%s", strings.Join(full, " "), err, out, stderr.String())
 	}
-	var st workflows.Status
+	var st contract.Status
 	if err := json.Unmarshal(out, &st); err != nil {
 		t.Fatalf("starter %s: %v\n%s", strings.Join(full, " "), err, out)
 	}

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // TestRollbackAppliedOnce (issue 23, defect 2): a rollback to the previous revision, with the
@@ -65,7 +65,7 @@ func TestRollbackAppliedOnce(t *testing.T) {
 			return
 		}
 	}()
-	signal(t, ns, "web", workflows.SignalRollback, `{"revision":0}`)
+	signal(t, ns, "web", contract.SignalRollback, `{"revision":0}`)
 	select {
 	case <-killed:
 	case <-time.After(60 * time.Second):

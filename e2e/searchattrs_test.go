@@ -15,8 +15,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/stack"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // TestSearchAttributesMissing: on a Temporal dev server without our search attributes, the
@@ -24,7 +24,7 @@ import (
 // line naming each missing attribute and the command that creates it. With the four that
 // docker-compose.yml used to register, they name the later ones (RolloutWaitingFor,
 // RolloutCluster) alone; with all of
-// workflows.SearchAttributes registered, they start.
+// contract.SearchAttributes registered, they start.
 func TestSearchAttributesMissing(t *testing.T) {
 	ns := newNamespace(t)
 	port, err := stack.FreePort()
@@ -52,7 +52,7 @@ func TestSearchAttributesMissing(t *testing.T) {
 	})
 	create := func(names ...string) {
 		t.Helper()
-		for _, sa := range workflows.SearchAttributes() {
+		for _, sa := range contract.SearchAttributes() {
 			for _, n := range names {
 				if sa.Name != n {
 					continue
@@ -69,7 +69,7 @@ func TestSearchAttributesMissing(t *testing.T) {
 	command := func(name, typ string) string {
 		return fmt.Sprintf("temporal operator search-attribute create --namespace default --name %s --type %s", name, typ)
 	}
-	all := workflows.SearchAttributes()
+	all := contract.SearchAttributes()
 	var allNames []string
 	for _, sa := range all {
 		allNames = append(allNames, sa.Name)
@@ -102,7 +102,7 @@ func TestSearchAttributesMissing(t *testing.T) {
 	for _, step := range []struct {
 		name    string
 		create  []string // registered before the runs
-		missing []workflows.SearchAttribute
+		missing []contract.SearchAttribute
 	}{
 		{name: "none registered", missing: all},
 		{name: "the four compose registered", create: allNames[:4], missing: all[4:]},

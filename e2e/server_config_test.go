@@ -10,7 +10,7 @@ import (
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"github.com/temporal-rollout/rollout/workflows"
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 // TestTaskQueueOnePartition: the stack's Temporal server (the dev server under `make test`,
@@ -20,12 +20,12 @@ import (
 func TestTaskQueueOnePartition(t *testing.T) {
 	resp, err := env.tc.WorkflowService().ListTaskQueuePartitions(context.Background(), &workflowservice.ListTaskQueuePartitionsRequest{
 		Namespace: "default",
-		TaskQueue: &taskqueuepb.TaskQueue{Name: workflows.DefaultTaskQueue, Kind: enumspb.TASK_QUEUE_KIND_NORMAL},
+		TaskQueue: &taskqueuepb.TaskQueue{Name: contract.DefaultTaskQueue, Kind: enumspb.TASK_QUEUE_KIND_NORMAL},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w, a := len(resp.GetWorkflowTaskQueuePartitions()), len(resp.GetActivityTaskQueuePartitions()); w != 1 || a != 1 {
-		t.Errorf("task queue %s: %d workflow and %d activity partitions, want 1 and 1", workflows.DefaultTaskQueue, w, a)
+		t.Errorf("task queue %s: %d workflow and %d activity partitions, want 1 and 1", contract.DefaultTaskQueue, w, a)
 	}
 }

@@ -27,9 +27,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/stack"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // TestTrafficSoak is the data-plane soak of issue 38: requests flow through Traefik without
@@ -174,7 +174,7 @@ func TestTrafficSoak(t *testing.T) {
 	abortAndTime := func(t *testing.T, ns string) time.Duration {
 		t.Helper()
 		at := time.Now()
-		if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"soak"}`); err != nil {
+		if out, err := updateCLI(ns, "web", contract.UpdateAbort, `{"reason":"soak"}`); err != nil {
 			t.Fatalf("abort: %v\n%s", err, out)
 		}
 		var took time.Duration
@@ -211,7 +211,7 @@ func TestTrafficSoak(t *testing.T) {
 				d.Spec.Template.Spec.Containers[0].Image = image
 			})
 			rollouts.Add(1)
-			st := waitHeld(t, ns, 2, workflows.WaitingForPromote)
+			st := waitHeld(t, ns, 2, contract.WaitingForPromote)
 			// The setWeight step passed only once the route carried its weight.
 			want := int32(w)
 			if c, s := k8s.StepShares(want, 10, 2); true {
@@ -265,7 +265,7 @@ func TestTrafficSoak(t *testing.T) {
 			d.Spec.Template.Spec.Containers[0].Image = "nginx:f2"
 		})
 		rollouts.Add(1)
-		waitHeld(t, ns, 2, workflows.WaitingForPromote)
+		waitHeld(t, ns, 2, contract.WaitingForPromote)
 		abortAndTime(t, ns)
 		waitComplete(t, ns, "web")
 		d := getDeployment(t, ns, "web")
@@ -274,11 +274,11 @@ func TestTrafficSoak(t *testing.T) {
 		}
 		setImage(t, ns, "web", "nginx:f3")
 		rollouts.Add(1)
-		st := waitHeld(t, ns, 2, workflows.WaitingForPromote)
+		st := waitHeld(t, ns, 2, contract.WaitingForPromote)
 		if tr := st.Steps.Traffic; tr == nil || tr.CanaryWeight != 50 {
 			t.Errorf("the rollout after the abort: traffic %+v, want routed at 50", tr)
 		}
-		if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
+		if out, err := updateCLI(ns, "web", contract.UpdatePromote, `{"full":true}`); err != nil {
 			t.Fatalf("promote: %v\n%s", err, out)
 		}
 		waitCompleteImage(t, ns, "nginx:f3")
@@ -289,12 +289,12 @@ func TestTrafficSoak(t *testing.T) {
 			image := fmt.Sprintf("nginx:r%d", i)
 			setImage(t, ns, "web", image)
 			rollouts.Add(1)
-			if st := waitHeld(t, ns, 2, workflows.WaitingForPromote); st.Steps.Traffic == nil || st.Steps.Traffic.CanaryWeight != 100 {
+			if st := waitHeld(t, ns, 2, contract.WaitingForPromote); st.Steps.Traffic == nil || st.Steps.Traffic.CanaryWeight != 100 {
 				t.Errorf("%s: at the pause the route carries %+v, want the canary at 100", image, st.Steps.Traffic)
 			}
 			// The rollback signal to the previous revision: the stable ReplicaSet has no pod,
 			// the canary keeps the traffic until it has.
-			signal(t, ns, "web", workflows.SignalRollback, `{"revision":0}`)
+			signal(t, ns, "web", contract.SignalRollback, `{"revision":0}`)
 			waitCompleteImage(t, ns, "nginx:r0")
 			t.Logf("%s: rolled back to nginx:r0 by the rollback signal", image)
 		}
@@ -311,7 +311,7 @@ func TestTrafficSoak(t *testing.T) {
 				d.Spec.Template.Spec.Containers[0].Image = image
 			})
 			rollouts.Add(1)
-			waitHeld(t, ns, len(strings.Split(steps, "},{")), workflows.WaitingForPromote)
+			waitHeld(t, ns, len(strings.Split(steps, "},{")), contract.WaitingForPromote)
 			stop := watchCanaryWeight(t, dc, ns)
 			abortAndTime(t, ns)
 			waitComplete(t, ns, "web")
@@ -326,8 +326,8 @@ func TestTrafficSoak(t *testing.T) {
 			d.Spec.Template.Spec.Containers[0].Image = "nginx:c3"
 		})
 		rollouts.Add(1)
-		waitHeld(t, ns, 3, workflows.WaitingForPromote)
-		if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
+		waitHeld(t, ns, 3, contract.WaitingForPromote)
+		if out, err := updateCLI(ns, "web", contract.UpdatePromote, `{"full":true}`); err != nil {
 			t.Fatalf("promote: %v\n%s", err, out)
 		}
 		waitCompleteImage(t, ns, "nginx:c3")
@@ -337,7 +337,7 @@ func TestTrafficSoak(t *testing.T) {
 		ns := nss["autoscale"]
 		setImage(t, ns, "web", "nginx:z1")
 		rollouts.Add(1)
-		waitHeld(t, ns, 2, workflows.WaitingForPromote)
+		waitHeld(t, ns, 2, contract.WaitingForPromote)
 		for _, n := range []int32{14, 6, 10} {
 			update(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Replicas = &n })
 			eventually(t, 2*time.Minute, func() string {
@@ -351,7 +351,7 @@ func TestTrafficSoak(t *testing.T) {
 				return ""
 			})
 		}
-		if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
+		if out, err := updateCLI(ns, "web", contract.UpdatePromote, `{"full":true}`); err != nil {
 			t.Fatalf("promote: %v\n%s", err, out)
 		}
 		waitCompleteImage(t, ns, "nginx:z1")
@@ -362,7 +362,7 @@ func TestTrafficSoak(t *testing.T) {
 		ns := nss["deleted"]
 		setImage(t, ns, "web", "nginx:d1")
 		rollouts.Add(1)
-		waitHeld(t, ns, 2, workflows.WaitingForPromote)
+		waitHeld(t, ns, 2, contract.WaitingForPromote)
 		orphan := metav1.DeletePropagationOrphan
 		if err := env.kube.AppsV1().Deployments(ns).Delete(context.Background(), "web", metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
 			t.Fatalf("delete deployment: %v", err)
@@ -391,12 +391,12 @@ func TestTrafficSoak(t *testing.T) {
 		setImage(t, ns, "web", "nginx:g1")
 		rollouts.Add(1)
 		eventually(t, 2*time.Minute, func() string {
-			if bg := queryStatus(t, ns, "web").BlueGreen; bg == nil || bg.Phase != workflows.BlueGreenPaused || bg.WaitingFor != workflows.WaitingForPromote {
+			if bg := queryStatus(t, ns, "web").BlueGreen; bg == nil || bg.Phase != contract.BlueGreenPaused || bg.WaitingFor != contract.WaitingForPromote {
 				return fmt.Sprintf("blueGreen %+v, want paused for promote", bg)
 			}
 			return ""
 		})
-		if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"soak"}`); err != nil {
+		if out, err := updateCLI(ns, "web", contract.UpdateAbort, `{"reason":"soak"}`); err != nil {
 			t.Fatalf("abort: %v\n%s", err, out)
 		}
 		waitCompleteImage(t, ns, "nginx:g0")
@@ -406,7 +406,7 @@ func TestTrafficSoak(t *testing.T) {
 		})
 		rollouts.Add(1)
 		time.Sleep(5 * time.Second)
-		if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"soak"}`); err != nil {
+		if out, err := updateCLI(ns, "web", contract.UpdateAbort, `{"reason":"soak"}`); err != nil {
 			t.Logf("abort with autoPromotion refused (promoted first): %v: %s", err, out)
 		}
 		waitComplete(t, ns, "web")
@@ -416,9 +416,9 @@ func TestTrafficSoak(t *testing.T) {
 		ns := nss["pauseabort"]
 		setImage(t, ns, "web", "nginx:q1")
 		rollouts.Add(1)
-		waitHeld(t, ns, 2, workflows.WaitingForPromote)
+		waitHeld(t, ns, 2, contract.WaitingForPromote)
 		update(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Paused = true })
-		if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"soak"}`); err != nil {
+		if out, err := updateCLI(ns, "web", contract.UpdateAbort, `{"reason":"soak"}`); err != nil {
 			t.Logf("abort while paused: %v: %s", err, out)
 		}
 		time.Sleep(5 * time.Second)
@@ -1001,15 +1001,15 @@ func sampleOnce(routes, svcs, pods cache.Store, in map[string]bool) (bad []strin
 
 // waitHeld waits until the stepped rollout waits for `waiting` at 1-based step `step`, using
 // the Temporal client, and returns the status.
-func waitHeld(t *testing.T, ns string, step int, waiting string) workflows.Status {
+func waitHeld(t *testing.T, ns string, step int, waiting string) contract.Status {
 	t.Helper()
-	var st workflows.Status
+	var st contract.Status
 	eventually(t, 2*time.Minute, func() string {
-		v, err := env.tc.QueryWorkflow(context.Background(), workflowID(ns, "web"), "", workflows.QueryStatus)
+		v, err := env.tc.QueryWorkflow(context.Background(), workflowID(ns, "web"), "", contract.QueryStatus)
 		if err != nil {
 			return err.Error()
 		}
-		st = workflows.Status{}
+		st = contract.Status{}
 		if err := v.Get(&st); err != nil {
 			return err.Error()
 		}

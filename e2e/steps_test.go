@@ -19,8 +19,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // withSteps sets the steps annotation.
@@ -50,9 +50,9 @@ func sizes(t *testing.T, ns string) string {
 
 // waitSteps waits until the stepped rollout waits for `waiting` at 1-based step `step`, with
 // the ReplicaSets at `want` (sizes' format).
-func waitSteps(t *testing.T, ns, name string, step int, waiting, want string) workflows.Status {
+func waitSteps(t *testing.T, ns, name string, step int, waiting, want string) contract.Status {
 	t.Helper()
-	var st workflows.Status
+	var st contract.Status
 	eventually(t, 90*time.Second, func() string {
 		st = queryStatus(t, ns, name)
 		if st.Steps == nil || st.Steps.Step != step || st.Steps.WaitingFor != waiting {
@@ -106,7 +106,7 @@ func TestStepsWeights(t *testing.T) {
 	obs := observe(t, ns, 13, 8)
 	setImage(t, ns, "web", "nginx:1.26")
 
-	st := waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=2/2 nginx:1.25=8/8")
+	st := waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.26=2/2 nginx:1.25=8/8")
 	if st.Steps.Weight != 20 || !strings.Contains(st.Steps.Message, "Step 2 of 6 (pause until promoted)") {
 		t.Errorf("status steps = %+v, want weight 20 at step 2", st.Steps)
 	}
@@ -120,7 +120,7 @@ func TestStepsWeights(t *testing.T) {
 	}
 	id := workflowID(ns, "web")
 	eventually(t, 30*time.Second, func() string {
-		return listed(t, fmt.Sprintf(`%s = "%s" AND WorkflowId = "%s"`, workflows.SearchAttrWaitingFor, workflows.WaitingForPromote, id), id)
+		return listed(t, fmt.Sprintf(`%s = "%s" AND WorkflowId = "%s"`, contract.SearchAttrWaitingFor, contract.WaitingForPromote, id), id)
 	})
 	// A second while paused: nothing moves.
 	time.Sleep(2 * time.Second)
@@ -128,11 +128,11 @@ func TestStepsWeights(t *testing.T) {
 		t.Errorf("during the pause: %s, want unchanged", got)
 	}
 
-	out, err = updateCLI(ns, "web", workflows.UpdatePromote)
+	out, err = updateCLI(ns, "web", contract.UpdatePromote)
 	if err != nil {
 		t.Fatalf("temporal workflow update execute --name promote: %v\n%s", err, out)
 	}
-	waitSteps(t, ns, "web", 4, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
+	waitSteps(t, ns, "web", 4, contract.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
 
 	out, err = starterCmd(t, "promote", "--full", ns+"/web")
 	if err != nil || !strings.Contains(out, `"full": true`) {
@@ -147,7 +147,7 @@ func TestStepsWeights(t *testing.T) {
 	}
 	// Nothing left to promote.
 	eventually(t, 30*time.Second, func() string {
-		out, err := updateCLI(ns, "web", workflows.UpdatePromote)
+		out, err := updateCLI(ns, "web", contract.UpdatePromote)
 		if err == nil || !strings.Contains(out, "no stepped rollout is in progress") {
 			return fmt.Sprintf("promote after completion: %v %s, want rejected", err, out)
 		}
@@ -169,13 +169,13 @@ func TestStepsScaledAtAPause(t *testing.T) {
 	create(t, newDeployment(ns, "web", 10, "nginx:1.25", rolling("25%", "25%"), withSteps(`[{"setWeight":30},{"pause":{}}]`)))
 	waitComplete(t, ns, "web")
 	setImage(t, ns, "web", "nginx:1.26")
-	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=3/3 nginx:1.25=7/7")
+	waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.26=3/3 nginx:1.25=7/7")
 
 	obs := observe(t, ns, 25, 10)
 	if out, err := runKubectl("scale", "deployment/web", "-n", ns, "--replicas=20"); err != nil {
 		t.Fatalf("kubectl scale --replicas=20: %v\n%s", err, out)
 	}
-	st := waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=6/6 nginx:1.25=14/14")
+	st := waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.26=6/6 nginx:1.25=14/14")
 	obs.stop()
 	if st.Steps.Weight != 30 {
 		t.Errorf("status steps = %+v, want weight 30 at step 2", st.Steps)
@@ -183,9 +183,9 @@ func TestStepsScaledAtAPause(t *testing.T) {
 	if out, err := runKubectl("scale", "deployment/web", "-n", ns, "--replicas=4"); err != nil {
 		t.Fatalf("kubectl scale --replicas=4: %v\n%s", err, out)
 	}
-	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=2/2 nginx:1.25=2/2")
+	waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.26=2/2 nginx:1.25=2/2")
 
-	if out, err := updateCLI(ns, "web", workflows.UpdatePromote); err != nil {
+	if out, err := updateCLI(ns, "web", contract.UpdatePromote); err != nil {
 		t.Fatalf("promote: %v\n%s", err, out)
 	}
 	d := waitComplete(t, ns, "web")
@@ -207,7 +207,7 @@ func TestStepsTimedPauseSurvivesWorkerKill(t *testing.T) {
 	waitComplete(t, ns, "web")
 	obs := observe(t, ns, 13, 8)
 	setImage(t, ns, "web", "nginx:1.26")
-	st := waitSteps(t, ns, "web", 2, workflows.WaitingForTimer, "nginx:1.26=3/3 nginx:1.25=7/7")
+	st := waitSteps(t, ns, "web", 2, contract.WaitingForTimer, "nginx:1.26=3/3 nginx:1.25=7/7")
 	until := *st.Steps.PauseUntil
 	env.stack.KillProcess("worker")
 	time.Sleep(5 * time.Second)
@@ -250,13 +250,13 @@ func TestStepsAbort(t *testing.T) {
 	waitComplete(t, ns, "web")
 	obs := observe(t, ns, 13, 8)
 	setImage(t, ns, "web", "nginx:1.26")
-	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=4/4 nginx:1.25=6/6")
+	waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.26=4/4 nginx:1.25=6/6")
 
 	// Malformed payloads are rejected with a clear error and change nothing.
-	if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reson":"typo"}`); err == nil || !strings.Contains(out, `unknown field`) || !strings.Contains(out, `reson`) {
+	if out, err := updateCLI(ns, "web", contract.UpdateAbort, `{"reson":"typo"}`); err == nil || !strings.Contains(out, `unknown field`) || !strings.Contains(out, `reson`) {
 		t.Errorf("abort with an unknown field: %v\n%s\nwant rejected naming the field", err, out)
 	}
-	out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"error rate too high"}`)
+	out, err := updateCLI(ns, "web", contract.UpdateAbort, `{"reason":"error rate too high"}`)
 	if err != nil {
 		t.Fatalf("abort: %v\n%s", err, out)
 	}
@@ -277,10 +277,10 @@ func TestStepsAbort(t *testing.T) {
 	}
 	id := workflowID(ns, "web")
 	eventually(t, 30*time.Second, func() string {
-		return listed(t, fmt.Sprintf(`%s = "%s" AND WorkflowId = "%s"`, workflows.SearchAttrOutcome, workflows.OutcomeAborted, id), id)
+		return listed(t, fmt.Sprintf(`%s = "%s" AND WorkflowId = "%s"`, contract.SearchAttrOutcome, contract.OutcomeAborted, id), id)
 	})
 	// Nothing is rolling out now: abort is rejected.
-	if out, err := updateCLI(ns, "web", workflows.UpdateAbort); err == nil || !strings.Contains(out, "nothing to abort") {
+	if out, err := updateCLI(ns, "web", contract.UpdateAbort); err == nil || !strings.Contains(out, "nothing to abort") {
 		t.Errorf("abort at rest: %v\n%s\nwant rejected", err, out)
 	}
 }
@@ -303,7 +303,7 @@ func TestStepsAutoRollback(t *testing.T) {
 	}
 	id := workflowID(ns, "web")
 	eventually(t, 30*time.Second, func() string {
-		return listed(t, fmt.Sprintf(`%s = "%s" AND WorkflowId = "%s"`, workflows.SearchAttrOutcome, workflows.OutcomeAborted, id), id)
+		return listed(t, fmt.Sprintf(`%s = "%s" AND WorkflowId = "%s"`, contract.SearchAttrOutcome, contract.OutcomeAborted, id), id)
 	})
 }
 
@@ -400,7 +400,7 @@ func TestStepsAnalysis(t *testing.T) {
 		ns := run(t, analysis(`rollout_test_success_rate{case="retry"}`, 2))
 		eventually(t, 60*time.Second, func() string {
 			st := queryStatus(t, ns, "web")
-			if st.Steps == nil || st.Steps.WaitingFor != workflows.WaitingForAnalysis {
+			if st.Steps == nil || st.Steps.WaitingFor != contract.WaitingForAnalysis {
 				return fmt.Sprintf("steps %+v, want the analysis running", st.Steps)
 			}
 			return ""
@@ -539,7 +539,7 @@ func TestStepsKubectl(t *testing.T) {
 	waitComplete(t, ns, "web")
 	obs := observe(t, ns, 13, 8)
 	setImage(t, ns, "web", "nginx:1.26")
-	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=3/3 nginx:1.25=7/7")
+	waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.26=3/3 nginx:1.25=7/7")
 
 	kubectl(t, "rollout", "pause", "deployment/web", "-n", ns)
 	eventually(t, 30*time.Second, func() string {
@@ -549,7 +549,7 @@ func TestStepsKubectl(t *testing.T) {
 		return ""
 	})
 	// Paused: promote moves the step on, but nothing scales until resume.
-	if out, err := updateCLI(ns, "web", workflows.UpdatePromote); err != nil {
+	if out, err := updateCLI(ns, "web", contract.UpdatePromote); err != nil {
 		t.Fatalf("promote while paused: %v\n%s", err, out)
 	}
 	time.Sleep(2 * time.Second)
@@ -557,7 +557,7 @@ func TestStepsKubectl(t *testing.T) {
 		t.Errorf("paused by kubectl: %s, want unchanged", got)
 	}
 	kubectl(t, "rollout", "resume", "deployment/web", "-n", ns)
-	waitSteps(t, ns, "web", 4, workflows.WaitingForPromote, "nginx:1.26=6/6 nginx:1.25=4/4")
+	waitSteps(t, ns, "web", 4, contract.WaitingForPromote, "nginx:1.26=6/6 nginx:1.25=4/4")
 
 	kubectl(t, "rollout", "undo", "deployment/web", "-n", ns)
 	d := waitComplete(t, ns, "web")
@@ -595,7 +595,7 @@ func TestStepsEveryStepHonoured(t *testing.T) {
 			create(t, newDeployment(ns, "web", tt.replicas, "nginx:1.25", rolling("1", "0"), withSteps(tt.steps)))
 			waitComplete(t, ns, "web")
 			setImage(t, ns, "web", "nginx:1.26")
-			st := waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, tt.wantHeld)
+			st := waitSteps(t, ns, "web", 2, contract.WaitingForPromote, tt.wantHeld)
 			if st.Steps.Weight != tt.wantWeight || st.Phase == string(k8s.PhaseComplete) {
 				t.Errorf("held: phase %s, steps %+v; want not Complete, weight %d", st.Phase, st.Steps, tt.wantWeight)
 			}
@@ -608,7 +608,7 @@ func TestStepsEveryStepHonoured(t *testing.T) {
 			if c := k8s.GetCondition(d.Status, appsv1.DeploymentProgressing); c == nil || c.Reason != k8s.CanaryPausedReason {
 				t.Errorf("Progressing condition = %+v, want CanaryPaused", c)
 			}
-			if out, err := updateCLI(ns, "web", workflows.UpdatePromote); err != nil {
+			if out, err := updateCLI(ns, "web", contract.UpdatePromote); err != nil {
 				t.Fatalf("promote: %v\n%s", err, out)
 			}
 			waitComplete(t, ns, "web")

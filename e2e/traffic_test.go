@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // gatewayAPIVersion pins the Gateway API whose standard-channel HTTPRoute CRD the traffic
@@ -190,7 +190,7 @@ func TestTrafficRouting(t *testing.T) {
 	waitRoute(t, dc, ns, routeView{stableWeight: 100, canaryWeight: 0, stableHash: h1, canaryHash: h1}, "")
 
 	setImage(t, ns, "web", "nginx:1.26")
-	st := waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=3/3 nginx:1.25=7/7")
+	st := waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.26=3/3 nginx:1.25=7/7")
 	h2 := hashOf(t, ns, "nginx:1.26")
 	waitRoute(t, dc, ns, routeView{stableWeight: 70, canaryWeight: 30, stableHash: h1, canaryHash: h2}, "")
 	st = queryStatus(t, ns, "web")
@@ -198,10 +198,10 @@ func TestTrafficRouting(t *testing.T) {
 		t.Errorf("status steps.traffic = %+v, want 70/30 on 7 and 3 pods, the invariant holding", st.Steps.Traffic)
 	}
 
-	if out, err := updateCLI(ns, "web", workflows.UpdatePromote); err != nil {
+	if out, err := updateCLI(ns, "web", contract.UpdatePromote); err != nil {
 		t.Fatalf("promote: %v\n%s", err, out)
 	}
-	waitSteps(t, ns, "web", 5, workflows.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
+	waitSteps(t, ns, "web", 5, contract.WaitingForPromote, "nginx:1.26=5/5 nginx:1.25=5/5")
 	header := `temporal-rollout-testers→web-canary [{"headers":[{"name":"X-Canary","type":"Exact","value":"true"}],"path":{"type":"PathPrefix","value":"/"}}]`
 	waitRoute(t, dc, ns, routeView{stableWeight: 50, canaryWeight: 50, stableHash: h1, canaryHash: h2}, header)
 	if tr := queryStatus(t, ns, "web").Steps.Traffic; tr == nil || len(tr.HeaderRoutes) != 1 || tr.HeaderRoutes[0].Name != "testers" {
@@ -248,7 +248,7 @@ func TestTrafficRouting(t *testing.T) {
 		}
 	}()
 	time.Sleep(time.Second)
-	if out, err := updateCLI(ns, "web", workflows.UpdateAbort, `{"reason":"testers saw errors"}`); err != nil {
+	if out, err := updateCLI(ns, "web", contract.UpdateAbort, `{"reason":"testers saw errors"}`); err != nil {
 		t.Fatalf("abort: %v\n%s", err, out)
 	}
 	waitComplete(t, ns, "web")
@@ -294,7 +294,7 @@ func TestTrafficStablePodsUp(t *testing.T) {
 	waitComplete(t, ns, "web")
 	h1 := hashOf(t, ns, "nginx:1.25")
 	setImage(t, ns, "web", "nginx:1.26")
-	waitSteps(t, ns, "web", 2, workflows.WaitingForPromote, "nginx:1.26=3/3 nginx:1.25=7/7")
+	waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.26=3/3 nginx:1.25=7/7")
 	h2 := hashOf(t, ns, "nginx:1.26")
 	waitRoute(t, dc, ns, routeView{stableWeight: 70, canaryWeight: 30, stableHash: h1, canaryHash: h2}, "")
 
@@ -310,7 +310,7 @@ func TestTrafficStablePodsUp(t *testing.T) {
 		}
 	}
 	t.Cleanup(restartKCM)
-	if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{"full":true}`); err != nil {
+	if out, err := updateCLI(ns, "web", contract.UpdatePromote, `{"full":true}`); err != nil {
 		t.Fatalf("promote full: %v\n%s", err, out)
 	}
 	// The worker scales the canary up and the stable down (by maxUnavailable); no pod comes

@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temporal-rollout/rollout/activities"
-	"github.com/temporal-rollout/rollout/workflows"
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 // The cluster activities a release calls on each cluster's task queue (every cluster's
@@ -17,7 +17,7 @@ import (
 var a *activities.Activities
 
 // taskQueueFor is the task queue of a cluster's worker: "" is the default cluster's.
-func taskQueueFor(cluster string) string { return workflows.TaskQueueFor(cluster) }
+func taskQueueFor(cluster string) string { return contract.TaskQueueFor(cluster) }
 
 // clusterOptions: a cluster's short activities. A cluster whose worker or apiserver is gone
 // is retried until clusterTimeout, then the release fails.

@@ -5,7 +5,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/temporal-rollout/rollout/workflows"
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 // The release's user-facing contract: task queue, workflow IDs, update and query names,
@@ -13,7 +13,7 @@ import (
 const (
 	// TaskQueue is where release and freeze workflows run: a worker started with --releases
 	// polls it.
-	TaskQueue = "releases"
+	TaskQueue = contract.ReleasesTaskQueue
 	// WorkflowType is the registered name of the release workflow.
 	WorkflowType = "ReleaseWorkflow"
 
@@ -55,8 +55,8 @@ const (
 // them:
 //
 //	temporal operator search-attribute create --namespace default --name ReleaseName --type Keyword
-func SearchAttributes() []workflows.SearchAttribute {
-	return []workflows.SearchAttribute{{Name: workflows.SearchAttrRelease, Type: enumspb.INDEXED_VALUE_TYPE_KEYWORD}}
+func SearchAttributes() []contract.SearchAttribute {
+	return []contract.SearchAttribute{{Name: contract.SearchAttrRelease, Type: enumspb.INDEXED_VALUE_TYPE_KEYWORD}}
 }
 
 // WorkflowID is "release/<name>".

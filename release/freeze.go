@@ -12,6 +12,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 // The fleet freeze: one durable workflow, freeze/fleet, holds the current freeze (until when,
@@ -20,7 +22,7 @@ import (
 // its end.
 const (
 	// FleetFreezeID is the fleet freeze workflow's ID.
-	FleetFreezeID = "freeze/fleet"
+	FleetFreezeID = contract.FleetFreezeID
 	// FleetFreezeType is its registered name.
 	FleetFreezeType = "FleetFreezeWorkflow"
 	// UpdateFreeze sets the freeze: {"until":"<RFC 3339>","reason":"...","by":"..."}.
@@ -29,7 +31,7 @@ const (
 	// UpdateThaw ends it: {"by":"..."}. Rejected when nothing is frozen.
 	UpdateThaw = "thaw"
 	// QueryFreeze returns the FleetFreeze.
-	QueryFreeze = "state"
+	QueryFreeze = contract.QueryFleetFreeze
 )
 
 // FleetFreeze is the fleet freeze's state.

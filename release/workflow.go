@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // The release workflow, release/<name>, on the "releases" task queue:
@@ -40,7 +40,7 @@ import (
 // limit. The run continues as new between waves once Temporal suggests it, handing over its
 // State.
 
-var saRelease = temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrRelease)
+var saRelease = temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrRelease)
 
 // continueAfterEvents: past this many events the run continues as new before its next wave
 // (or when Temporal suggests it first), so a run holds at most this plus one wave and, on a
@@ -234,7 +234,7 @@ func ReleaseWorkflow(ctx workflow.Context, spec Spec) (Result, error) {
 			r.st.Status.Waves = append(r.st.Status.Waves, WaveStatus{Name: w.Name, State: WavePending, ApprovalsNeeded: w.approvers()})
 		}
 		if err := workflow.UpsertTypedSearchAttributes(ctx, saRelease.ValueSet(spec.Name)); err != nil {
-			return Result{}, fmt.Errorf("upsert search attribute %s: %w", workflows.SearchAttrRelease, err)
+			return Result{}, fmt.Errorf("upsert search attribute %s: %w", contract.SearchAttrRelease, err)
 		}
 		if withPolicy {
 			if err := r.readPolicy(ctx); err != nil {

@@ -25,8 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // fakeFleet is the clusters the release sees: per "cluster/namespace/name", a template
@@ -127,7 +127,7 @@ func (f *fakeFleet) logf(format string, a ...any) {
 
 func (f *fakeFleet) key(ctx context.Context, ns, name string) string {
 	q := activity.GetInfo(ctx).TaskQueue
-	cluster := strings.TrimPrefix(strings.TrimPrefix(q, workflows.DefaultTaskQueue), ".")
+	cluster := strings.TrimPrefix(strings.TrimPrefix(q, contract.DefaultTaskQueue), ".")
 	f.mu.Lock()
 	if f.queues[activity.GetInfo(ctx).ActivityType.Name] == nil {
 		f.queues[activity.GetInfo(ctx).ActivityType.Name] = map[string]bool{}

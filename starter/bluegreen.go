@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/temporal-rollout/rollout/workflows"
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 // renderBlueGreen is a blue-green Deployment's part of renderStatus: the phase of the rollout
 // in progress and what it waits for, and what the active and preview Services select.
-func renderBlueGreen(row func(key, format string, a ...any), st workflows.Status, bg *workflows.BlueGreenStatus) {
+func renderBlueGreen(row func(key, format string, a ...any), st contract.Status, bg *contract.BlueGreenStatus) {
 	if bg.Phase != "" {
 		phase := bg.Phase
 		if bg.Promoted {
@@ -17,9 +17,9 @@ func renderBlueGreen(row func(key, format string, a ...any), st workflows.Status
 		}
 		row("Blue-green", "%s, template %s (stable %s)", phase, bg.Hash, bg.StableHash)
 		switch {
-		case bg.WaitingFor == workflows.WaitingForTimer && bg.Until != nil:
+		case bg.WaitingFor == contract.WaitingForTimer && bg.Until != nil:
 			row("Waiting for", "%s, until %s", bg.WaitingFor, bg.Until.UTC().Format(time.RFC3339))
-		case bg.WaitingFor == workflows.WaitingForPromote:
+		case bg.WaitingFor == contract.WaitingForPromote:
 			row("Waiting for", "%s (starter promote %s/%s)", bg.WaitingFor, st.Namespace, st.Name)
 		case bg.WaitingFor != "":
 			row("Waiting for", "%s", bg.WaitingFor)

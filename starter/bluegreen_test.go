@@ -5,21 +5,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temporal-rollout/rollout/workflows"
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 func TestRenderBlueGreen(t *testing.T) {
 	until := time.Date(2026, 5, 1, 12, 0, 30, 0, time.UTC)
 	tests := []struct {
 		name string
-		give workflows.BlueGreenStatus
+		give contract.BlueGreenStatus
 		want []string
 	}{
 		{
 			name: "paused",
-			give: workflows.BlueGreenStatus{Phase: workflows.BlueGreenPaused, Hash: "b", StableHash: "a", WaitingFor: workflows.WaitingForPromote,
+			give: contract.BlueGreenStatus{Phase: contract.BlueGreenPaused, Hash: "b", StableHash: "a", WaitingFor: contract.WaitingForPromote,
 				Message:           "Blue-green: preview ready, paused until promoted",
-				BlueGreenServices: workflows.BlueGreenServices{Active: "web", ActiveSelects: "a", Preview: "web-preview", PreviewSelects: "b"}},
+				BlueGreenServices: contract.BlueGreenServices{Active: "web", ActiveSelects: "a", Preview: "web-preview", PreviewSelects: "b"}},
 			want: []string{
 				"Blue-green:          Paused, template b (stable a)",
 				"Waiting for:         Promote (starter promote shop/web)",
@@ -30,8 +30,8 @@ func TestRenderBlueGreen(t *testing.T) {
 		},
 		{
 			name: "scale-down delay",
-			give: workflows.BlueGreenStatus{Phase: workflows.BlueGreenScaleDownDelay, Hash: "b", StableHash: "a", WaitingFor: workflows.WaitingForTimer, Until: &until, Promoted: true,
-				BlueGreenServices: workflows.BlueGreenServices{Active: "web", ActiveSelects: "b"}},
+			give: contract.BlueGreenStatus{Phase: contract.BlueGreenScaleDownDelay, Hash: "b", StableHash: "a", WaitingFor: contract.WaitingForTimer, Until: &until, Promoted: true,
+				BlueGreenServices: contract.BlueGreenServices{Active: "web", ActiveSelects: "b"}},
 			want: []string{
 				"Blue-green:          ScaleDownDelay (promoted), template b (stable a)",
 				"Waiting for:         Timer, until 2026-05-01T12:00:30Z",
@@ -39,7 +39,7 @@ func TestRenderBlueGreen(t *testing.T) {
 		},
 		{
 			name: "at rest",
-			give: workflows.BlueGreenStatus{BlueGreenServices: workflows.BlueGreenServices{Active: "web", Preview: "web-preview", PreviewSelects: "a"}},
+			give: contract.BlueGreenStatus{BlueGreenServices: contract.BlueGreenServices{Active: "web", Preview: "web-preview", PreviewSelects: "a"}},
 			want: []string{
 				"Active Service:      web (no pod-template-hash selected yet)",
 				"Preview Service:     web-preview → pod-template-hash a",
@@ -49,7 +49,7 @@ func TestRenderBlueGreen(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bg := tt.give
-			got := renderStatus(workflows.Status{Namespace: "shop", Name: "web", Phase: "Progressing", BlueGreen: &bg})
+			got := renderStatus(contract.Status{Namespace: "shop", Name: "web", Phase: "Progressing", BlueGreen: &bg})
 			// The column width is the widest key's: compare with single spaces.
 			squeeze := func(s string) string {
 				for strings.Contains(s, "  ") {

@@ -13,11 +13,11 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/lifecycle"
 	"github.com/temporal-rollout/rollout/internal/version"
 	"github.com/temporal-rollout/rollout/internal/zoneinfo"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // Exit codes: 0 done, 1 the command failed, 2 the command line or the configuration is wrong
@@ -129,7 +129,7 @@ ROLLOUT_TEMPORAL_ADDRESS) or a key of the --config file, in that order of preced
 	)
 	root.AddCommand(
 		newWatchCmd(), newCodecServerCmd(),
-		newSyncCmd(), newSignalCmd("pause", workflows.SignalPause), newSignalCmd("resume", workflows.SignalResume),
+		newSyncCmd(), newSignalCmd("pause", contract.SignalPause), newSignalCmd("resume", contract.SignalResume),
 		newRollbackCmd(), newPromoteCmd(), newAbortCmd(), newStatusCmd(),
 		newCostCmd(), newProbeCmd(), newVersionCmd(),
 		newReleaseCmd(), newFreezeCmd(), newThawCmd(),
@@ -273,7 +273,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 }
 
 // onTarget runs fn with the config of fs, a Temporal client and the Deployment of args[0].
-func onTarget(cmd *cobra.Command, fs *pflag.FlagSet, args []string, fn func(ctx context.Context, tc client.Client, cfg config.Config, in workflows.Input) error) error {
+func onTarget(cmd *cobra.Command, fs *pflag.FlagSet, args []string, fn func(ctx context.Context, tc client.Client, cfg config.Config, in contract.Input) error) error {
 	cfg, err := loadConfig(fs)
 	if err != nil {
 		return err
@@ -306,8 +306,8 @@ make the workflow look again at once.`,
 	}
 	fs := startFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, cfg config.Config, in workflows.Input) error {
-			return signalWithStart(ctx, tc, cfg, in, workflows.SignalTrigger, nil)
+		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, cfg config.Config, in contract.Input) error {
+			return signalWithStart(ctx, tc, cfg, in, contract.SignalTrigger, nil)
 		})
 	}
 	return cmd
@@ -333,7 +333,7 @@ not resume.`
 	}
 	fs := startFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, cfg config.Config, in workflows.Input) error {
+		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, cfg config.Config, in contract.Input) error {
 			return signalWithStart(ctx, tc, cfg, in, signal, nil)
 		})
 	}
@@ -357,8 +357,8 @@ does: --to-revision N picks revision N, 0 (the default) the one before the curre
 		if toRevision < 0 {
 			return usageErrorf("--to-revision must be >= 0, got %d", toRevision)
 		}
-		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, cfg config.Config, in workflows.Input) error {
-			return signalWithStart(ctx, tc, cfg, in, workflows.SignalRollback, workflows.RollbackRequest{Revision: &toRevision})
+		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, cfg config.Config, in contract.Input) error {
+			return signalWithStart(ctx, tc, cfg, in, contract.SignalRollback, contract.RollbackRequest{Revision: &toRevision})
 		})
 	}
 	return cmd
@@ -380,8 +380,8 @@ JSON. Rejected, exit 1, when no stepped rollout is in progress.`,
 	cmd.Flags().BoolVar(&full, "full", false, "skip every remaining step")
 	fs := temporalFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, _ config.Config, in workflows.Input) error {
-			return update(ctx, tc, cmd.OutOrStdout(), in.WorkflowID(), workflows.UpdatePromote, workflows.PromoteRequest{Full: full})
+		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, _ config.Config, in contract.Input) error {
+			return update(ctx, tc, cmd.OutOrStdout(), in.WorkflowID(), contract.UpdatePromote, contract.PromoteRequest{Full: full})
 		})
 	}
 	return cmd
@@ -403,8 +403,8 @@ exit 1, when nothing is rolling out.`,
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the event, the status and the memo)")
 	fs := temporalFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, _ config.Config, in workflows.Input) error {
-			return update(ctx, tc, cmd.OutOrStdout(), in.WorkflowID(), workflows.UpdateAbort, workflows.AbortRequest{Reason: reason})
+		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, _ config.Config, in contract.Input) error {
+			return update(ctx, tc, cmd.OutOrStdout(), in.WorkflowID(), contract.UpdateAbort, contract.AbortRequest{Reason: reason})
 		})
 	}
 	return cmd
@@ -419,7 +419,7 @@ func newStatusCmd() *cobra.Command {
 (current → target), the step of a stepped rollout and what it waits for, each ReplicaSet with
 its counts, the conditions, and why it stopped (abort reason, annotation error, last error).
 
--o json prints the query's answer as JSON (the contract in workflows/contract.go, type
+-o json prints the query's answer as JSON (package contract, type
 Status), for scripts; -o yaml the same as YAML. -w re-queries every --interval and prints the
 status again each time it changes, until Ctrl-C or the rollout is Complete (an aborted rollout
 is Complete once it is back on the stable revision; the abort reason stays in the status).`,
@@ -436,9 +436,9 @@ is Complete once it is back on the stable revision; the abort reason stays in th
 		if err := opts.validate(); err != nil {
 			return usageError{err}
 		}
-		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, _ config.Config, in workflows.Input) error {
+		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, _ config.Config, in contract.Input) error {
 			id := in.WorkflowID()
-			query := func(ctx context.Context) (workflows.Status, error) { return queryStatus(ctx, tc, id) }
+			query := func(ctx context.Context) (contract.Status, error) { return queryStatus(ctx, tc, id) }
 			if !opts.watch {
 				st, err := query(ctx)
 				if err != nil {

@@ -12,21 +12,21 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/lifecycle"
 	"github.com/temporal-rollout/rollout/watcher"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // parseTarget reads a NAMESPACE/NAME argument into the workflow's input.
-func parseTarget(arg string) (workflows.Input, error) {
+func parseTarget(arg string) (contract.Input, error) {
 	ns, name, ok := strings.Cut(arg, "/")
 	if !ok {
-		return workflows.Input{}, fmt.Errorf("argument %q is not NAMESPACE/NAME", arg)
+		return contract.Input{}, fmt.Errorf("argument %q is not NAMESPACE/NAME", arg)
 	}
-	in := workflows.Input{Namespace: ns, Name: name}
+	in := contract.Input{Namespace: ns, Name: name}
 	if err := in.Validate(); err != nil {
-		return workflows.Input{}, err
+		return contract.Input{}, err
 	}
 	return in, nil
 }
@@ -43,14 +43,14 @@ func dial(ctx context.Context, cfg config.Config) (client.Client, error) {
 }
 
 // queryStatus asks the Deployment's workflow (its latest run) for its status.
-func queryStatus(ctx context.Context, tc client.Client, id string) (workflows.Status, error) {
-	v, err := tc.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+func queryStatus(ctx context.Context, tc client.Client, id string) (contract.Status, error) {
+	v, err := tc.QueryWorkflow(ctx, id, "", contract.QueryStatus)
 	if err != nil {
-		return workflows.Status{}, fmt.Errorf("query status of %s: %w", id, err)
+		return contract.Status{}, fmt.Errorf("query status of %s: %w", id, err)
 	}
-	var st workflows.Status
+	var st contract.Status
 	if err := v.Get(&st); err != nil {
-		return workflows.Status{}, fmt.Errorf("decode status of %s: %w", id, err)
+		return contract.Status{}, fmt.Errorf("decode status of %s: %w", id, err)
 	}
 	return st, nil
 }
@@ -64,7 +64,7 @@ func update(ctx context.Context, tc client.Client, w io.Writer, id, name string,
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", name, id, err)
 	}
-	var st workflows.Status
+	var st contract.Status
 	if err := h.Get(ctx, &st); err != nil {
 		return fmt.Errorf("%s %s: %w", name, id, err)
 	}
@@ -74,8 +74,8 @@ func update(ctx context.Context, tc client.Client, w io.Writer, id, name string,
 }
 
 // signalWithStart signals the Deployment's workflow, starting it first if none is open.
-func signalWithStart(ctx context.Context, tc client.Client, cfg config.Config, in workflows.Input, signal string, payload any) error {
-	_, err := tc.SignalWithStartWorkflow(ctx, in.WorkflowID(), signal, payload, watcher.StartOptions(cfg.TaskQueue, cfg.SearchAttributes, in), workflows.WorkflowType, in)
+func signalWithStart(ctx context.Context, tc client.Client, cfg config.Config, in contract.Input, signal string, payload any) error {
+	_, err := tc.SignalWithStartWorkflow(ctx, in.WorkflowID(), signal, payload, watcher.StartOptions(cfg.TaskQueue, cfg.SearchAttributes, in), contract.WorkflowType, in)
 	if err != nil {
 		return fmt.Errorf("signal %s to %s: %w", signal, in.WorkflowID(), err)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // The formats of `starter status -o`.
@@ -47,7 +47,7 @@ func (o statusOpts) validate() error {
 // formatStatus is st in one of outputFormats: the text of renderStatus, or the status query's
 // answer as JSON (what `starter status` printed before it had -o) or YAML, with the JSON's
 // field names.
-func formatStatus(st workflows.Status, output string) (string, error) {
+func formatStatus(st contract.Status, output string) (string, error) {
 	switch output {
 	case outputJSON:
 		b, err := json.MarshalIndent(st, "", "  ")
@@ -66,7 +66,7 @@ func formatStatus(st workflows.Status, output string) (string, error) {
 }
 
 // writeStatus writes st to w in the format output.
-func writeStatus(w io.Writer, st workflows.Status, output string) error {
+func writeStatus(w io.Writer, st contract.Status, output string) error {
 	s, err := formatStatus(st, output)
 	if err != nil {
 		return err
@@ -77,13 +77,13 @@ func writeStatus(w io.Writer, st workflows.Status, output string) error {
 
 // statusDone reports whether `status --watch` stops at st: the rollout is Complete. An
 // aborted rollout is Complete once it is back on the stable revision (its abort reason stays).
-func statusDone(st workflows.Status) bool { return st.Phase == string(k8s.PhaseComplete) }
+func statusDone(st contract.Status) bool { return st.Phase == string(k8s.PhaseComplete) }
 
 // watchStatus queries every interval and writes the status each time its output changes,
 // until the rollout is Complete (statusDone) or ctx ends (Ctrl-C: no error). Text outputs are
 // separated by a blank line, YAML documents by "---"; JSON objects follow each other, a
 // stream that jq reads.
-func watchStatus(ctx context.Context, query func(context.Context) (workflows.Status, error), w io.Writer, output string, interval time.Duration) error {
+func watchStatus(ctx context.Context, query func(context.Context) (contract.Status, error), w io.Writer, output string, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var last string
@@ -131,7 +131,7 @@ func watchStatus(ctx context.Context, query func(context.Context) (workflows.Sta
 //	Phase:      Progressing
 //	Revision:   3 → 4
 //	...
-func renderStatus(st workflows.Status) string {
+func renderStatus(st contract.Status) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
 	row := func(key, format string, a ...any) { fmt.Fprintf(tw, "%s:\t%s\n", key, fmt.Sprintf(format, a...)) }
@@ -212,7 +212,7 @@ func renderStatus(st workflows.Status) string {
 
 // renderSteps adds a stepped rollout's rows: which step of how many, its weight, what it waits
 // for, and its analysis.
-func renderSteps(row func(key, format string, a ...any), st workflows.Status, s *workflows.StepsStatus) {
+func renderSteps(row func(key, format string, a ...any), st contract.Status, s *contract.StepsStatus) {
 	switch {
 	case s.Step > s.Steps:
 		row("Step", "all %d done", s.Steps)
@@ -226,11 +226,11 @@ func renderSteps(row func(key, format string, a ...any), st workflows.Status, s 
 	}
 	if s.WaitingFor != "" {
 		switch {
-		case s.WaitingFor == workflows.WaitingForTimer && s.PauseUntil != nil:
+		case s.WaitingFor == contract.WaitingForTimer && s.PauseUntil != nil:
 			row("Waiting for", "%s, until %s", s.WaitingFor, s.PauseUntil.UTC().Format(time.RFC3339))
-		case s.WaitingFor == workflows.WaitingForFreeze && s.Freeze != nil:
+		case s.WaitingFor == contract.WaitingForFreeze && s.Freeze != nil:
 			row("Waiting for", "%s, until %s: %s (starter thaw)", s.WaitingFor, s.Freeze.Until.UTC().Format(time.RFC3339), s.Freeze.Reason)
-		case s.WaitingFor == workflows.WaitingForPromote:
+		case s.WaitingFor == contract.WaitingForPromote:
 			row("Waiting for", "%s (starter promote %s/%s)", s.WaitingFor, st.Namespace, st.Name)
 		default:
 			row("Waiting for", "%s", s.WaitingFor)

@@ -12,16 +12,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/temporal-rollout/rollout/activities"
-	"github.com/temporal-rollout/rollout/workflows"
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 func ptr[T any](v T) *T { return &v }
 
 // stepsWithAnalysis is a stepped rollout at an analysis step; its analysis state has an
 // unexported type, so it comes from JSON as the query's answer does.
-func stepsWithAnalysis(t *testing.T) *workflows.StepsStatus {
+func stepsWithAnalysis(t *testing.T) *contract.StepsStatus {
 	t.Helper()
-	var s workflows.StepsStatus
+	var s contract.StepsStatus
 	raw := `{"step":3,"steps":4,"current":"analysis of sum(rate(errors[1m]))","weight":50,"waitingFor":"Analysis",
 		"message":"Step 3 of 4 (analysis): 2 of 3 measurements","analysis":{"step":2,"taken":2,"failures":1}}`
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
@@ -33,20 +33,20 @@ func stepsWithAnalysis(t *testing.T) *workflows.StepsStatus {
 }
 
 func TestRenderStatus(t *testing.T) {
-	rs := func(name string, rev int64, n, ready, avail int32) workflows.ReplicaSetStatus {
-		return workflows.ReplicaSetStatus{Name: name, Revision: rev, Replicas: n, Ready: ready, Available: avail}
+	rs := func(name string, rev int64, n, ready, avail int32) contract.ReplicaSetStatus {
+		return contract.ReplicaSetStatus{Name: name, Revision: rev, Replicas: n, Ready: ready, Available: avail}
 	}
 	available := appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", Message: "Deployment has minimum availability."}
 	tests := []struct {
 		name string
-		give workflows.Status
+		give contract.Status
 		want string
 	}{
 		{
 			name: "complete",
-			give: workflows.Status{Namespace: "shop", Name: "web", Phase: "Complete", CurrentRevision: 4, TargetRevision: 4,
+			give: contract.Status{Namespace: "shop", Name: "web", Phase: "Complete", CurrentRevision: 4, TargetRevision: 4,
 				NewReplicaSet: "web-7c9d", Replicas: 3, Syncs: 7,
-				ReplicaSets: []workflows.ReplicaSetStatus{rs("web-7c9d", 4, 3, 3, 3), rs("web-5f6b", 3, 0, 0, 0)},
+				ReplicaSets: []contract.ReplicaSetStatus{rs("web-7c9d", 4, 3, 3, 3), rs("web-5f6b", 3, 0, 0, 0)},
 				Conditions: []appsv1.DeploymentCondition{available,
 					{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", Message: `ReplicaSet "web-7c9d" has successfully progressed.`}}},
 			want: `Name:       web
@@ -68,10 +68,10 @@ Progressing  True    NewReplicaSetAvailable    ReplicaSet "web-7c9d" has success
 		},
 		{
 			name: "waiting for promote at a pause step, rollback pending",
-			give: workflows.Status{Namespace: "shop", Name: "web", Phase: "Progressing", CurrentRevision: 3, TargetRevision: 4,
+			give: contract.Status{Namespace: "shop", Name: "web", Phase: "Progressing", CurrentRevision: 3, TargetRevision: 4,
 				NewReplicaSet: "web-7c9d", Replicas: 10, Syncs: 12, PendingRollback: ptr(int64(0)),
-				Steps:       &workflows.StepsStatus{Step: 2, Steps: 6, Current: "pause until promoted", Weight: 20, WaitingFor: workflows.WaitingForPromote, Message: "Step 2 of 6 (pause until promoted)"},
-				ReplicaSets: []workflows.ReplicaSetStatus{rs("web-7c9d", 4, 2, 2, 2), rs("web-5f6b", 3, 8, 8, 8)}},
+				Steps:       &contract.StepsStatus{Step: 2, Steps: 6, Current: "pause until promoted", Weight: 20, WaitingFor: contract.WaitingForPromote, Message: "Step 2 of 6 (pause until promoted)"},
+				ReplicaSets: []contract.ReplicaSetStatus{rs("web-7c9d", 4, 2, 2, 2), rs("web-5f6b", 3, 8, 8, 8)}},
 			want: `Name:          web
 Namespace:     shop
 Phase:         Progressing
@@ -92,9 +92,9 @@ web-5f6b    3         8         8      8          stable
 		},
 		{
 			name: "timed pause, paused by the user, rollback to a revision",
-			give: workflows.Status{Namespace: "shop", Name: "web", Phase: "Paused", Paused: true, CurrentRevision: 3, TargetRevision: 4,
+			give: contract.Status{Namespace: "shop", Name: "web", Phase: "Paused", Paused: true, CurrentRevision: 3, TargetRevision: 4,
 				Replicas: 10, PendingRollback: ptr(int64(2)),
-				Steps: &workflows.StepsStatus{Step: 4, Steps: 6, Current: "pause 30s", Weight: 50, WaitingFor: workflows.WaitingForTimer,
+				Steps: &contract.StepsStatus{Step: 4, Steps: 6, Current: "pause 30s", Weight: 50, WaitingFor: contract.WaitingForTimer,
 					PauseUntil: ptr(time.Date(2026, 5, 1, 14, 0, 30, 0, time.FixedZone("CEST", 2*3600)))}},
 			want: `Name:         web
 Namespace:    shop
@@ -111,7 +111,7 @@ Syncs:        0
 		},
 		{
 			name: "analysis with its last measurement",
-			give: workflows.Status{Namespace: "shop", Name: "web", Phase: "Progressing", CurrentRevision: 3, TargetRevision: 4, Replicas: 4,
+			give: contract.Status{Namespace: "shop", Name: "web", Phase: "Progressing", CurrentRevision: 3, TargetRevision: 4, Replicas: 4,
 				Steps: stepsWithAnalysis(t)},
 			want: `Name:              web
 Namespace:         shop
@@ -130,8 +130,8 @@ Syncs:             0
 		},
 		{
 			name: "promoted in full, every step done",
-			give: workflows.Status{Namespace: "shop", Name: "web", Phase: "Progressing", CurrentRevision: 3, TargetRevision: 4, Replicas: 4,
-				Steps: &workflows.StepsStatus{Step: 7, Steps: 6, Current: "done", Weight: 100, Full: true}},
+			give: contract.Status{Namespace: "shop", Name: "web", Phase: "Progressing", CurrentRevision: 3, TargetRevision: 4, Replicas: 4,
+				Steps: &contract.StepsStatus{Step: 7, Steps: 6, Current: "done", Weight: 100, Full: true}},
 			want: `Name:       web
 Namespace:  shop
 Phase:      Progressing
@@ -145,7 +145,7 @@ Syncs:      0
 		},
 		{
 			name: "why it stopped",
-			give: workflows.Status{Namespace: "shop", Name: "web", Phase: "Invalid", CurrentRevision: 3, TargetRevision: 3, Replicas: 4, Syncs: 2,
+			give: contract.Status{Namespace: "shop", Name: "web", Phase: "Invalid", CurrentRevision: 3, TargetRevision: 3, Replicas: 4, Syncs: 2,
 				AbortReason: "aborted by user: error rate", AnnotationError: "temporal-rollout.io/steps: step 1: setWeight 120 is not in 0..100",
 				LastError: "scale replicaset shop/web-7c9d to 4: conflict", IgnoredSignal: "rollback: revision -1", Message: "rollout held",
 				AbortScaleDownAt: ptrTime(time.Date(2026, 11, 27, 18, 0, 30, 0, time.UTC))},
@@ -166,7 +166,7 @@ Syncs:               2
 		},
 		{
 			name: "a workflow that has not synced yet",
-			give: workflows.Status{Namespace: "shop", Name: "web", Phase: "Pending"},
+			give: contract.Status{Namespace: "shop", Name: "web", Phase: "Pending"},
 			want: `Name:       web
 Namespace:  shop
 Phase:      Pending
@@ -187,7 +187,7 @@ Syncs:      0
 }
 
 func TestFormatStatus(t *testing.T) {
-	st := workflows.Status{Namespace: "shop", Name: "web", Phase: "Complete", CurrentRevision: 2, TargetRevision: 2, Replicas: 3}
+	st := contract.Status{Namespace: "shop", Name: "web", Phase: "Complete", CurrentRevision: 2, TargetRevision: 2, Replicas: 3}
 	tests := []struct {
 		give string
 		want string
@@ -210,7 +210,7 @@ func TestFormatStatus(t *testing.T) {
 }
 
 func TestWatchStatus(t *testing.T) {
-	progressing := workflows.Status{Namespace: "shop", Name: "web", Phase: "Progressing", CurrentRevision: 1, TargetRevision: 2}
+	progressing := contract.Status{Namespace: "shop", Name: "web", Phase: "Progressing", CurrentRevision: 1, TargetRevision: 2}
 	moved := progressing
 	moved.Syncs = 1
 	complete := moved
@@ -218,24 +218,24 @@ func TestWatchStatus(t *testing.T) {
 	failure := errors.New("query status of deployment/shop/web: connection refused")
 	tests := []struct {
 		name    string
-		give    []workflows.Status // answers in turn; past the end, the query fails with failure
+		give    []contract.Status // answers in turn; past the end, the query fails with failure
 		output  string
-		want    []workflows.Status // printed
+		want    []contract.Status // printed
 		wantErr error
 	}{
-		{name: "each change until Complete", give: []workflows.Status{progressing, progressing, moved, moved, complete, progressing},
-			output: outputText, want: []workflows.Status{progressing, moved, complete}},
-		{name: "already complete", give: []workflows.Status{complete, progressing}, output: outputJSON, want: []workflows.Status{complete}},
-		{name: "yaml documents", give: []workflows.Status{progressing, complete}, output: outputYAML, want: []workflows.Status{progressing, complete}},
-		{name: "a failed query ends it", give: []workflows.Status{progressing}, output: outputText, want: []workflows.Status{progressing}, wantErr: failure},
+		{name: "each change until Complete", give: []contract.Status{progressing, progressing, moved, moved, complete, progressing},
+			output: outputText, want: []contract.Status{progressing, moved, complete}},
+		{name: "already complete", give: []contract.Status{complete, progressing}, output: outputJSON, want: []contract.Status{complete}},
+		{name: "yaml documents", give: []contract.Status{progressing, complete}, output: outputYAML, want: []contract.Status{progressing, complete}},
+		{name: "a failed query ends it", give: []contract.Status{progressing}, output: outputText, want: []contract.Status{progressing}, wantErr: failure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			i := 0
-			query := func(context.Context) (workflows.Status, error) {
+			query := func(context.Context) (contract.Status, error) {
 				defer func() { i++ }()
 				if i >= len(tt.give) {
-					return workflows.Status{}, failure
+					return contract.Status{}, failure
 				}
 				return tt.give[i], nil
 			}
@@ -263,14 +263,14 @@ func TestWatchStatus(t *testing.T) {
 // TestWatchStatusInterrupted: Ctrl-C (ctx ends) stops the watch without an error, during the
 // wait and during a query.
 func TestWatchStatusInterrupted(t *testing.T) {
-	st := workflows.Status{Namespace: "shop", Name: "web", Phase: "Progressing"}
+	st := contract.Status{Namespace: "shop", Name: "web", Phase: "Progressing"}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	query := func(ctx context.Context) (workflows.Status, error) {
+	query := func(ctx context.Context) (contract.Status, error) {
 		n++
 		if n == 3 {
 			cancel()
-			return workflows.Status{}, ctx.Err()
+			return contract.Status{}, ctx.Err()
 		}
 		return st, nil
 	}

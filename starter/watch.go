@@ -6,12 +6,12 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/lifecycle"
 	"github.com/temporal-rollout/rollout/internal/obs"
 	"github.com/temporal-rollout/rollout/kube"
 	"github.com/temporal-rollout/rollout/watcher"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // watch runs the watcher (package watcher) until ctx ends. Every start-up wait is bounded by
@@ -67,7 +67,7 @@ func watch(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) e
 	defer func() { stopper.Step("close the Temporal client"); tc.Close() }()
 	if cfg.SearchAttributes {
 		// Without them every start the watcher makes is rejected, and it retries for ever.
-		if err := lifecycle.CheckSearchAttributes(ctx, logger, tc.OperatorService(), cfg.TemporalNamespace, "--search-attributes", workflows.SearchAttributes(), cfg.StartupTimeout); err != nil {
+		if err := lifecycle.CheckSearchAttributes(ctx, logger, tc.OperatorService(), cfg.TemporalNamespace, "--search-attributes", contract.SearchAttributes(), cfg.StartupTimeout); err != nil {
 			return err
 		}
 	}

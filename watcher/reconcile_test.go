@@ -31,9 +31,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/kube"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // waitFor bounds every wait on the informers.
@@ -243,7 +243,7 @@ func executions(ids ...string) []*workflowpb.WorkflowExecutionInfo {
 func listQuery(token string) any {
 	return mock.MatchedBy(func(r *workflowservice.ListWorkflowExecutionsRequest) bool {
 		return string(r.NextPageToken) == token &&
-			strings.Contains(r.Query, "WorkflowType = '"+workflows.WorkflowType+"'") &&
+			strings.Contains(r.Query, "WorkflowType = '"+contract.WorkflowType+"'") &&
 			strings.Contains(r.Query, "ExecutionStatus = 'Running'") &&
 			strings.Contains(r.Query, "TaskQueue = 'tq'")
 	})
@@ -272,11 +272,11 @@ func TestReconcile(t *testing.T) {
 	tc := &mocks.Client{}
 	// Two pages: the watcher must follow the token.
 	tc.On("ListWorkflow", mock.Anything, listQuery("")).Return(&workflowservice.ListWorkflowExecutionsResponse{
-		Executions:    executions(workflows.WorkflowID("prod", "rest"), workflows.WorkflowID("prod", "drifted"), "not-a-deployment-workflow"),
+		Executions:    executions(contract.WorkflowID("prod", "rest"), contract.WorkflowID("prod", "drifted"), "not-a-deployment-workflow"),
 		NextPageToken: []byte("page-2"),
 	}, nil).Once()
 	tc.On("ListWorkflow", mock.Anything, listQuery("page-2")).Return(&workflowservice.ListWorkflowExecutionsResponse{
-		Executions: executions(workflows.WorkflowID("prod", "roll"), workflows.WorkflowID("prod", "gone")),
+		Executions: executions(contract.WorkflowID("prod", "roll"), contract.WorkflowID("prod", "gone")),
 	}, nil).Once()
 	w, _ := startWatcher(t, tc, objs...)
 
@@ -309,8 +309,8 @@ func TestReconcileCluster(t *testing.T) {
 	objs = append(objs, objects(mine, mineRSs)...)
 	tc := &mocks.Client{}
 	tc.On("ListWorkflow", mock.Anything, listQuery("")).Return(&workflowservice.ListWorkflowExecutionsResponse{
-		Executions: executions(workflows.WorkflowID("prod", "rest"), workflows.WorkflowIDIn("eu", "prod", "mine"),
-			workflows.WorkflowIDIn("eu", "prod", "gone"), workflows.WorkflowIDIn("us", "prod", "elsewhere")),
+		Executions: executions(contract.WorkflowID("prod", "rest"), contract.WorkflowIDIn("eu", "prod", "mine"),
+			contract.WorkflowIDIn("eu", "prod", "gone"), contract.WorkflowIDIn("us", "prod", "elsewhere")),
 	}, nil).Once()
 	kc := fake.NewClientset(objs...)
 	bumpResourceVersions(kc)
@@ -464,7 +464,7 @@ func TestReconcileUnobservedGeneration(t *testing.T) {
 			d, rss := tt.give(t)
 			tc := &mocks.Client{}
 			tc.On("ListWorkflow", mock.Anything, listQuery("")).Return(&workflowservice.ListWorkflowExecutionsResponse{
-				Executions: executions(workflows.WorkflowID("prod", "web")),
+				Executions: executions(contract.WorkflowID("prod", "web")),
 			}, nil)
 			w, kc := startWatcher(t, tc, objects(d, rss)...)
 			w.opts.Managed = tt.managed
@@ -530,12 +530,12 @@ func TestSignal(t *testing.T) {
 	d, rss := atRest(t, "web")
 	d.ResourceVersion = "42"
 	rss[0].ResourceVersion = "41"
-	id := workflows.WorkflowID("prod", "web")
-	in := workflows.Input{Namespace: "prod", Name: "web"}
+	id := contract.WorkflowID("prod", "web")
+	in := contract.Input{Namespace: "prod", Name: "web"}
 	// fresh is web as just created: no controller has synced it.
 	fresh := d.DeepCopy()
 	fresh.Status = appsv1.DeploymentStatus{}
-	freshTrigger := workflows.Trigger{Versions: []k8s.ObjectVersion{
+	freshTrigger := contract.Trigger{Versions: []k8s.ObjectVersion{
 		{Kind: k8s.KindDeployment, Name: "web", ResourceVersion: "42"},
 		{Kind: k8s.KindReplicaSet, Name: rss[0].Name, ResourceVersion: "41"},
 	}}
@@ -557,7 +557,7 @@ func TestSignal(t *testing.T) {
 			giveObjs:  objects(fresh, rss),
 			giveEager: true,
 			giveMock: func(tc *mocks.Client) {
-				tc.On("ExecuteWorkflow", mock.Anything, eagerOpts, workflows.WorkflowType, eagerIn).Return(nil, nil).Once()
+				tc.On("ExecuteWorkflow", mock.Anything, eagerOpts, contract.WorkflowType, eagerIn).Return(nil, nil).Once()
 			},
 		},
 		{
@@ -566,10 +566,10 @@ func TestSignal(t *testing.T) {
 			giveObjs:  objects(fresh, rss),
 			giveEager: true,
 			giveMock: func(tc *mocks.Client) {
-				tc.On("ExecuteWorkflow", mock.Anything, eagerOpts, workflows.WorkflowType, eagerIn).
+				tc.On("ExecuteWorkflow", mock.Anything, eagerOpts, contract.WorkflowType, eagerIn).
 					Return(nil, serviceerror.NewWorkflowExecutionAlreadyStarted("running", "req", "run")).Once()
-				tc.On("SignalWithStartWorkflow", mock.Anything, id, workflows.SignalTrigger, freshTrigger,
-					StartOptions("tq", false, in), workflows.WorkflowType, in).Return(nil, nil).Once()
+				tc.On("SignalWithStartWorkflow", mock.Anything, id, contract.SignalTrigger, freshTrigger,
+					StartOptions("tq", false, in), contract.WorkflowType, in).Return(nil, nil).Once()
 			},
 		},
 		{
@@ -578,7 +578,7 @@ func TestSignal(t *testing.T) {
 			giveObjs:  objects(fresh, rss),
 			giveEager: true,
 			giveMock: func(tc *mocks.Client) {
-				tc.On("ExecuteWorkflow", mock.Anything, eagerOpts, workflows.WorkflowType, eagerIn).
+				tc.On("ExecuteWorkflow", mock.Anything, eagerOpts, contract.WorkflowType, eagerIn).
 					Return(nil, serviceerror.NewUnavailable("down")).Once()
 			},
 			wantErr: true,
@@ -589,8 +589,8 @@ func TestSignal(t *testing.T) {
 			giveObjs:  objects(d, rss),
 			giveEager: true,
 			giveMock: func(tc *mocks.Client) {
-				tc.On("SignalWithStartWorkflow", mock.Anything, id, workflows.SignalTrigger, freshTrigger,
-					StartOptions("tq", false, in), workflows.WorkflowType, in).Return(nil, nil).Once()
+				tc.On("SignalWithStartWorkflow", mock.Anything, id, contract.SignalTrigger, freshTrigger,
+					StartOptions("tq", false, in), contract.WorkflowType, in).Return(nil, nil).Once()
 			},
 		},
 		{
@@ -598,12 +598,12 @@ func TestSignal(t *testing.T) {
 			give:     "prod/web",
 			giveObjs: objects(d, rss),
 			giveMock: func(tc *mocks.Client) {
-				trigger := workflows.Trigger{Versions: []k8s.ObjectVersion{
+				trigger := contract.Trigger{Versions: []k8s.ObjectVersion{
 					{Kind: k8s.KindDeployment, Name: "web", ResourceVersion: "42"},
 					{Kind: k8s.KindReplicaSet, Name: rss[0].Name, ResourceVersion: "41"},
 				}}
-				tc.On("SignalWithStartWorkflow", mock.Anything, id, workflows.SignalTrigger, trigger,
-					StartOptions("tq", false, in), workflows.WorkflowType, in).Return(nil, nil).Once()
+				tc.On("SignalWithStartWorkflow", mock.Anything, id, contract.SignalTrigger, trigger,
+					StartOptions("tq", false, in), contract.WorkflowType, in).Return(nil, nil).Once()
 			},
 		},
 		{
@@ -611,8 +611,8 @@ func TestSignal(t *testing.T) {
 			give:     "prod/web",
 			giveObjs: objects(d, rss),
 			giveMock: func(tc *mocks.Client) {
-				tc.On("SignalWithStartWorkflow", mock.Anything, id, workflows.SignalTrigger, mock.Anything,
-					mock.Anything, workflows.WorkflowType, in).Return(nil, serviceerror.NewUnavailable("down")).Once()
+				tc.On("SignalWithStartWorkflow", mock.Anything, id, contract.SignalTrigger, mock.Anything,
+					mock.Anything, contract.WorkflowType, in).Return(nil, serviceerror.NewUnavailable("down")).Once()
 			},
 			wantErr: true,
 		},
@@ -620,14 +620,14 @@ func TestSignal(t *testing.T) {
 			name: "a Deployment gone gets a plain signal, so its workflow confirms and ends",
 			give: "prod/web",
 			giveMock: func(tc *mocks.Client) {
-				tc.On("SignalWorkflow", mock.Anything, id, "", workflows.SignalTrigger, nil).Return(nil).Once()
+				tc.On("SignalWorkflow", mock.Anything, id, "", contract.SignalTrigger, nil).Return(nil).Once()
 			},
 		},
 		{
 			name: "a Deployment gone without a workflow is done",
 			give: "prod/web",
 			giveMock: func(tc *mocks.Client) {
-				tc.On("SignalWorkflow", mock.Anything, id, "", workflows.SignalTrigger, nil).
+				tc.On("SignalWorkflow", mock.Anything, id, "", contract.SignalTrigger, nil).
 					Return(serviceerror.NewNotFound("workflow not found")).Once()
 			},
 		},
@@ -635,7 +635,7 @@ func TestSignal(t *testing.T) {
 			name: "a Deployment gone, signal fails: retried",
 			give: "prod/web",
 			giveMock: func(tc *mocks.Client) {
-				tc.On("SignalWorkflow", mock.Anything, id, "", workflows.SignalTrigger, nil).
+				tc.On("SignalWorkflow", mock.Anything, id, "", contract.SignalTrigger, nil).
 					Return(errors.New("connection reset")).Once()
 			},
 			wantErr: true,
@@ -1152,10 +1152,10 @@ func TestStartsApart(t *testing.T) {
 	if n := w.queue.Len(); n != 0 {
 		t.Fatalf("the new Deployment was queued for a signal too (%d)", n)
 	}
-	in := workflows.Input{Namespace: fresh.Namespace, Name: "web"}
+	in := contract.Input{Namespace: fresh.Namespace, Name: "web"}
 	tc.On("ExecuteWorkflow", mock.Anything, mock.MatchedBy(func(o client.StartWorkflowOptions) bool {
 		return o.EnableEagerStart && o.ID == in.WorkflowID()
-	}), workflows.WorkflowType, mock.Anything).Return(nil, serviceerror.NewUnavailable("down")).Once()
+	}), contract.WorkflowType, mock.Anything).Return(nil, serviceerror.NewUnavailable("down")).Once()
 	if !w.processStart(ctx) {
 		t.Fatal("processStart quit")
 	}

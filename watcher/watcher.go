@@ -47,9 +47,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/kube"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // Options configure a Watcher.
@@ -57,7 +57,7 @@ type Options struct {
 	// TaskQueue the workflows run on.
 	TaskQueue string
 	// Cluster is this watcher's Kubernetes cluster (--cluster): the workflows it starts and
-	// signals are that cluster's (workflows.WorkflowIDIn); empty for a single cluster.
+	// signals are that cluster's (contract.WorkflowIDIn); empty for a single cluster.
 	Cluster string
 	// SearchAttributes sets K8sNamespace/K8sDeployment on start (they must be registered).
 	SearchAttributes bool
@@ -79,7 +79,7 @@ type Options struct {
 	// no controller has synced yet (status.observedGeneration 0) gets its workflow by a plain
 	// start with eager execution: the Temporal server hands the first workflow task back in
 	// the start's response, to this process's worker, instead of through matching and a
-	// poll. The trigger travels in the input (workflows.Input.Trigger). A workflow that
+	// poll. The trigger travels in the input (contract.Input.Trigger). A workflow that
 	// already runs gets the trigger by signal-with-start, as without the option.
 	EagerStart bool
 	// Pacer, when set, paces the trigger signals while the worker's client budget is
@@ -627,11 +627,11 @@ func (w *Watcher) signal(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	id := workflows.WorkflowIDIn(w.opts.Cluster, ns, name)
+	id := contract.WorkflowIDIn(w.opts.Cluster, ns, name)
 	d, err := w.cache.Deployment(ns, name)
 	if apierrors.IsNotFound(err) {
 		w.written.Delete(key)
-		err := w.tc.SignalWorkflow(ctx, id, "", workflows.SignalTrigger, nil)
+		err := w.tc.SignalWorkflow(ctx, id, "", contract.SignalTrigger, nil)
 		if _, ok := err.(*serviceerror.NotFound); ok {
 			return nil
 		}
@@ -640,7 +640,7 @@ func (w *Watcher) signal(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	in := workflows.Input{Namespace: ns, Name: name, Cluster: w.opts.Cluster}
+	in := contract.Input{Namespace: ns, Name: name, Cluster: w.opts.Cluster}
 	opts := StartOptions(w.opts.TaskQueue, w.opts.SearchAttributes, in)
 	trigger := w.trigger(d)
 	if w.startsEagerly(d) {
@@ -648,7 +648,7 @@ func (w *Watcher) signal(ctx context.Context, key string) error {
 		eager.Trigger = &trigger
 		o := opts
 		o.EnableEagerStart, o.WorkflowExecutionErrorWhenAlreadyStarted = true, true
-		_, err := w.tc.ExecuteWorkflow(ctx, o, workflows.WorkflowType, eager)
+		_, err := w.tc.ExecuteWorkflow(ctx, o, contract.WorkflowType, eager)
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if !errors.As(err, &started) {
 			return err
@@ -656,14 +656,14 @@ func (w *Watcher) signal(ctx context.Context, key string) error {
 		// Its workflow runs already (a Deployment recreated under the same name, or one
 		// created before its workflow's last sync): signal it.
 	}
-	_, err = w.tc.SignalWithStartWorkflow(ctx, id, workflows.SignalTrigger, trigger, opts, workflows.WorkflowType, in)
+	_, err = w.tc.SignalWithStartWorkflow(ctx, id, contract.SignalTrigger, trigger, opts, contract.WorkflowType, in)
 	return err
 }
 
 // trigger carries the versions this watcher has seen of the Deployment and its ReplicaSets,
 // so the sync waits for the worker's cache to have them too; for the Deployment, the
 // watcher's own last status write when its cache does not show it yet.
-func (w *Watcher) trigger(d *appsv1.Deployment) workflows.Trigger {
+func (w *Watcher) trigger(d *appsv1.Deployment) contract.Trigger {
 	dv := k8s.DeploymentVersion(d)
 	key := d.Namespace + "/" + d.Name
 	if v, ok := w.written.Load(key); ok {
@@ -673,7 +673,7 @@ func (w *Watcher) trigger(d *appsv1.Deployment) workflows.Trigger {
 			w.written.CompareAndDelete(key, v)
 		}
 	}
-	t := workflows.Trigger{Versions: []k8s.ObjectVersion{dv}}
+	t := contract.Trigger{Versions: []k8s.ObjectVersion{dv}}
 	for _, rs := range w.cache.Snapshot(d).ReplicaSets {
 		t.Versions = append(t.Versions, k8s.ReplicaSetVersion(rs))
 	}
@@ -683,7 +683,7 @@ func (w *Watcher) trigger(d *appsv1.Deployment) workflows.Trigger {
 // StartOptions are the options every start of a Deployment's workflow uses: its ID in its
 // cluster (in.Cluster), and with searchAttributes K8sNamespace, K8sDeployment and, for a
 // named cluster, RolloutCluster.
-func StartOptions(taskQueue string, searchAttributes bool, in workflows.Input) client.StartWorkflowOptions {
+func StartOptions(taskQueue string, searchAttributes bool, in contract.Input) client.StartWorkflowOptions {
 	o := client.StartWorkflowOptions{
 		ID:            in.WorkflowID(),
 		TaskQueue:     taskQueue,
@@ -694,11 +694,11 @@ func StartOptions(taskQueue string, searchAttributes bool, in workflows.Input) c
 	}
 	if searchAttributes {
 		attrs := []temporal.SearchAttributeUpdate{
-			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrNamespace).ValueSet(in.Namespace),
-			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrDeployment).ValueSet(in.Name),
+			temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrNamespace).ValueSet(in.Namespace),
+			temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrDeployment).ValueSet(in.Name),
 		}
 		if in.Cluster != "" {
-			attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrCluster).ValueSet(in.Cluster))
+			attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrCluster).ValueSet(in.Cluster))
 		}
 		o.TypedSearchAttributes = temporal.NewSearchAttributes(attrs...)
 	}
@@ -816,7 +816,7 @@ func (w *Watcher) unsupported(d *appsv1.Deployment) bool {
 // "namespace/name".
 func (w *Watcher) openWorkflows(ctx context.Context) (map[string]bool, error) {
 	out := map[string]bool{}
-	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND TaskQueue = '%s'", workflows.WorkflowType, w.opts.TaskQueue)
+	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND TaskQueue = '%s'", contract.WorkflowType, w.opts.TaskQueue)
 	var token []byte
 	for {
 		resp, err := w.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 1000, NextPageToken: token})
@@ -824,7 +824,7 @@ func (w *Watcher) openWorkflows(ctx context.Context) (map[string]bool, error) {
 			return nil, fmt.Errorf("list open workflows: %w", err)
 		}
 		for _, e := range resp.GetExecutions() {
-			if cluster, ns, name, ok := workflows.ParseWorkflowIDIn(e.GetExecution().GetWorkflowId()); ok && cluster == w.opts.Cluster {
+			if cluster, ns, name, ok := contract.ParseWorkflowIDIn(e.GetExecution().GetWorkflowId()); ok && cluster == w.opts.Cluster {
 				out[ns+"/"+name] = true
 			}
 		}

@@ -10,9 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/kube"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 func ptrTo[T any](v T) *T { return &v }
@@ -315,7 +315,7 @@ func TestSpecChanged(t *testing.T) {
 }
 
 func TestStartOptionsCluster(t *testing.T) {
-	in := workflows.Input{Namespace: "prod", Name: "web", Cluster: "eu"}
+	in := contract.Input{Namespace: "prod", Name: "web", Cluster: "eu"}
 	got := StartOptions("deployment-controller.eu", true, in)
 	if got.ID != "deployment/eu/prod/web" || got.TaskQueue != "deployment-controller.eu" || got.StaticSummary != "Deployment prod/web in cluster eu" {
 		t.Errorf("ID, TaskQueue, StaticSummary = %q, %q, %q, want %q, %q, %q", got.ID, got.TaskQueue, got.StaticSummary,
@@ -324,7 +324,7 @@ func TestStartOptionsCluster(t *testing.T) {
 	if n := got.TypedSearchAttributes.Size(); n != 3 {
 		t.Fatalf("search attributes = %d, want 3", n)
 	}
-	for key, want := range map[string]string{workflows.SearchAttrNamespace: "prod", workflows.SearchAttrDeployment: "web", workflows.SearchAttrCluster: "eu"} {
+	for key, want := range map[string]string{contract.SearchAttrNamespace: "prod", contract.SearchAttrDeployment: "web", contract.SearchAttrCluster: "eu"} {
 		v, ok := got.TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(key))
 		if !ok || v != want {
 			t.Errorf("%s = %q (set %t), want %q", key, v, ok, want)
@@ -333,7 +333,7 @@ func TestStartOptionsCluster(t *testing.T) {
 }
 
 func TestStartOptions(t *testing.T) {
-	in := workflows.Input{Namespace: "prod", Name: "web"}
+	in := contract.Input{Namespace: "prod", Name: "web"}
 	tests := []struct {
 		name     string
 		give     bool // search attributes
@@ -355,7 +355,7 @@ func TestStartOptions(t *testing.T) {
 			if tt.wantSize == 0 {
 				return
 			}
-			for key, want := range map[string]string{workflows.SearchAttrNamespace: "prod", workflows.SearchAttrDeployment: "web"} {
+			for key, want := range map[string]string{contract.SearchAttrNamespace: "prod", contract.SearchAttrDeployment: "web"} {
 				v, ok := got.TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(key))
 				if !ok || v != want {
 					t.Errorf("%s = %q (set %t), want %q", key, v, ok, want)

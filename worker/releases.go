@@ -8,14 +8,14 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/release"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // searchAttributeCheck is what one setting needs registered on the Temporal namespace.
 type searchAttributeCheck struct {
 	flag string
-	want []workflows.SearchAttribute
+	want []contract.SearchAttribute
 }
 
 // searchAttributeChecks lists the search attributes the worker's settings need before it starts:
@@ -24,7 +24,7 @@ type searchAttributeCheck struct {
 func searchAttributeChecks(searchAttributes, releases bool) []searchAttributeCheck {
 	var out []searchAttributeCheck
 	if searchAttributes {
-		out = append(out, searchAttributeCheck{"--search-attributes", workflows.SearchAttributes()})
+		out = append(out, searchAttributeCheck{"--search-attributes", contract.SearchAttributes()})
 	}
 	if releases {
 		out = append(out, searchAttributeCheck{"--releases", release.SearchAttributes()})

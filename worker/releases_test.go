@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"google.golang.org/grpc"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/lifecycle"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // registeredAttrs answers ListSearchAttributes with a fixed set.
@@ -30,7 +30,7 @@ func (r registeredAttrs) ListSearchAttributes(context.Context, *operatorservice.
 // registered, or with neither flag, nothing fails.
 func TestReleasesChecksSearchAttributes(t *testing.T) {
 	all := registeredAttrs{}
-	for _, sa := range workflows.SearchAttributes() {
+	for _, sa := range contract.SearchAttributes() {
 		all[sa.Name] = sa.Type
 	}
 	none := registeredAttrs{}

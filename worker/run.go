@@ -17,6 +17,7 @@ import (
 
 	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/analysis"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/lifecycle"
 	"github.com/temporal-rollout/rollout/internal/obs"
@@ -197,7 +198,7 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		// created at once, but `temporal workflow query` failed right after a worker's
 		// SIGKILL and restart (TestBlueGreen).
 	})
-	w.RegisterWorkflowWithOptions(workflows.DeploymentWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowType})
+	w.RegisterWorkflowWithOptions(workflows.DeploymentWorkflow, workflow.RegisterOptions{Name: contract.WorkflowType})
 	acts := &activities.Activities{
 		Client:        kc,
 		Dynamic:       dyn,

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -58,11 +59,13 @@ func (w *webhook) events() []string {
 	return out
 }
 
-// measurements mocks MeasureAnalysis with the verdicts given, in order, a minute each.
+// measurements mocks MeasureAnalysis with the verdicts given, in order, 70s each: never at the
+// same instant as the fake AwaitChange's minute, whose order against it the test environment
+// does not fix (the golden command sequences need one order).
 func measurements(env *testsuite.TestWorkflowEnvironment, verdicts ...string) *[]activities.MeasureInput {
 	var mu sync.Mutex
 	var ins []activities.MeasureInput
-	env.OnActivity(a.MeasureAnalysis, mock.Anything, mock.Anything).After(time.Minute).Return(func(_ context.Context, in activities.MeasureInput) (activities.Measurement, error) {
+	env.OnActivity(a.MeasureAnalysis, mock.Anything, mock.Anything).After(70 * time.Second).Return(func(_ context.Context, in activities.MeasureInput) (activities.Measurement, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		ins = append(ins, in)
@@ -133,7 +136,7 @@ func TestJobAnalysis(t *testing.T) {
 			f := stepped(`[{"setWeight":30},{"analysis":{"job":{"template":{"template":{"spec":{"containers":[{"name":"c","image":"busybox"}]}}},"timeout":"5m"}}}]`)
 			env := newEnv(t, f)
 			var ins []activities.JobAnalysisInput
-			env.OnActivity(a.RunAnalysisJob, mock.Anything, mock.Anything).After(3 * time.Minute).Return(func(_ context.Context, in activities.JobAnalysisInput) (activities.Measurement, error) {
+			env.OnActivity(a.RunAnalysisJob, mock.Anything, mock.Anything).After(190 * time.Second).Return(func(_ context.Context, in activities.JobAnalysisInput) (activities.Measurement, error) {
 				ins = append(ins, in)
 				return activities.Measurement{Provider: k8s.ProviderJob, Job: in.Name, Verdict: tt.give, Message: "job " + in.Name + ": " + tt.give}, nil
 			})
@@ -164,7 +167,7 @@ func TestNotifyOnAbort(t *testing.T) {
 	f.d.Annotations[k8s.NotifyAnnotation] = `{"url":"https://hooks.example/rollouts"}`
 	f.uiURL = "http://localhost:8233"
 	env := newEnv(t, f)
-	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID(testNS, testName)})
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: contract.WorkflowID(testNS, testName)})
 	hook := &webhook{}
 	hook.register(env)
 	measurements(env, activities.VerdictFailed)

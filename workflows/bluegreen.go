@@ -34,39 +34,6 @@ import (
 // timer waits only what is left of it. The whole branch runs only for a Deployment with the
 // annotation, behind the "blue-green" change ID.
 
-// Blue-green phases (the status query's blueGreen.phase).
-const (
-	BlueGreenPreview               = "Preview"
-	BlueGreenPrePromotionAnalysis  = "PrePromotionAnalysis"
-	BlueGreenPaused                = "Paused"
-	BlueGreenPromoting             = "Promoting"
-	BlueGreenPostPromotionAnalysis = "PostPromotionAnalysis"
-	BlueGreenScaleDownDelay        = "ScaleDownDelay"
-	BlueGreenScalingDown           = "ScalingDown"
-)
-
-// WaitingForReplicaSet: a blue-green rollout waits for the new ReplicaSet's pods.
-const WaitingForReplicaSet = "ReplicaSet"
-
-// blueGreenChange is the change ID that guards the blue-green branch.
-const blueGreenChange = "blue-green"
-
-// blueGreenScaleChange guards the stable template's hash in a blue-green rollout's cap
-// (Canary.StableHash): with it, a change of replicas scales the stable ReplicaSet to replicas and
-// the new one to its size; a run recorded before it scaled both stacks proportionally, and
-// replays so.
-const blueGreenScaleChange = "blue-green-scale"
-
-// blueGreenPromotedStableChange: a new template that comes after the active Service switched to
-// the promoted template makes the promoted one stable (blueGreenRequest); before, the rollout
-// started from the template before it and switched production back to it.
-const blueGreenPromotedStableChange = "blue-green-promoted-stable"
-
-// blueGreenAbortDelayChange guards the hold of a blue-green abort (abortScaleDownDelaySeconds):
-// a run recorded before it scaled the aborted ReplicaSet down at once, and replays so. Asked
-// when a blue-green rollout is aborted with a delay above 0.
-const blueGreenAbortDelayChange = "blue-green-abort-delay"
-
 // abortHoldTimer is what bgTimerFor names while the timer is an abort's hold.
 const abortHoldTimer = "AbortHold"
 
@@ -97,32 +64,6 @@ type blueGreenState struct {
 	Freeze *FreezeHold `json:"freeze,omitempty"`
 }
 
-// BlueGreenServices is what the blue-green Services select at the last sync.
-type BlueGreenServices struct {
-	Active         string `json:"activeService"`
-	ActiveSelects  string `json:"activeSelects,omitempty"`
-	Preview        string `json:"previewService,omitempty"`
-	PreviewSelects string `json:"previewSelects,omitempty"`
-	// Hold: why the traffic gate left a Service where it was (k8s.GateSelector).
-	Hold string `json:"hold,omitempty"`
-}
-
-// BlueGreenStatus is a blue-green Deployment's part of the status query: the phase of the
-// rollout in progress ("" at rest) and what its Services select.
-type BlueGreenStatus struct {
-	Phase      string         `json:"phase,omitempty"`
-	Hash       string         `json:"hash,omitempty"`
-	StableHash string         `json:"stableHash,omitempty"`
-	WaitingFor string         `json:"waitingFor,omitempty"`
-	Message    string         `json:"message,omitempty"`
-	Promoted   bool           `json:"promoted,omitempty"`
-	Until      *time.Time     `json:"until,omitempty"`
-	Analysis   *analysisState `json:"analysis,omitempty"`
-	// Freeze: the fleet freeze the automatic promotion holds for (WaitingFor Freeze).
-	Freeze *FreezeHold `json:"freeze,omitempty"`
-	BlueGreenServices
-}
-
 // bgState is a blue-green rollout's part of a run.
 type bgState struct {
 	bg         *blueGreenState
@@ -142,7 +83,7 @@ type bgState struct {
 // change ignored the annotation, and replays so.
 func (r *rollout) blueGreenOn(ctx workflow.Context) bool {
 	if !r.bgVersionKnown {
-		r.bgVersion = workflow.GetVersion(ctx, blueGreenChange, workflow.DefaultVersion, 1)
+		r.bgVersion = workflow.GetVersion(ctx, changeBlueGreen, workflow.DefaultVersion, 1)
 		r.bgVersionKnown = true
 	}
 	return r.bgVersion >= 1
@@ -180,7 +121,7 @@ func (r *rollout) blueGreenRequest(ctx workflow.Context, d *appsv1.Deployment, r
 	rev := rolloutRevision(rss, hash)
 	if r.bg == nil || r.bg.Hash != hash {
 		if prev := r.bg; prev != nil && prev.Promoted && prev.Hash != r.stableHash && r.bgServices != nil &&
-			r.bgServices.ActiveSelects == prev.Hash && workflow.GetVersion(ctx, blueGreenPromotedStableChange, workflow.DefaultVersion, 1) >= 1 {
+			r.bgServices.ActiveSelects == prev.Hash && workflow.GetVersion(ctx, changeBlueGreenPromotedStable, workflow.DefaultVersion, 1) >= 1 {
 			// A new template after the active Service switched to the promoted one (in the
 			// scale-down delay): the promoted ReplicaSet serves production, so it is the
 			// stable one the new rollout starts from, not the one before it.
@@ -207,7 +148,7 @@ func (r *rollout) blueGreenRequest(ctx workflow.Context, d *appsv1.Deployment, r
 	default:
 		c.Hold, c.Message = true, bg.Message
 	}
-	if workflow.GetVersion(ctx, blueGreenScaleChange, workflow.DefaultVersion, 1) >= 1 {
+	if workflow.GetVersion(ctx, changeBlueGreenScale, workflow.DefaultVersion, 1) >= 1 {
 		c.StableHash = bg.StableHash
 	}
 	return c, true
@@ -422,10 +363,6 @@ func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentR
 	}
 	return nil
 }
-
-// changeBlueGreenUnchanged: a sync whose Services already select what it would switch them to
-// runs no SyncBlueGreen.
-const changeBlueGreenUnchanged = "blue-green-unchanged"
 
 // switchesDone: every switch leaves its Service as it is, or points it where it already is.
 func switchesDone(switches []activities.ServiceSwitch, sv *BlueGreenServices) bool {

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -219,7 +220,7 @@ func TestBlueGreenDelayAcrossContinueAsNew(t *testing.T) {
 		check(t, st.BlueGreen != nil && st.BlueGreen.Phase == BlueGreenScaleDownDelay && st.BlueGreen.Until != nil && st.BlueGreen.Until.Equal(until),
 			"in the delay: blueGreen %+v, want the carried end %s", st.BlueGreen, until)
 	})
-	env.ExecuteWorkflow(WorkflowType, Input{Namespace: testNS, Name: testName, Carry: &Carry{
+	env.ExecuteWorkflow(WorkflowType, Input{Input: contract.Input{Namespace: testNS, Name: testName}, Carry: &Carry{
 		StableHash: h1, Status: &Status{Namespace: testNS, Name: testName, Phase: "Progressing", CurrentRevision: 1},
 		BlueGreen: &blueGreenState{Hash: h2, StableHash: h1, Revision: 2, Phase: BlueGreenScaleDownDelay, WaitingFor: WaitingForTimer,
 			Promoted: true, Until: &until, Spec: spec},

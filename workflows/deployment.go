@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -23,33 +24,6 @@ const (
 	// staleRetries: stale decisions synced again at once, from a live read, in a row before
 	// backing off (see failed).
 	staleRetries = 10
-	// changeStaleRetryAdmitted (0.2): from the second stale decision in a row, the retry waits
-	// for the client budget in AwaitChange (AwaitInput.Retry) instead of syncing again inside
-	// the same workflow task.
-	changeStaleRetryAdmitted = "stale-retry-admitted"
-	// changeBusyWriteDeferred (0.2): a sync's write refused on a saturated client budget
-	// (activities.ErrBusy) ends the workflow task and the sync waits in AwaitChange (Retry),
-	// rather than backing off as a failed sync.
-	changeBusyWriteDeferred = "busy-write-deferred"
-	// changePlainTriggerReadsLive (0.2): a trigger naming no version makes the next sync read
-	// live (see addSignals).
-	changePlainTriggerReadsLive = "plain-trigger-reads-live"
-	// changeFinishBeforeNext (0.2): a rollout that converged while the next change was
-	// already signalled ends its run (recorded, notified, continued as new) and the next run
-	// takes the change, instead of the two rollouts sharing one run with the first never
-	// reported complete.
-	changeFinishBeforeNext = "finish-before-next"
-	// changeHeldAtRest (0.3): a held rollout's wait may end AwaitRest (activities.AwaitInput.Rest)
-	// and the workflow then waits with no activity until a signal, an update or its timers
-	// (wait.go), instead of running AwaitChange and its heartbeats for as long as it is held.
-	changeHeldAtRest = "held-at-rest"
-	// changeOneUpsertPerTask (0.3): the step state's memo and RolloutWaitingFor are written once
-	// per workflow task, before it ends (flushStepState), not at every step event.
-	changeOneUpsertPerTask = "one-upsert-per-task"
-	// changeInlineCanaryMoves (0.3): a stepped rollout's wait (no traffic routing, not
-	// blue-green) makes the scale moves within a step itself (activities.AwaitInput.InlineCanary),
-	// as a plain rollout's does, instead of a workflow task for each.
-	changeInlineCanaryMoves = "inline-canary-moves"
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
 )
@@ -364,7 +338,7 @@ func (r *rollout) queryStatus() Status {
 
 func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 	st := r.status
-	next := Input{Namespace: r.in.Namespace, Name: r.in.Name, Cluster: r.in.Cluster, Carry: &Carry{
+	next := Input{Input: contract.Input{Namespace: r.in.Namespace, Name: r.in.Name, Cluster: r.in.Cluster}, Carry: &Carry{
 		Idle:         idle,
 		Dirty:        r.dirty,
 		RollbackTo:   r.rollbackTo,

@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -639,10 +640,11 @@ func newEnv(t *testing.T, f *fakeCluster) *testsuite.TestWorkflowEnvironment {
 	env.SetTestTimeout(30 * time.Second)
 	env.RegisterWorkflowWithOptions(DeploymentWorkflow, workflow.RegisterOptions{Name: WorkflowType})
 	f.register(env)
+	recordGolden(t, env)
 	return env
 }
 
-func input() Input { return Input{Namespace: testNS, Name: testName} }
+func input() Input { return Input{Input: contract.Input{Namespace: testNS, Name: testName}} }
 
 func at(env *testsuite.TestWorkflowEnvironment, d time.Duration, fn func()) {
 	env.RegisterDelayedCallback(fn, d)
@@ -770,7 +772,7 @@ func TestRolloutCompletesAndContinuesAsNew(t *testing.T) {
 		{name: "template change", cluster: midRollout, in: input()},
 		{
 			name: "image from input", cluster: steady,
-			in:          Input{Namespace: testNS, Name: testName, Image: map[string]string{"app": "nginx:v2"}},
+			in:          Input{Input: contract.Input{Namespace: testNS, Name: testName, Image: map[string]string{"app": "nginx:v2"}}},
 			changeCause: "set image app=nginx:v2",
 		},
 	}
@@ -1121,9 +1123,9 @@ func TestInvalidInput(t *testing.T) {
 		name string
 		in   Input
 	}{
-		{"empty namespace", Input{Name: testName}},
-		{"bad name", Input{Namespace: testNS, Name: "Web_1"}},
-		{"empty image", Input{Namespace: testNS, Name: testName, Image: map[string]string{"app": " "}}},
+		{"empty namespace", Input{Input: contract.Input{Name: testName}}},
+		{"bad name", Input{Input: contract.Input{Namespace: testNS, Name: "Web_1"}}},
+		{"empty image", Input{Input: contract.Input{Namespace: testNS, Name: testName, Image: map[string]string{"app": " "}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,19 +20,6 @@ import (
 // promotion holds the same way, in its Paused phase. Promote is refused during a freeze; abort
 // always works. Plain rollouts are not held.
 
-// WaitingForFreeze: a stepped rollout holds before its next step for the fleet freeze.
-const WaitingForFreeze = "Freeze"
-
-// changeFleetFreezeHold guards the FleetFreeze check at a step's end and at promote: a run
-// recorded before it passed its steps without asking.
-const changeFleetFreezeHold = "fleet-freeze-hold"
-
-// changeReleaseRollbackUnfrozen: a rollout to the template a release's rollback restored
-// (k8s.ReleaseRestoredHashAnnotation names its hash) is not held by the fleet freeze. Asked
-// only when the fleet is frozen and the rollout is such a rollback, so no other run records
-// the marker.
-const changeReleaseRollbackUnfrozen = "fleet-freeze-skips-release-rollback"
-
 // unfrozenRollback: the rollout is a release's rollback (r.releaseRollback, from the last
 // sync) and the run has the change fleet-freeze-skips-release-rollback: the fleet freeze
 // does not hold it. A rollback holding in the freeze ran out of rolloutTimeout, and left the
@@ -49,13 +36,6 @@ var freezeOptions = workflow.LocalActivityOptions{
 	StartToCloseTimeout:    5 * time.Second,
 	ScheduleToCloseTimeout: 12 * time.Second,
 	RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2},
-}
-
-// FreezeHold is the fleet freeze a stepped rollout holds for.
-type FreezeHold struct {
-	Until  time.Time `json:"until,omitzero"`
-	Reason string    `json:"reason,omitempty"`
-	By     string    `json:"by,omitempty"`
 }
 
 // freezeChecked reports whether this run asks for the fleet freeze (the versioned branch).

@@ -97,7 +97,7 @@ func (r *rollout) notifyEvent(ctx workflow.Context, ev k8s.Event) {
 		if r.bg.WaitingFor == WaitingForPromote {
 			event = k8s.NotifyPaused
 		}
-		if !cfg.Wants(event) || workflow.GetVersion(ctx, blueGreenNotifyChange, workflow.DefaultVersion, 1) < 1 {
+		if !cfg.Wants(event) || workflow.GetVersion(ctx, changeBlueGreenNotify, workflow.DefaultVersion, 1) < 1 {
 			return
 		}
 	default:
@@ -105,11 +105,6 @@ func (r *rollout) notifyEvent(ctx workflow.Context, ev k8s.Event) {
 	}
 	r.notify(ctx, event, ev.Reason, ev.Message)
 }
-
-// blueGreenNotifyChange guards the notifications of blue-green phases: a run recorded before
-// it sent none for them (only promoted, aborted, analysisFailed and completed), and replays so.
-// Asked only when a phase's notification is to be sent.
-const blueGreenNotifyChange = "blue-green-notify"
 
 // notifyOutcome sends "completed" when a rollout completed (not the return after an abort).
 func (r *rollout) notifyOutcome(ctx workflow.Context, outcome string) {

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -24,18 +25,6 @@ import (
 // Steps apply to a template other than the stable one (the last that completed). A rollout to
 // the stable template (abort, rollback, `kubectl rollout undo` to it) skips them, as does the
 // first rollout of a new Deployment.
-
-// What a stepped rollout waits for (the status query's waitingFor and the RolloutWaitingFor
-// search attribute).
-const (
-	WaitingForWeight   = "Weight"
-	WaitingForTimer    = "Timer"
-	WaitingForPromote  = "Promote"
-	WaitingForAnalysis = "Analysis"
-	// WaitingForTrafficGate: the traffic gate held a route or Service move the rollout asked
-	// for (k8s.GateTraffic, k8s.GateSelector); it is made once the pods allow it.
-	WaitingForTrafficGate = "TrafficGate"
-)
 
 // Outcomes of an analysis.
 const (
@@ -62,19 +51,6 @@ type stepsState struct {
 	Freeze *FreezeHold `json:"freeze,omitempty"`
 }
 
-// analysisState is one analysis step's progress.
-type analysisState struct {
-	Step int `json:"step"`
-	// Provider measures: prometheus, web or job; Job is the analysis Job's name.
-	Provider     string                   `json:"provider,omitempty"`
-	Job          string                   `json:"job,omitempty"`
-	Taken        int                      `json:"taken"`
-	Failures     int                      `json:"failures"`
-	Measurements []activities.Measurement `json:"measurements,omitempty"`
-	Verdict      string                   `json:"verdict,omitempty"`
-	Message      string                   `json:"message,omitempty"`
-}
-
 // maxKeptMeasurements bounds the measurements the state (and the status query) keeps; every
 // one is in the history as its activity's result.
 const maxKeptMeasurements = 10
@@ -88,36 +64,6 @@ type abortState struct {
 	// aborted ReplicaSet's pods, on a durable timer; nil once it passed, or without a hold.
 	Until *time.Time `json:"until,omitempty"`
 	Delay int32      `json:"delay,omitempty"`
-}
-
-// PromoteRequest is the promote update's payload: {} goes to the next step, {"full":true}
-// skips the remaining ones.
-type PromoteRequest struct {
-	Full bool `json:"full,omitempty"`
-}
-
-// AbortRequest is the abort update's payload.
-type AbortRequest struct {
-	Reason string `json:"reason,omitempty"`
-}
-
-// StepsStatus is a stepped rollout's part of the status query.
-type StepsStatus struct {
-	// Step is 1-based, of Steps; Step > Steps once every step passed.
-	Step       int                     `json:"step"`
-	Steps      int                     `json:"steps"`
-	Current    string                  `json:"current,omitempty"`
-	Weight     int32                   `json:"weight"`
-	WaitingFor string                  `json:"waitingFor,omitempty"`
-	Message    string                  `json:"message,omitempty"`
-	PauseUntil *time.Time              `json:"pauseUntil,omitempty"`
-	Full       bool                    `json:"full,omitempty"`
-	Analysis   *analysisState          `json:"analysis,omitempty"`
-	LastValue  *activities.Measurement `json:"lastMeasurement,omitempty"`
-	// Freeze: the fleet freeze the rollout holds for (WaitingFor Freeze).
-	Freeze *FreezeHold `json:"freeze,omitempty"`
-	// Traffic: the route's weights and header routes (traffic.go).
-	Traffic *TrafficStatus `json:"traffic,omitempty"`
 }
 
 // stepState is a stepped rollout's part of a run.
@@ -477,10 +423,6 @@ func newerTemplate(rss []*appsv1.ReplicaSet, a, b string) bool {
 	return rb < 0 || rev(a) > rb
 }
 
-// changeStableOnCluster: the stable template is read from the Deployment's
-// temporal-rollout.io/stable-pod-template-hash annotation first (k8s.StableTemplate).
-const changeStableOnCluster = "stable-on-cluster"
-
 // stableHash is the template of the revision a rollout would return to, when the workflow has
 // not seen one complete: the Deployment's own when it is complete, otherwise the newest other
 // ReplicaSet's ("" for a Deployment that never had another template).
@@ -764,7 +706,7 @@ func (r *rollout) startAbort(ctx workflow.Context, reason string) {
 	r.endBlueGreen()
 	r.abort = &abortState{Reason: reason, Hash: r.lastHash}
 	if blueGreen {
-		if d := spec.AbortScaleDownDelay(); d > 0 && workflow.GetVersion(ctx, blueGreenAbortDelayChange, workflow.DefaultVersion, 1) >= 1 {
+		if d := spec.AbortScaleDownDelay(); d > 0 && workflow.GetVersion(ctx, changeBlueGreenAbortDelay, workflow.DefaultVersion, 1) >= 1 {
 			until := workflow.Now(ctx).Add(d).UTC()
 			r.abort.Until, r.abort.Delay = &until, int32(d/time.Second)
 			r.startAbortHold(ctx)
@@ -830,18 +772,18 @@ func (r *rollout) flushStepState(ctx workflow.Context) {
 // one-line summary) and, in one upsert, final and RolloutWaitingFor where it changed.
 func (r *rollout) writeStepState(ctx workflow.Context, summary string, final []temporal.SearchAttributeUpdate) {
 	st := r.queryStatus()
-	memo := map[string]any{"summary": fmt.Sprintf("%s/%s: %s", r.in.Namespace, r.in.Name, r.stepSummary())}
+	memo := map[string]any{contract.MemoSummary: fmt.Sprintf("%s/%s: %s", r.in.Namespace, r.in.Name, r.stepSummary())}
 	if summary != "" {
-		memo["summary"] = summary
+		memo[contract.MemoSummary] = summary
 	}
 	if st.Steps != nil {
-		memo["steps"] = st.Steps
+		memo[contract.MemoSteps] = st.Steps
 	}
 	if st.AbortReason != "" {
-		memo["abortReason"] = st.AbortReason
+		memo[contract.MemoAbortReason] = st.AbortReason
 	}
 	if st.BlueGreen != nil {
-		memo["blueGreen"] = st.BlueGreen
+		memo[contract.MemoBlueGreen] = st.BlueGreen
 	}
 	if err := workflow.UpsertMemo(ctx, memo); err != nil {
 		r.log.Warn("Upsert memo failed", "error", err)

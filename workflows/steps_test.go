@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -127,7 +128,7 @@ func TestUpdatesRejected(t *testing.T) {
 	updateAt(env, 2*time.Second, UpdateAbort, nil, &abort)
 	endByDeletion(env, f, time.Minute)
 	tmpl := podTemplate("nginx:v1")
-	env.ExecuteWorkflow(WorkflowType, Input{Namespace: testNS, Name: testName, Carry: &Carry{Idle: true, StableHash: k8s.PodTemplateHash(&tmpl, nil)}})
+	env.ExecuteWorkflow(WorkflowType, Input{Input: contract.Input{Namespace: testNS, Name: testName}, Carry: &Carry{Idle: true, StableHash: k8s.PodTemplateHash(&tmpl, nil)}})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}

@@ -50,10 +50,6 @@ func (r *rollout) enterTrafficStep(ctx workflow.Context, i int, prefix string) b
 	return true
 }
 
-// changeTrafficStepPods: setCanaryScale and setHeaderRoute steps wait for the canary's pods
-// (enterTrafficStep), and header routes go only to a canary with available pods.
-const changeTrafficStepPods = "traffic-step-waits-pods"
-
 // headerStep reports whether the current step is a setHeaderRoute that adds a route: it
 // passes only once the canary has available pods and the route carries the header routes
 // (unless the canary has no pods at this step: its header route is written once it has).
@@ -168,10 +164,6 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	return nil
 }
 
-// changeTrafficErrorReturns: during an abort or a rollback a traffic error no longer stops the
-// sync; the Services select every pod (fallBackTraffic) and the plan's writes go on.
-const changeTrafficErrorReturns = "traffic-error-returns"
-
 // returning reports whether a sync asks for the way back to the stable template: an abort, or
 // no canary while the route's canary Service is on another template (the rollback signal,
 // kubectl rollout undo, a release's rollback).
@@ -202,11 +194,6 @@ func (r *rollout) fallBackTraffic(ctx workflow.Context, ref activities.Deploymen
 	r.upsertStepState(ctx)
 	return nil
 }
-
-// changeTrafficRelease: a Deployment whose traffic annotation is gone gets its Services'
-// selectors back as the user wrote them (releaseTraffic); before, they stayed on the last
-// pod-template-hashes the routing set, and the next rollout scaled those pods away under them.
-const changeTrafficRelease = "traffic-release"
 
 // releaseTraffic gives the Services of a Deployment that lost its traffic annotation their
 // selectors back (activities.ReleaseTraffic) and forgets the route.
@@ -260,18 +247,6 @@ func (r *rollout) trafficStepReached(ctx workflow.Context, snap k8s.Snapshot, pl
 	}
 	return !r.trafficChange(ctx)(changeTrafficStepWeight)
 }
-
-// changeTrafficStepWeight: a setWeight step with traffic routing passes once the route
-// carries its weight (trafficStepReached); before, once the ReplicaSets were at their sizes.
-const changeTrafficStepWeight = "traffic-step-weight"
-
-// changeTrafficStableServes: the stable Service stays on its serving pods rather than move to a
-// template with none (syncTraffic).
-const changeTrafficStableServes = "traffic-stable-serves"
-
-// changeTrafficUnchanged: a sync whose route and Services are already as wanted (as the last
-// move left them, its check holding) runs no SyncTraffic.
-const changeTrafficUnchanged = "traffic-unchanged"
 
 // sameHeaderRoutes: the same header routes, names and matches, in the same order.
 func sameHeaderRoutes(a, b []k8s.HeaderRoute) bool {

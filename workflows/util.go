@@ -7,6 +7,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
@@ -45,7 +47,7 @@ func (r *rollout) upsertSearchAttributes(ctx workflow.Context, outcome string) {
 	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
 		r.log.Warn("Upsert search attributes failed", "error", err)
 	}
-	if err := workflow.UpsertMemo(ctx, map[string]any{"summary": summary}); err != nil {
+	if err := workflow.UpsertMemo(ctx, map[string]any{contract.MemoSummary: summary}); err != nil {
 		r.log.Warn("Upsert memo failed", "error", err)
 	}
 }

@@ -15,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/stack"
 	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/kube"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // AbortResult is `make bench BENCH_FLAGS=--abort N`: on our controller, one Deployment of N
@@ -120,14 +120,14 @@ func runAbort(ctx context.Context, cfg Config, replicas int) (AbortResult, error
 	res.ForwardSeconds = done.Sub(t0).Seconds()
 
 	hold := `[{"setWeight":50},{"pause":{}}]`
-	id := workflows.WorkflowID(benchNamespace, name)
+	id := contract.WorkflowID(benchNamespace, name)
 	for i, step := range []struct {
 		image, update string
 		payload       any
 		out           *float64
 	}{
-		{image: "registry.local/bench/app:v3", update: workflows.UpdateAbort, payload: workflows.AbortRequest{Reason: "bench"}, out: &res.AbortSeconds},
-		{image: "registry.local/bench/app:v4", update: workflows.UpdatePromote, payload: workflows.PromoteRequest{Full: true}, out: &res.PromoteSeconds},
+		{image: "registry.local/bench/app:v3", update: contract.UpdateAbort, payload: contract.AbortRequest{Reason: "bench"}, out: &res.AbortSeconds},
+		{image: "registry.local/bench/app:v4", update: contract.UpdatePromote, payload: contract.PromoteRequest{Full: true}, out: &res.PromoteSeconds},
 	} {
 		if err := setBenchImage(ctx, kc, name, step.image, hold); err != nil {
 			return res, err
@@ -263,7 +263,7 @@ func blueGreenBench(ctx context.Context, cfg Config, kc kubernetes.Interface, tc
 	logf(cfg.Log, "abort bench: blue-green switched; rollback during the scale-down delay")
 	t0 = time.Now()
 	prev := int64(0)
-	if err := tc.SignalWorkflow(ctx, workflows.WorkflowID(benchNamespace, name), "", workflows.SignalRollback, workflows.RollbackRequest{Revision: &prev}); err != nil {
+	if err := tc.SignalWorkflow(ctx, contract.WorkflowID(benchNamespace, name), "", contract.SignalRollback, contract.RollbackRequest{Revision: &prev}); err != nil {
 		return err
 	}
 	back, err := waitSelects(ctx, kc, active, oldHash, cfg.Timeout)

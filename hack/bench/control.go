@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go.temporal.io/sdk/client"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,10 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/stack"
 	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/kube"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // The control measurement (`make bench BENCH_FLAGS=--control`, issue 23): how soon a user's
@@ -539,7 +540,7 @@ func (c *controller) loops(plain, promoteNames, abortNames []string) []func(cont
 		}
 	}
 	temporal := func(n string, args ...string) []string {
-		return append(args, "--workflow-id", workflows.WorkflowID(benchNamespace, n), "--address", c.s.TemporalAddress)
+		return append(args, "--workflow-id", contract.WorkflowID(benchNamespace, n), "--address", c.s.TemporalAddress)
 	}
 	held := func(d *appsv1.Deployment) bool {
 		cond := k8s.GetCondition(d.Status, appsv1.DeploymentProgressing)
@@ -548,18 +549,18 @@ func (c *controller) loops(plain, promoteNames, abortNames []string) []func(cont
 	return []func(context.Context) bool{
 		func(ctx context.Context) bool {
 			return c.pauseResume(ctx, plain, plainRolling,
-				cmdPause, "temporal", []string{"workflow", "signal", "--name", workflows.SignalPause}, paused(true),
-				cmdResume, []string{"workflow", "signal", "--name", workflows.SignalResume}, paused(false))
+				cmdPause, "temporal", []string{"workflow", "signal", "--name", contract.SignalPause}, paused(true),
+				cmdResume, []string{"workflow", "signal", "--name", contract.SignalResume}, paused(false))
 		},
 		func(ctx context.Context) bool {
 			return c.one(ctx, plain, plainRolling, true, cmdRollback, "temporal", func(n string) []string {
-				return temporal(n, "workflow", "signal", "--name", workflows.SignalRollback, "--input", `{"revision":1}`)
+				return temporal(n, "workflow", "signal", "--name", contract.SignalRollback, "--input", `{"revision":1}`)
 			}, isV1)
 		},
 		func(ctx context.Context) bool {
 			all := append(append(append([]string{}, plain...), promoteNames...), abortNames...)
 			return c.one(ctx, all, c.rolling, false, cmdQuery, "temporal", func(n string) []string {
-				return temporal(n, "workflow", "query", "--type", workflows.QueryStatus)
+				return temporal(n, "workflow", "query", "--type", contract.QueryStatus)
 			}, nil)
 		},
 		func(ctx context.Context) bool {
@@ -575,12 +576,12 @@ func (c *controller) loops(plain, promoteNames, abortNames []string) []func(cont
 					c.promoted[n] = d.Status.UpdatedReplicas
 					c.mu.Unlock()
 				}
-				return temporal(n, "workflow", "update", "execute", "--name", workflows.UpdatePromote, "--input", `{}`)
+				return temporal(n, "workflow", "update", "execute", "--name", contract.UpdatePromote, "--input", `{}`)
 			}, nil)
 		},
 		func(ctx context.Context) bool {
 			return c.one(ctx, abortNames, held, true, cmdAbort, "temporal", func(n string) []string {
-				return temporal(n, "workflow", "update", "execute", "--name", workflows.UpdateAbort, "--input", `{"reason":"bench"}`)
+				return temporal(n, "workflow", "update", "execute", "--name", contract.UpdateAbort, "--input", `{"reason":"bench"}`)
 			}, nil)
 		},
 	}
@@ -673,7 +674,7 @@ func (c *controller) pauseResume(ctx context.Context, names []string, fit func(*
 		if tool == "kubectl" {
 			return append(append([]string{}, args...), "deployment/"+n)
 		}
-		return append(append([]string{}, args...), "--workflow-id", workflows.WorkflowID(benchNamespace, n), "--address", c.s.TemporalAddress)
+		return append(append([]string{}, args...), "--workflow-id", contract.WorkflowID(benchNamespace, n), "--address", c.s.TemporalAddress)
 	}
 	c.measure(ctx, n, pauseKind, tool, target(pauseArgs), paused, true)
 	sleep(ctx, c.cc.Interval)

@@ -20,8 +20,8 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/cost"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // writeVerbs are the apiserver_request_total verbs that change state.
@@ -382,7 +382,7 @@ func forEachWorkflow(ctx context.Context, tc client.Client, ns string, names []s
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			id := workflows.WorkflowID(ns, name)
+			id := contract.WorkflowID(ns, name)
 			runs, err := runsOf(ctx, tc, id)
 			if err != nil {
 				errs[i] = err

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/temporal-rollout/rollout/workflows"
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 // explainSlow says, from the workflow's history, what its workflow tasks did between from
@@ -22,7 +22,7 @@ import (
 // workflow task (its own, queued; or one under way, which the signal, update or query waits
 // out).
 func explainSlow(ctx context.Context, tc client.Client, ns, name string, from, to time.Time) string {
-	id := workflows.WorkflowID(ns, name)
+	id := contract.WorkflowID(ns, name)
 	resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", id)})
 	if err != nil {
 		return "list runs: " + err.Error()

@@ -20,7 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/temporal-rollout/rollout/codec"
-	"github.com/temporal-rollout/rollout/workflows"
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 // EnvPrefix prefixes every environment variable: --kube-qps is ROLLOUT_KUBE_QPS.
@@ -55,8 +55,8 @@ type Config struct {
 	Compression string `mapstructure:"temporal-compression"`
 	// Cluster names the Kubernetes cluster of a worker or watcher among several on one
 	// Temporal namespace; the starter's commands address that cluster's workflows. Empty: one
-	// cluster. It picks the workflow IDs (workflows.WorkflowIDIn) and, unless --task-queue is
-	// set, the task queue (workflows.TaskQueueFor).
+	// cluster. It picks the workflow IDs (contract.WorkflowIDIn) and, unless --task-queue is
+	// set, the task queue (contract.TaskQueueFor).
 	Cluster string `mapstructure:"cluster"`
 
 	MetricsAddress string `mapstructure:"metrics-address"`
@@ -161,8 +161,8 @@ func CommonFlags(fs *pflag.FlagSet) {
 func TemporalFlags(fs *pflag.FlagSet) {
 	fs.String("temporal-address", "localhost:7233", "Temporal frontend host:port")
 	fs.String("temporal-namespace", "default", "Temporal namespace")
-	fs.String("task-queue", workflows.DefaultTaskQueue, "Temporal task queue; when not set, "+workflows.DefaultTaskQueue+".<cluster> with --cluster")
-	fs.String("cluster", "", "the Kubernetes cluster's name when several share one Temporal namespace (docs/multi-cluster.md): the worker and watcher of that cluster, and the starter's commands on its Deployments, use workflow IDs deployment/<cluster>/<namespace>/<name> and the task queue "+workflows.DefaultTaskQueue+".<cluster>; empty: one cluster")
+	fs.String("task-queue", contract.DefaultTaskQueue, "Temporal task queue; when not set, "+contract.DefaultTaskQueue+".<cluster> with --cluster")
+	fs.String("cluster", "", "the Kubernetes cluster's name when several share one Temporal namespace (docs/multi-cluster.md): the worker and watcher of that cluster, and the starter's commands on its Deployments, use workflow IDs deployment/<cluster>/<namespace>/<name> and the task queue "+contract.DefaultTaskQueue+".<cluster>; empty: one cluster")
 	fs.String("temporal-tls-cert", "", "client certificate file for mTLS to Temporal")
 	fs.String("temporal-tls-key", "", "client key file for mTLS to Temporal")
 	fs.String("temporal-tls-ca", "", "CA bundle to verify the Temporal server")
@@ -196,7 +196,7 @@ func ControllerFlags(fs *pflag.FlagSet, metricsAddress string) {
 // with --watch, and the starter's commands that signal-with-start (sync, pause, resume,
 // rollback).
 func StartFlags(fs *pflag.FlagSet) {
-	fs.Bool("search-attributes", false, "set the K8sNamespace/K8sDeployment search attributes on the workflows this process starts (watcher, worker --watch, starter sync, pause, resume and rollback); the worker and watcher check at start-up that all of workflows.SearchAttributes are registered and exit naming the missing ones")
+	fs.Bool("search-attributes", false, "set the K8sNamespace/K8sDeployment search attributes on the workflows this process starts (watcher, worker --watch, starter sync, pause, resume and rollback); the worker and watcher check at start-up that all of contract.SearchAttributes are registered and exit naming the missing ones")
 }
 
 // ShutdownFlags registers the bound on a long-running process's stop (worker, watcher, codec
@@ -261,7 +261,7 @@ func Load(fs *pflag.FlagSet) (Config, error) {
 	}
 	// A named cluster's task queue, unless one is set (flag, environment or file).
 	if c.Cluster != "" && !v.IsSet("task-queue") {
-		c.TaskQueue = workflows.TaskQueueFor(c.Cluster)
+		c.TaskQueue = contract.TaskQueueFor(c.Cluster)
 	}
 	return c, c.Validate()
 }
@@ -284,7 +284,7 @@ func (c Config) Validate() error {
 	if c.TaskQueue == "" {
 		errs = append(errs, errors.New("task-queue must not be empty"))
 	}
-	if err := workflows.ValidateCluster(c.Cluster); err != nil {
+	if err := contract.ValidateCluster(c.Cluster); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: %w", err))
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {

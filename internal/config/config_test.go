@@ -25,7 +25,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/temporal-rollout/rollout/codec"
-	"github.com/temporal-rollout/rollout/workflows"
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 // clearEnv blanks every variable Load reads, so the caller's environment cannot leak in.
@@ -64,7 +64,7 @@ func writeFile(t *testing.T, name, content string) string {
 func defaults() Config {
 	return Config{
 		KubeQPS: 20, KubeBurst: 30,
-		TemporalAddress: "localhost:7233", TemporalNamespace: "default", TaskQueue: workflows.DefaultTaskQueue, Compression: CompressionNone,
+		TemporalAddress: "localhost:7233", TemporalNamespace: "default", TaskQueue: contract.DefaultTaskQueue, Compression: CompressionNone,
 		MetricsAddress: ":9090", LogLevel: "info", LogFormat: "json",
 		Resync: 10 * time.Minute, MaxSyncs: 20,
 		StartupTimeout: 30 * time.Second, ShutdownTimeout: 15 * time.Second, WorkflowCacheSize: 2000, Mode: ModeFull,

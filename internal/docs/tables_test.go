@@ -15,9 +15,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 const root = "../../"
@@ -240,7 +240,7 @@ func phases(t *testing.T) []string {
 
 // outcomes is every value of the RolloutOutcome search attribute: a run that ends on its own
 // ends at a converged phase other than Paused (a paused rollout stays in its run, see
-// workflows/deployment.go), or with one of the workflows.Outcome constants.
+// workflows/deployment.go), or with one of the contract.Outcome constants.
 func outcomes(t *testing.T) []string {
 	t.Helper()
 	var out []string
@@ -249,7 +249,7 @@ func outcomes(t *testing.T) []string {
 			out = append(out, p)
 		}
 	}
-	for _, v := range stringConsts(t, "workflows", regexp.MustCompile(`^Outcome[A-Z]`)) {
+	for _, v := range stringConsts(t, "contract", regexp.MustCompile(`^Outcome[A-Z]`)) {
 		out = append(out, v)
 	}
 	sort.Strings(out)
@@ -302,7 +302,7 @@ func TestOperationsOutcomesAndPhases(t *testing.T) {
 func TestSearchAttributesNamed(t *testing.T) {
 	for _, file := range []string{"docs/operations.md", "docs/codec.md"} {
 		s := read(t, file)
-		for _, sa := range workflows.SearchAttributes() {
+		for _, sa := range contract.SearchAttributes() {
 			if !strings.Contains(s, "`"+sa.Name+"`") {
 				t.Errorf("%s does not name the search attribute %s", file, sa.Name)
 			}

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/temporal-rollout/rollout/workflows"
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 // SearchAttributeLister is the part of Temporal's operator service the search-attribute check
@@ -28,7 +28,7 @@ type SearchAttributeLister interface {
 // fails its workflow task for ever. flag names the setting that needs them, in the error. An
 // unreachable server is retried for at most timeout. A server that does not let us list them
 // (PermissionDenied, Unimplemented; some hosted namespaces) is logged and not checked.
-func CheckSearchAttributes(ctx context.Context, logger *slog.Logger, ops SearchAttributeLister, namespace, flag string, want []workflows.SearchAttribute, timeout time.Duration) error {
+func CheckSearchAttributes(ctx context.Context, logger *slog.Logger, ops SearchAttributeLister, namespace, flag string, want []contract.SearchAttribute, timeout time.Duration) error {
 	what := "the search attributes of Temporal namespace " + namespace
 	return Wait(ctx, logger, what, timeout, attemptTimeout, retryInterval, func(ctx context.Context) error {
 		resp, err := ops.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
@@ -48,7 +48,7 @@ func CheckSearchAttributes(ctx context.Context, logger *slog.Logger, ops SearchA
 
 // missingSearchAttributes names every attribute of want that resp lacks or has with another
 // type, in want's order, and the commands that fix it, on one line.
-func missingSearchAttributes(namespace, flag string, resp *operatorservice.ListSearchAttributesResponse, want []workflows.SearchAttribute) error {
+func missingSearchAttributes(namespace, flag string, resp *operatorservice.ListSearchAttributesResponse, want []contract.SearchAttribute) error {
 	var missing, fixes []string
 	for _, sa := range want {
 		create := fmt.Sprintf("temporal operator search-attribute create --namespace %s --name %s --type %s", namespace, sa.Name, sa.Type)

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/temporal-rollout/rollout/workflows"
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 // fakeOperator answers ListSearchAttributes with errs, one per call, then with attrs.
@@ -39,7 +39,7 @@ func (f *fakeOperator) ListSearchAttributes(_ context.Context, in *operatorservi
 
 func registered(except ...string) map[string]enumspb.IndexedValueType {
 	m := map[string]enumspb.IndexedValueType{"SomeoneElses": enumspb.INDEXED_VALUE_TYPE_TEXT}
-	for _, sa := range workflows.SearchAttributes() {
+	for _, sa := range contract.SearchAttributes() {
 		m[sa.Name] = sa.Type
 	}
 	for _, e := range except {
@@ -50,7 +50,7 @@ func registered(except ...string) map[string]enumspb.IndexedValueType {
 
 func TestCheckSearchAttributes(t *testing.T) {
 	wrongType := registered()
-	wrongType[workflows.SearchAttrRevision] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+	wrongType[contract.SearchAttrRevision] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
 	tests := []struct {
 		name      string
 		give      *fakeOperator
@@ -60,7 +60,7 @@ func TestCheckSearchAttributes(t *testing.T) {
 		{name: "all registered", give: &fakeOperator{attrs: registered()}, wantCalls: 1},
 		{
 			name: "one missing",
-			give: &fakeOperator{attrs: registered(workflows.SearchAttrWaitingFor)},
+			give: &fakeOperator{attrs: registered(contract.SearchAttrWaitingFor)},
 			wantErr: []string{
 				"the search attributes of Temporal namespace team-a: --search-attributes needs RolloutWaitingFor (Keyword) registered; run: ",
 				"temporal operator search-attribute create --namespace team-a --name RolloutWaitingFor --type Keyword",
@@ -100,7 +100,7 @@ func TestCheckSearchAttributes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			err := CheckSearchAttributes(context.Background(), logger, tt.give, "team-a", "--search-attributes", workflows.SearchAttributes(), 10*time.Second)
+			err := CheckSearchAttributes(context.Background(), logger, tt.give, "team-a", "--search-attributes", contract.SearchAttributes(), 10*time.Second)
 			if took := time.Since(start); took > 3*time.Second {
 				t.Errorf("took %s", took)
 			}
@@ -139,7 +139,7 @@ func TestCheckSearchAttributesUnreachable(t *testing.T) {
 		f.errs[i] = status.Error(codes.Unavailable, "connection refused")
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	err := CheckSearchAttributes(context.Background(), logger, f, "default", "--search-attributes", workflows.SearchAttributes(), 1500*time.Millisecond)
+	err := CheckSearchAttributes(context.Background(), logger, f, "default", "--search-attributes", contract.SearchAttributes(), 1500*time.Millisecond)
 	var st interface{ GRPCStatus() *status.Status }
 	if err == nil || !strings.Contains(err.Error(), "still failing after 1.5s") || !errors.As(err, &st) {
 		t.Fatalf("err = %v, want a timeout naming the Unavailable error", err)

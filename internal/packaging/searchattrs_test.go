@@ -9,13 +9,13 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/temporal-rollout/rollout/workflows"
+	"github.com/temporal-rollout/rollout/contract"
 )
 
-// wantSearchAttributes is workflows.SearchAttributes() as NAME=Type, in order.
+// wantSearchAttributes is contract.SearchAttributes() as NAME=Type, in order.
 func wantSearchAttributes() []string {
 	var want []string
-	for _, sa := range workflows.SearchAttributes() {
+	for _, sa := range contract.SearchAttributes() {
 		want = append(want, sa.Name+"="+sa.Type.String())
 	}
 	return want
@@ -43,7 +43,7 @@ func TestSearchAttributesCompose(t *testing.T) {
 	s := c.Services["temporal-admin-tools"]
 	got := loopAttributes(t, "docker-compose.yml temporal-admin-tools", strings.Join(s.Command, " "))
 	if strings.Join(got, " ") != strings.Join(wantSearchAttributes(), " ") {
-		t.Errorf("docker-compose.yml registers %v, want %v (workflows.SearchAttributes)", got, wantSearchAttributes())
+		t.Errorf("docker-compose.yml registers %v, want %v (contract.SearchAttributes)", got, wantSearchAttributes())
 	}
 	if cond := c.Services["worker"].DependsOn["temporal-admin-tools"]["condition"]; cond != "service_completed_successfully" {
 		t.Errorf("worker depends on temporal-admin-tools with %q, want service_completed_successfully", cond)
@@ -70,7 +70,7 @@ func TestSearchAttributesDeploy(t *testing.T) {
 	}
 	got := loopAttributes(t, "the Job", strings.Join(append(append([]string{}, ctr.Command...), ctr.Args...), " "))
 	if strings.Join(got, " ") != strings.Join(wantSearchAttributes(), " ") {
-		t.Errorf("the Job registers %v, want %v (workflows.SearchAttributes)", got, wantSearchAttributes())
+		t.Errorf("the Job registers %v, want %v (contract.SearchAttributes)", got, wantSearchAttributes())
 	}
 	env := map[string]string{}
 	for _, e := range ctr.Env {
@@ -115,7 +115,7 @@ func TestSearchAttributesREADME(t *testing.T) {
 	}
 	for sa := range found {
 		if !want[sa] {
-			t.Errorf("README creates %s, which is not in workflows.SearchAttributes", sa)
+			t.Errorf("README creates %s, which is not in contract.SearchAttributes", sa)
 		}
 	}
 }

@@ -22,7 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/temporal-rollout/rollout/workflows"
+	"github.com/temporal-rollout/rollout/contract"
 )
 
 // A production-like Temporal: the Temporal server (not the dev server) on PostgreSQL, with
@@ -334,7 +334,7 @@ func (s *Stack) registerNamespace(ctx context.Context) error {
 		return fmt.Errorf("register namespace default: %w", err)
 	}
 	attrs := map[string]enumspb.IndexedValueType{}
-	for _, sa := range workflows.SearchAttributes() {
+	for _, sa := range contract.SearchAttributes() {
 		attrs[sa.Name] = sa.Type
 	}
 	deadline := time.Now().Add(60 * time.Second)

@@ -31,8 +31,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/kube"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // Versions pinned in hack/tools.sh.
@@ -534,7 +534,7 @@ func (s *Stack) StartTemporal(ctx context.Context) error {
 		for _, kv := range ServerDynamicConfig {
 			s.tempArgs = append(s.tempArgs, "--dynamic-config-value", kv.Key+"="+kv.Value)
 		}
-		for _, sa := range workflows.SearchAttributes() {
+		for _, sa := range contract.SearchAttributes() {
 			s.tempArgs = append(s.tempArgs, "--search-attribute", sa.Name+"="+sa.Type.String())
 		}
 		if o.Headless {
