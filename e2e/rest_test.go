@@ -12,8 +12,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"github.com/temporal-rollout/rollout/workflows"
 )
 
 // TestHeldAtRest (issue 47): a canary held at its pause, once its pods have settled, waits with
@@ -26,7 +26,7 @@ func TestHeldAtRest(t *testing.T) {
 	create(t, newDeployment(ns, "web", 4, "nginx:v1", rolling("25%", "25%"), withSteps(`[{"setWeight":50},{"pause":{}}]`)))
 	waitComplete(t, ns, "web")
 	setImage(t, ns, "web", "nginx:v2")
-	waitHeld(t, ns, 2, workflows.WaitingForPromote)
+	waitHeld(t, ns, 2, contract.WaitingForPromote)
 	id := workflowID(ns, "web")
 	ctx := context.Background()
 	atRest := func() string {
@@ -68,7 +68,7 @@ func TestHeldAtRest(t *testing.T) {
 			if err != nil {
 				t.Fatalf("history: %v", err)
 			}
-			if a := e.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == workflows.SignalTrigger {
+			if a := e.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == contract.SignalTrigger {
 				n++
 			}
 		}
@@ -102,10 +102,10 @@ func TestHeldAtRest(t *testing.T) {
 		return ""
 	})
 	eventually(t, time.Minute, atRest)
-	if st := queryStatus(t, ns, "web"); st.Steps == nil || st.Steps.Step != 2 || st.Steps.WaitingFor != workflows.WaitingForPromote {
+	if st := queryStatus(t, ns, "web"); st.Steps == nil || st.Steps.Step != 2 || st.Steps.WaitingFor != contract.WaitingForPromote {
 		t.Errorf("after the pod came back: steps %+v, want still at step 2 waiting for promote", st.Steps)
 	}
-	if out, err := updateCLI(ns, "web", workflows.UpdatePromote, `{}`); err != nil {
+	if out, err := updateCLI(ns, "web", contract.UpdatePromote, `{}`); err != nil {
 		t.Fatalf("promote: %v\n%s", err, out)
 	}
 	waitCompleteImage(t, ns, "nginx:v2")

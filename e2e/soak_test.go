@@ -445,15 +445,15 @@ func TestTrafficSoak(t *testing.T) {
 				image := fmt.Sprintf("nginx:%s%d", name, i)
 				setImage(t, ns, name, image)
 				rollouts.Add(1)
-				waitHeldNamed(t, ns, name, 4, workflows.WaitingForPromote)
+				waitHeldNamed(t, ns, name, 4, contract.WaitingForPromote)
 				if i == 2 {
-					if out, err := updateCLI(ns, name, workflows.UpdateAbort, `{"reason":"soak"}`); err != nil {
+					if out, err := updateCLI(ns, name, contract.UpdateAbort, `{"reason":"soak"}`); err != nil {
 						t.Fatalf("%s: abort: %v\n%s", name, err, out)
 					}
 					waitCompleteNamed(t, ns, name, fmt.Sprintf("nginx:%s1", name))
 					continue
 				}
-				if out, err := updateCLI(ns, name, workflows.UpdatePromote, `{"full":true}`); err != nil {
+				if out, err := updateCLI(ns, name, contract.UpdatePromote, `{"full":true}`); err != nil {
 					t.Fatalf("%s: promote: %v\n%s", name, err, out)
 				}
 				waitCompleteNamed(t, ns, name, image)
@@ -697,11 +697,11 @@ func checkTwoRulesAtRest(t *testing.T, dc dynamic.Interface, ns string) {
 func waitHeldNamed(t *testing.T, ns, name string, step int, waiting string) {
 	t.Helper()
 	eventually(t, 2*time.Minute, func() string {
-		v, err := env.tc.QueryWorkflow(context.Background(), workflowID(ns, name), "", workflows.QueryStatus)
+		v, err := env.tc.QueryWorkflow(context.Background(), workflowID(ns, name), "", contract.QueryStatus)
 		if err != nil {
 			return err.Error() // the worker may be down a moment (the kills scenario)
 		}
-		var st workflows.Status
+		var st contract.Status
 		if err := v.Get(&st); err != nil {
 			return err.Error()
 		}
