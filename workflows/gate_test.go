@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -226,5 +227,41 @@ func TestGateTrafficErrorDoesNotBlockAbort(t *testing.T) {
 	}
 	if ev := released[0].Events; len(ev) != 1 || ev[0].Reason != "TrafficFallback" {
 		t.Errorf("fallback events %+v, want one TrafficFallback", ev)
+	}
+}
+
+// An abort at setWeight 100 of a rollout held at rest (its wait ended Rest): the abort wakes
+// it, the route returns to the stable pods as they come back, and the rollout completes on
+// the stable template with its status no longer held (the soak's aborts scenario).
+func TestGateAbortAtFullWeightFromRest(t *testing.T) {
+	for _, rest := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rest=%t", rest), func(t *testing.T) {
+			f := stepped(`[{"setWeight":100},{"pause":{}}]`)
+			f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+			f.rest = rest
+			v1 := podTemplate("nginx:v1")
+			h1 := k8s.PodTemplateHash(&v1, nil)
+			lagPods(f)
+			route := &fakeRoute{f: f}
+			env := newEnv(t, f)
+			env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+			var aborted updateOutcome
+			updateAt(env, time.Hour, UpdateAbort, map[string]string{"reason": "soak"}, &aborted)
+			env.ExecuteWorkflow(WorkflowType, input())
+			continuedAsNew(t, env)
+			if !aborted.completed || aborted.err != nil {
+				t.Fatalf("abort: %+v, want completed", aborted)
+			}
+			assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
+			if c := k8s.GetCondition(f.d.Status, appsv1.DeploymentProgressing); c == nil || c.Reason == k8s.CanaryPausedReason {
+				t.Errorf("after the abort: Progressing %+v, want no longer held", c)
+			}
+			if last := route.state; last.StableHash != h1 || last.CanaryHash != h1 || last.Route.CanaryWeight != 0 {
+				t.Errorf("after the abort: route %+v, want both Services on %s at 0", last, h1)
+			}
+			if rest && f.restAwaits == 0 {
+				t.Errorf("no wait ended at rest before the abort")
+			}
+		})
 	}
 }
