@@ -594,7 +594,8 @@ func (r *run) runWave(ctx workflow.Context) bool {
 		ws.BakeUntil = &until
 		r.skipBake = false
 		r.setPhase(ctx, PhaseBaking, WaitingForBake, fmt.Sprintf("wave %d (%s): baking until %s", wi+1, ws.Name, until.UTC().Format(time.RFC3339)))
-		_, _ = workflow.AwaitWithTimeout(ctx, bake, func() bool { return r.skipBake || r.failed() })
+		_, _ = workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{Timeout: bake, TimerOptions: workflow.TimerOptions{Summary: fmt.Sprintf("bake wave %d (%s) %s", wi+1, ws.Name, bake)}},
+			func() bool { return r.skipBake || r.failed() })
 		if r.failed() {
 			ws.State = WaveFailed
 			return false

@@ -400,7 +400,11 @@ func (r *rollout) serviceSwitch(snap k8s.Snapshot, plan k8s.Plan, service, reaso
 // startBlueGreenTimer waits for the automatic promotion or the end of the scale-down delay.
 func (r *rollout) startBlueGreenTimer(ctx workflow.Context) {
 	bg := r.bg
-	r.bgWaits.startTimer(ctx, *bg.Until)
+	what := "blue-green scale-down delay"
+	if bg.Phase != BlueGreenScalingDown {
+		what = "blue-green automatic promotion"
+	}
+	r.bgWaits.startTimer(ctx, *bg.Until, fmt.Sprintf("%s of %s/%s, template %s, until %s", what, r.in.Namespace, r.in.Name, bg.Hash, bg.Until.UTC().Format(time.RFC3339)))
 	r.bgTimerFor = bg.Phase
 }
 
@@ -420,7 +424,7 @@ func (r *rollout) startBlueGreenAnalysis(ctx workflow.Context) {
 // startAbortHold starts the timer that ends an abort's hold (abortState.Until) on the phase
 // waits, which the aborted blue-green rollout no longer uses.
 func (r *rollout) startAbortHold(ctx workflow.Context) {
-	r.bgWaits.startTimer(ctx, *r.abort.Until)
+	r.bgWaits.startTimer(ctx, *r.abort.Until, fmt.Sprintf("aborted blue-green of %s/%s keeps its pods until %s", r.in.Namespace, r.in.Name, r.abort.Until.UTC().Format(time.RFC3339)))
 	r.bgTimerFor = abortHoldTimer
 }
 

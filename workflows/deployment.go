@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/converter"
@@ -631,6 +632,7 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 	// upstream creates before a rollback, the status) go under the commands' budget too.
 	cmd := r.rollbackTo != nil
 	spent := workflow.Now(ctx).Sub(r.syncStart)
+	ctx = withSummary(ctx, stepSummary(d, step))
 	switch step.Kind {
 	case k8s.StepEvent:
 		return false, workflow.ExecuteLocalActivity(ctx, a.RecordEvent, activities.RecordEventInput{Deployment: ref, Events: step.Events}).Get(ctx, nil)
@@ -683,6 +685,63 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, fn, activities.ParkInput{Deployment: ref, Events: step.Events}))
 	}
 	return false, temporal.NewNonRetryableApplicationError("unknown step "+string(step.Kind), activities.ErrInvalid, nil)
+}
+
+// withSummary names the local activities started with ctx in the Temporal UI (metadata, not a
+// command: histories replay unchanged).
+func withSummary(ctx workflow.Context, summary string) workflow.Context {
+	o := workflow.GetLocalActivityOptions(ctx)
+	o.Summary = summary
+	return workflow.WithLocalActivityOptions(ctx, o)
+}
+
+// stepSummary says in one line what a plan's write does: which object, from what to what
+// ("scale web-5667b58498 2 → 3").
+func stepSummary(d *appsv1.Deployment, step k8s.Step) string {
+	name := d.Namespace + "/" + d.Name
+	rs := func() string {
+		if step.ReplicaSet == nil {
+			return "?"
+		}
+		return step.ReplicaSet.Name
+	}
+	to := func() int32 {
+		if step.ReplicaSet == nil || step.ReplicaSet.Spec.Replicas == nil {
+			return 0
+		}
+		return *step.ReplicaSet.Spec.Replicas
+	}
+	switch step.Kind {
+	case k8s.StepEvent:
+		var reasons []string
+		for _, e := range step.Events {
+			reasons = append(reasons, e.Reason)
+		}
+		return "record " + strings.Join(reasons, ", ") + " on " + name
+	case k8s.StepClaim:
+		return fmt.Sprintf("adopt %d and release %d ReplicaSets of %s", len(step.Adopt), len(step.Release), name)
+	case k8s.StepCreate:
+		return fmt.Sprintf("create ReplicaSet %s with %d replicas for %s", rs(), to(), name)
+	case k8s.StepScaleUp, k8s.StepScaleDown:
+		return fmt.Sprintf("scale %s %d → %d", rs(), step.FromReplicas, to())
+	case k8s.StepUpdateRS:
+		return "update the annotations of ReplicaSet " + rs()
+	case k8s.StepCleanup:
+		return fmt.Sprintf("delete %d old ReplicaSets of %s", len(step.Delete), name)
+	case k8s.StepUpdateStatus:
+		if step.Deployment != nil {
+			st := step.Deployment.Status
+			return fmt.Sprintf("write the status of %s: %d updated, %d available of %d", name, st.UpdatedReplicas, st.AvailableReplicas, st.Replicas)
+		}
+		return "write the status of " + name
+	case k8s.StepRollback:
+		return "roll back " + name + " to an earlier template"
+	case k8s.StepPark:
+		return "park " + name + " (managed mode)"
+	case k8s.StepRelease:
+		return "hand " + name + " back to kube-controller-manager"
+	}
+	return string(step.Kind) + " " + name
 }
 
 // wrote waits for a write and remembers the versions it produced, so the next Observe does not

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -637,6 +638,9 @@ func newEnv(t *testing.T, f *fakeCluster) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	env := s.NewTestWorkflowEnvironment()
+	// As release's newEnv: the deadlock detector's 1 s of wall time is starved by other test
+	// binaries on a loaded machine; a real deadlock still ends the test.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 10 * time.Second})
 	env.SetTestTimeout(30 * time.Second)
 	env.RegisterWorkflowWithOptions(DeploymentWorkflow, workflow.RegisterOptions{Name: WorkflowType})
 	f.register(env)

@@ -96,7 +96,7 @@ func (r *rollout) startFreezeTimer(ctx workflow.Context) {
 	if u := s.Freeze.Until; !u.IsZero() && u.Before(at) {
 		at = u
 	}
-	r.stepWaits.startTimer(ctx, at)
+	r.stepWaits.startTimer(ctx, at, fmt.Sprintf("fleet freeze: %s/%s asks again before step %d", r.in.Namespace, r.in.Name, s.Step+1))
 	r.stepTimerFor = s.Step
 }
 

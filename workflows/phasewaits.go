@@ -22,11 +22,12 @@ func newPhaseWaits(ctx workflow.Context) phaseWaits {
 	return phaseWaits{analysisDone: workflow.NewBufferedChannel(ctx, 4)}
 }
 
-// startTimer waits until until (at least a millisecond).
-func (w *phaseWaits) startTimer(ctx workflow.Context, until time.Time) {
+// startTimer waits until until (at least a millisecond); summary names the timer in the
+// Temporal UI (metadata: no command changes).
+func (w *phaseWaits) startTimer(ctx workflow.Context, until time.Time, summary string) {
 	d := max(until.Sub(workflow.Now(ctx)), time.Millisecond)
 	tctx, cancel := workflow.WithCancel(ctx)
-	w.timer, w.cancelTimer = workflow.NewTimer(tctx, d), cancel
+	w.timer, w.cancelTimer = workflow.NewTimerWithOptions(tctx, d, workflow.TimerOptions{Summary: summary}), cancel
 }
 
 // startAnalysis takes meas's measurements in a goroutine and reports its verdict.

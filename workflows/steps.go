@@ -557,7 +557,7 @@ func (r *rollout) resumeStepWaits(ctx workflow.Context) {
 
 func (r *rollout) startStepTimer(ctx workflow.Context) {
 	s := r.steps
-	r.stepWaits.startTimer(ctx, *s.PauseUntil)
+	r.stepWaits.startTimer(ctx, *s.PauseUntil, fmt.Sprintf("pause at step %d of %d of %s/%s until %s", s.Step+1, len(r.stepList), r.in.Namespace, r.in.Name, s.PauseUntil.UTC().Format(time.RFC3339)))
 	r.stepTimerFor = s.Step
 }
 
@@ -739,7 +739,8 @@ func (r *rollout) recordEvent(ctx workflow.Context, ev k8s.Event) {
 	r.log.Info("Rollout step", "reason", ev.Reason, "message", ev.Message)
 	if r.uid != "" {
 		ref := activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid}
-		if err := workflow.ExecuteLocalActivity(ctx, a.RecordEvent, activities.RecordEventInput{Deployment: ref, Events: []k8s.Event{ev}}).Get(ctx, nil); err != nil {
+		lctx := withSummary(ctx, "record "+ev.Reason+" on "+r.in.Namespace+"/"+r.in.Name)
+		if err := workflow.ExecuteLocalActivity(lctx, a.RecordEvent, activities.RecordEventInput{Deployment: ref, Events: []k8s.Event{ev}}).Get(ctx, nil); err != nil {
 			r.log.Warn("Recording a rollout event failed", "reason", ev.Reason, "error", err)
 		}
 	}

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -134,7 +135,12 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 		r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteLocalActivity(lctx, a.AwaitChange, in), cancel, true
 		return
 	}
-	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitOptions))
+	opts := awaitOptions
+	opts.Summary = "wait for the next move of " + r.in.Namespace + "/" + r.in.Name
+	if in.Rest {
+		opts.Summary += " (held: ends once at rest)"
+	}
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
 	r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteActivity(actx, a.AwaitChange, in), cancel, false
 	r.recordRollback, r.recordUpdate = false, false
 }
@@ -180,6 +186,6 @@ func (r *rollout) setWake(ctx workflow.Context, at time.Time) {
 		d = time.Second
 	}
 	tctx, cancel := workflow.WithCancel(ctx)
-	r.wake = workflow.NewTimer(tctx, d)
+	r.wake = workflow.NewTimerWithOptions(tctx, d, workflow.TimerOptions{Summary: fmt.Sprintf("sync %s/%s again at %s", r.in.Namespace, r.in.Name, at.UTC().Format(time.RFC3339))})
 	r.wakeAt, r.cancelWake = at, cancel
 }
