@@ -7,7 +7,6 @@ package release
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -204,24 +203,9 @@ func (r *run) checkCarried() error {
 
 // canApproveWithPolicy is canApprove for a run under the worker's policy.
 func (r *run) canApproveWithPolicy(req ApproveRequest, now time.Time) (ApprovalAt, error) {
-	if strings.TrimSpace(req.Approver) == "" {
-		return ApprovalAt{}, fmt.Errorf(`approve needs the approver: {"approver":"<name>"}`)
-	}
-	wi := r.st.Current
-	if wi >= len(r.st.Status.Waves) {
-		return ApprovalAt{}, fmt.Errorf("every wave has started")
-	}
-	ws := &r.st.Status.Waves[wi]
-	if req.Wave != "" && req.Wave != ws.Name && req.Wave != strconv.Itoa(wi+1) {
-		return ApprovalAt{}, fmt.Errorf("wave %q is not the current wave (%d, %s)", req.Wave, wi+1, ws.Name)
-	}
-	switch {
-	case ws.ApprovalsNeeded == 0:
-		return ApprovalAt{}, fmt.Errorf("wave %d (%s) needs no approval", wi+1, ws.Name)
-	case ws.State != WavePending && ws.State != WaveWaiting:
-		return ApprovalAt{}, fmt.Errorf("wave %d (%s) has started", wi+1, ws.Name)
-	case len(ws.Approvals) >= ws.ApprovalsNeeded:
-		return ApprovalAt{}, fmt.Errorf("wave %d (%s) already has its %d approvals", wi+1, ws.Name, ws.ApprovalsNeeded)
+	wi, ws, err := r.approvalWave(req)
+	if err != nil {
+		return ApprovalAt{}, err
 	}
 	return r.judge(wi, req, now, ws.Approvals)
 }

@@ -1259,6 +1259,32 @@ func (r *run) register(ctx workflow.Context) error {
 // wave has signers, only with a signature of this approval by a key the list gives it. It
 // returns the approval to record (without its time), or why not. Pure: it reads the request,
 // the spec and the state.
+// approvalWave is the wave an approve request is for: the current one, which must be waiting
+// for approvals it does not have yet. Both checks (with and without the worker's policy) start
+// here.
+func (r *run) approvalWave(req ApproveRequest) (int, *WaveStatus, error) {
+	if strings.TrimSpace(req.Approver) == "" {
+		return 0, nil, fmt.Errorf(`approve needs the approver: {"approver":"<name>"}`)
+	}
+	wi := r.st.Current
+	if wi >= len(r.st.Status.Waves) {
+		return 0, nil, fmt.Errorf("every wave has started")
+	}
+	ws := &r.st.Status.Waves[wi]
+	if req.Wave != "" && req.Wave != ws.Name && req.Wave != strconv.Itoa(wi+1) {
+		return 0, nil, fmt.Errorf("wave %q is not the current wave (%d, %s)", req.Wave, wi+1, ws.Name)
+	}
+	switch {
+	case ws.ApprovalsNeeded == 0:
+		return 0, nil, fmt.Errorf("wave %d (%s) needs no approval", wi+1, ws.Name)
+	case ws.State != WavePending && ws.State != WaveWaiting:
+		return 0, nil, fmt.Errorf("wave %d (%s) has started", wi+1, ws.Name)
+	case len(ws.Approvals) >= ws.ApprovalsNeeded:
+		return 0, nil, fmt.Errorf("wave %d (%s) already has its %d approvals", wi+1, ws.Name, ws.ApprovalsNeeded)
+	}
+	return wi, ws, nil
+}
+
 func (r *run) canApprove(req ApproveRequest, now time.Time) (ApprovalAt, error) {
 	if err := r.over(); err != nil {
 		return ApprovalAt{}, err
@@ -1267,24 +1293,9 @@ func (r *run) canApprove(req ApproveRequest, now time.Time) (ApprovalAt, error) 
 		return r.canApproveWithPolicy(req, now)
 	}
 	approver := strings.TrimSpace(req.Approver)
-	if approver == "" {
-		return ApprovalAt{}, fmt.Errorf(`approve needs the approver: {"approver":"<name>"}`)
-	}
-	wi := r.st.Current
-	if wi >= len(r.st.Status.Waves) {
-		return ApprovalAt{}, fmt.Errorf("every wave has started")
-	}
-	ws := &r.st.Status.Waves[wi]
-	if req.Wave != "" && req.Wave != ws.Name && req.Wave != strconv.Itoa(wi+1) {
-		return ApprovalAt{}, fmt.Errorf("wave %q is not the current wave (%d, %s)", req.Wave, wi+1, ws.Name)
-	}
-	switch {
-	case ws.ApprovalsNeeded == 0:
-		return ApprovalAt{}, fmt.Errorf("wave %d (%s) needs no approval", wi+1, ws.Name)
-	case ws.State != WavePending && ws.State != WaveWaiting:
-		return ApprovalAt{}, fmt.Errorf("wave %d (%s) has started", wi+1, ws.Name)
-	case len(ws.Approvals) >= ws.ApprovalsNeeded:
-		return ApprovalAt{}, fmt.Errorf("wave %d (%s) already has its %d approvals", wi+1, ws.Name, ws.ApprovalsNeeded)
+	wi, ws, err := r.approvalWave(req)
+	if err != nil {
+		return ApprovalAt{}, err
 	}
 	normalize := legacyNormalizeApprover
 	principal := normalize(approver)
