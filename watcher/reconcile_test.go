@@ -869,20 +869,28 @@ func TestHandlers(t *testing.T) {
 			if err := witnessBy[tt.giveWitness](kc); err != nil {
 				t.Fatal(err)
 			}
-			var keys []string
-			deadline := time.Now().Add(waitFor)
-			for !contains(keys, "prod/witness") {
-				if time.Now().After(deadline) {
-					t.Fatalf("witness not queued after %s (queued %q)", waitFor, keys)
-				}
-				time.Sleep(5 * time.Millisecond)
-				keys = append(keys, drain(w)...)
-			}
+			keys := queuedUntilWitness(t, w)
 			if got := contains(keys, "prod/web"); got != tt.want {
 				t.Errorf("prod/web queued = %t (queued %q), want %t", got, keys, tt.want)
 			}
 		})
 	}
+}
+
+// queuedUntilWitness drains the watcher's queue until prod/witness, whose change the test made
+// last, is in it (the informer delivered everything before it), and returns what was queued.
+func queuedUntilWitness(t *testing.T, w *Watcher) []string {
+	t.Helper()
+	var keys []string
+	deadline := time.Now().Add(waitFor)
+	for !contains(keys, "prod/witness") {
+		if time.Now().After(deadline) {
+			t.Fatalf("witness not queued after %s (queued %q)", waitFor, keys)
+		}
+		time.Sleep(5 * time.Millisecond)
+		keys = append(keys, drain(w)...)
+	}
+	return keys
 }
 
 func contains(keys []string, key string) bool {
@@ -941,15 +949,7 @@ func TestOwnSpecWrites(t *testing.T) {
 			if _, err := kc.AppsV1().Deployments("prod").Update(ctx, x, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			var keys []string
-			deadline := time.Now().Add(waitFor)
-			for !contains(keys, "prod/witness") {
-				if time.Now().After(deadline) {
-					t.Fatalf("witness not queued after %s (queued %q)", waitFor, keys)
-				}
-				time.Sleep(5 * time.Millisecond)
-				keys = append(keys, drain(w)...)
-			}
+			keys := queuedUntilWitness(t, w)
 			if got := contains(keys, "prod/web"); got != tt.want {
 				t.Errorf("prod/web queued = %t (queued %q), want %t", got, keys, tt.want)
 			}
@@ -1236,15 +1236,7 @@ func TestHeldAtRestOwnScale(t *testing.T) {
 			if _, err := kc.AppsV1().Deployments("prod").Update(ctx, x, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			var keys []string
-			deadline := time.Now().Add(waitFor)
-			for !contains(keys, "prod/witness") {
-				if time.Now().After(deadline) {
-					t.Fatalf("witness not queued after %s (queued %q)", waitFor, keys)
-				}
-				time.Sleep(5 * time.Millisecond)
-				keys = append(keys, drain(w)...)
-			}
+			keys := queuedUntilWitness(t, w)
 			if got := contains(keys, "prod/web"); got != tt.want {
 				t.Errorf("prod/web queued = %t (queued %q), want %t", got, keys, tt.want)
 			}
