@@ -50,11 +50,11 @@ type measurer struct {
 func (r *rollout) newMeasurer(ctx workflow.Context, spec *k8s.AnalysisStep, st *analysisState) *measurer {
 	st.Provider = spec.Provider()
 	if spec.Job != nil && st.Job == "" {
-		st.Job = k8s.AnalysisJobName(r.in.Name, r.steps.Hash, st.Step+1, workflow.GetInfo(ctx).WorkflowExecution.RunID)
+		st.Job = k8s.AnalysisJobName(r.in.Name, r.Steps.Hash, st.Step+1, workflow.GetInfo(ctx).WorkflowExecution.RunID)
 	}
 	return &measurer{
-		spec: spec, st: st, hash: r.steps.Hash,
-		ref: activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid},
+		spec: spec, st: st, hash: r.Steps.Hash,
+		ref: activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID},
 	}
 }
 

@@ -225,7 +225,7 @@ func TestNotifyCompleted(t *testing.T) {
 			if !promoted.completed || promoted.err != nil {
 				t.Errorf("promote: %+v, want completed", promoted)
 			}
-			c := next.Carry
+			c := next.State
 			wantCarried := "completed"
 			if tt.fail {
 				// paused gave up after its attempts (an hour before promote); promoted is

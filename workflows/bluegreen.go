@@ -66,8 +66,6 @@ type blueGreenState struct {
 
 // bgState is a blue-green rollout's part of a run.
 type bgState struct {
-	bg         *blueGreenState
-	bgServices *BlueGreenServices
 	// bgSpec: the annotation as the last sync read it.
 	bgSpec *k8s.BlueGreenSpec
 	// bgVersion: the "blue-green" change's version, once asked in this run.
@@ -107,33 +105,33 @@ func (r *rollout) blueGreenRequest(ctx workflow.Context, d *appsv1.Deployment, r
 		r.endBlueGreen()
 		key := k8s.RolloutAnnotations(d.Annotations)
 		msg := "Rollout held: invalid annotation: " + err.Error()
-		if r.warned != key {
-			r.warned = key
+		if r.Warned != key {
+			r.Warned = key
 			r.recordStepWarning(ctx, "InvalidRolloutAnnotation", msg)
 		}
 		r.annotationError = msg
 		return &k8s.Canary{Hash: hash, Hold: true, Freeze: true, Message: msg}, true
 	}
-	r.warned, r.annotationError = "", ""
+	r.Warned, r.annotationError = "", ""
 	r.bgSpec = spec
 	// Set at every sync: a run continued from one recorded before rolloutRevision took the
 	// Deployment's annotation.
 	rev := rolloutRevision(rss, hash)
-	if r.bg == nil || r.bg.Hash != hash {
-		if prev := r.bg; prev != nil && prev.Promoted && prev.Hash != r.stableHash && r.bgServices != nil &&
-			r.bgServices.ActiveSelects == prev.Hash && workflow.GetVersion(ctx, changeBlueGreenPromotedStable, workflow.DefaultVersion, 1) >= 1 {
+	if r.BlueGreen == nil || r.BlueGreen.Hash != hash {
+		if prev := r.BlueGreen; prev != nil && prev.Promoted && prev.Hash != r.StableHash && r.BlueGreenServices != nil &&
+			r.BlueGreenServices.ActiveSelects == prev.Hash && workflow.GetVersion(ctx, changeBlueGreenPromotedStable, workflow.DefaultVersion, 1) >= 1 {
 			// A new template after the active Service switched to the promoted one (in the
 			// scale-down delay): the promoted ReplicaSet serves production, so it is the
 			// stable one the new rollout starts from, not the one before it.
 			r.recordStep(ctx, "BlueGreenPhase", fmt.Sprintf("Blue-green: new template %s while %s serves production; %s is the stable template", hash, prev.Hash, prev.Hash))
-			r.stableHash = prev.Hash
+			r.StableHash = prev.Hash
 		}
 		r.endBlueGreen()
-		r.bg = &blueGreenState{Hash: hash, Revision: rev, StableHash: r.stableHash}
-		r.recordStep(ctx, "BlueGreenStarted", fmt.Sprintf("Rolling out template %s blue-green: active Service %s stays on %s until promoted", hash, spec.ActiveService, r.stableHash))
+		r.BlueGreen = &blueGreenState{Hash: hash, Revision: rev, StableHash: r.StableHash}
+		r.recordStep(ctx, "BlueGreenStarted", fmt.Sprintf("Rolling out template %s blue-green: active Service %s stays on %s until promoted", hash, spec.ActiveService, r.StableHash))
 		r.enterBlueGreen(ctx, BlueGreenPreview)
 	}
-	bg := r.bg
+	bg := r.BlueGreen
 	bg.Spec = spec
 	bg.Revision = rev
 	c = &k8s.Canary{Hash: hash, BlueGreen: true}
@@ -164,7 +162,7 @@ func replicasOf(d *appsv1.Deployment) int32 {
 // enterBlueGreen makes phase current: it sets what the phase waits for and starts its timer
 // or analysis.
 func (r *rollout) enterBlueGreen(ctx workflow.Context, phase string) {
-	bg, spec := r.bg, r.bgSpec
+	bg, spec := r.BlueGreen, r.bgSpec
 	r.stopBlueGreenWaits()
 	bg.Phase, bg.Until, bg.Analysis, bg.AnalysisSpec, bg.Freeze = phase, nil, nil, nil, nil
 	active, preview := spec.ActiveService, spec.PreviewService
@@ -211,7 +209,7 @@ func (r *rollout) enterBlueGreen(ctx workflow.Context, phase string) {
 		bg.Message = "Blue-green: scaling the old ReplicaSet down"
 	}
 	r.recordStep(ctx, "BlueGreenPhase", bg.Message)
-	r.dirty = true
+	r.Dirty = true
 }
 
 func analysisName(phase string) string {
@@ -224,11 +222,11 @@ func analysisName(phase string) string {
 // afterBlueGreen moves a blue-green rollout on from a sync: the preview is ready, the active
 // Service switched, or the rollout completed.
 func (r *rollout) afterBlueGreen(ctx workflow.Context, plan k8s.Plan) {
-	bg, spec := r.bg, r.bgSpec
+	bg, spec := r.BlueGreen, r.bgSpec
 	if bg == nil || spec == nil || plan.CanaryStale {
 		return
 	}
-	sv := r.bgServices
+	sv := r.BlueGreenServices
 	switch {
 	case plan.Phase == k8s.PhaseComplete:
 		if bg.Phase == BlueGreenScalingDown {
@@ -248,7 +246,7 @@ func (r *rollout) afterBlueGreen(ctx workflow.Context, plan k8s.Plan) {
 
 // previewReady goes on from a ready preview: to the pre-promotion analysis, or to promotion.
 func (r *rollout) previewReady(ctx workflow.Context) {
-	bg, spec := r.bg, r.bgSpec
+	bg, spec := r.BlueGreen, r.bgSpec
 	switch {
 	case bg.Promoted:
 		r.enterBlueGreen(ctx, BlueGreenPromoting)
@@ -264,7 +262,7 @@ func (r *rollout) previewReady(ctx workflow.Context) {
 // canPromoteBlueGreen: promote goes past a paused rollout or an analysis; {"full":true} also
 // promotes a preview still scaling, and skips both analyses.
 func (r *rollout) canPromoteBlueGreen(req PromoteRequest) error {
-	bg := r.bg
+	bg := r.BlueGreen
 	if bg.WaitingFor == WaitingForFreeze && bg.Freeze != nil {
 		return frozenError(r.in.Namespace, r.in.Name, bg.Freeze)
 	}
@@ -283,7 +281,7 @@ func (r *rollout) canPromoteBlueGreen(req PromoteRequest) error {
 // promoteBlueGreen promotes: the active Service switches at the next sync once the new pods
 // are all available. During the post-promotion analysis it skips the analysis.
 func (r *rollout) promoteBlueGreen(ctx workflow.Context, req PromoteRequest, why string) {
-	bg := r.bg
+	bg := r.BlueGreen
 	r.stopBlueGreenWaits()
 	if bg.Phase == BlueGreenPostPromotionAnalysis {
 		r.recordStep(ctx, "RolloutPromoted", why+": the post-promotion analysis is skipped")
@@ -300,7 +298,7 @@ func (r *rollout) promoteBlueGreen(ctx workflow.Context, req PromoteRequest, why
 		// promote {"full":true} before the preview is ready: it stays in Preview, which goes
 		// on to Promoting once the new pods are available.
 		bg.Message = "Blue-green: promoted in full; waiting for the new pods to be available"
-		r.dirty = true
+		r.Dirty = true
 		return
 	}
 	r.enterBlueGreen(ctx, BlueGreenPromoting)
@@ -313,7 +311,7 @@ func (r *rollout) promoteBlueGreen(ctx workflow.Context, req PromoteRequest, why
 func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
 	d := k8s.Effective(snap.Deployment)
 	_, annotated := d.Annotations[k8s.BlueGreenAnnotation]
-	if !annotated && r.bgServices == nil || plan.CanaryStale || r.annotationError != "" || !r.blueGreenOn(ctx) {
+	if !annotated && r.BlueGreenServices == nil || plan.CanaryStale || r.annotationError != "" || !r.blueGreenOn(ctx) {
 		return nil
 	}
 	var spec *k8s.BlueGreenSpec
@@ -326,21 +324,21 @@ func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentR
 		// The annotation is gone (removed, or a rollback restored annotations from an older
 		// ReplicaSet): the Services are pointed at the Deployment's template once, as at rest,
 		// and then left to the user.
-		spec = &k8s.BlueGreenSpec{ActiveService: r.bgServices.Active, PreviewService: r.bgServices.Preview}
+		spec = &k8s.BlueGreenSpec{ActiveService: r.BlueGreenServices.Active, PreviewService: r.BlueGreenServices.Preview}
 		r.endBlueGreen()
 	}
-	stable, target := r.stableHash, r.lastHash
-	if r.abort != nil && stable != "" {
+	stable, target := r.StableHash, r.LastHash
+	if r.Abort != nil && stable != "" {
 		target = stable
 	}
-	rolling := r.bg != nil && r.abort == nil
-	active, preview := k8s.BlueGreenTargets(stable, target, rolling, rolling && r.bg.Promoted)
+	rolling := r.BlueGreen != nil && r.Abort == nil
+	active, preview := k8s.BlueGreenTargets(stable, target, rolling, rolling && r.BlueGreen.Promoted)
 	switches := []activities.ServiceSwitch{r.serviceSwitch(snap, plan, spec.ActiveService, "ActiveSwitched", "Active", active)}
 	if spec.PreviewService != "" {
 		switches = append(switches, r.serviceSwitch(snap, plan, spec.PreviewService, "PreviewSwitched", "Preview", preview))
 	}
-	if r.bgServices != nil && annotated && r.bgServices.Active == spec.ActiveService && r.bgServices.Preview == spec.PreviewService &&
-		switchesDone(switches, r.bgServices) && workflow.GetVersion(ctx, changeBlueGreenUnchanged, workflow.DefaultVersion, 1) == 1 {
+	if r.BlueGreenServices != nil && annotated && r.BlueGreenServices.Active == spec.ActiveService && r.BlueGreenServices.Preview == spec.PreviewService &&
+		switchesDone(switches, r.BlueGreenServices) && workflow.GetVersion(ctx, changeBlueGreenUnchanged, workflow.DefaultVersion, 1) == 1 {
 		// Both Services already select what this sync would switch them to (or stay as they
 		// are): no reads, no writes, so the syncs leave the client budget to their writes.
 		return nil
@@ -353,10 +351,10 @@ func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentR
 	if spec.PreviewService != "" {
 		sv.Preview, sv.PreviewSelects = spec.PreviewService, res.Selects[spec.PreviewService]
 	}
-	changed := r.bgServices == nil || *r.bgServices != *sv
-	r.bgServices = sv
+	changed := r.BlueGreenServices == nil || *r.BlueGreenServices != *sv
+	r.BlueGreenServices = sv
 	if !annotated && sv.ActiveSelects == target && (sv.Preview == "" || sv.PreviewSelects == target) {
-		r.bgServices, changed = nil, true
+		r.BlueGreenServices, changed = nil, true
 	}
 	if changed {
 		r.upsertStepState(ctx)
@@ -399,7 +397,7 @@ func (r *rollout) serviceSwitch(snap k8s.Snapshot, plan k8s.Plan, service, reaso
 
 // startBlueGreenTimer waits for the automatic promotion or the end of the scale-down delay.
 func (r *rollout) startBlueGreenTimer(ctx workflow.Context) {
-	bg := r.bg
+	bg := r.BlueGreen
 	what := "blue-green scale-down delay"
 	if bg.Phase != BlueGreenScalingDown {
 		what = "blue-green automatic promotion"
@@ -411,41 +409,41 @@ func (r *rollout) startBlueGreenTimer(ctx workflow.Context) {
 // startBlueGreenAnalysis measures the current analysis in a goroutine (as an analysis step
 // does), against the new template.
 func (r *rollout) startBlueGreenAnalysis(ctx workflow.Context) {
-	bg := r.bg
+	bg := r.BlueGreen
 	spec, st := bg.AnalysisSpec, bg.Analysis
 	st.Provider = spec.Provider()
 	if spec.Job != nil && st.Job == "" {
 		st.Job = k8s.AnalysisJobName(r.in.Name, bg.Hash, st.Step+1, workflow.GetInfo(ctx).WorkflowExecution.RunID)
 	}
-	meas := &measurer{spec: spec, st: st, hash: bg.Hash, ref: activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid}}
+	meas := &measurer{spec: spec, st: st, hash: bg.Hash, ref: activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID}}
 	r.bgWaits.startAnalysis(ctx, meas)
 }
 
 // startAbortHold starts the timer that ends an abort's hold (abortState.Until) on the phase
 // waits, which the aborted blue-green rollout no longer uses.
 func (r *rollout) startAbortHold(ctx workflow.Context) {
-	r.bgWaits.startTimer(ctx, *r.abort.Until, fmt.Sprintf("aborted blue-green of %s/%s keeps its pods until %s", r.in.Namespace, r.in.Name, r.abort.Until.UTC().Format(time.RFC3339)))
+	r.bgWaits.startTimer(ctx, *r.Abort.Until, fmt.Sprintf("aborted blue-green of %s/%s keeps its pods until %s", r.in.Namespace, r.in.Name, r.Abort.Until.UTC().Format(time.RFC3339)))
 	r.bgTimerFor = abortHoldTimer
 }
 
 // endAbortHold lets the aborted ReplicaSet go once its hold passed.
 func (r *rollout) endAbortHold(ctx workflow.Context) {
 	r.bgTimerFor = ""
-	if ab := r.abort; ab != nil && ab.Until != nil {
+	if ab := r.Abort; ab != nil && ab.Until != nil {
 		ab.Until = nil
 		r.recordStep(ctx, "BlueGreenPhase", fmt.Sprintf("Blue-green: abortScaleDownDelaySeconds %d passed; scaling the aborted ReplicaSet down", ab.Delay))
-		r.dirty = true
+		r.Dirty = true
 	}
 }
 
 // resumeBlueGreenWaits restarts, in a run continued from another, the timer or analysis the
 // phase waits for, or an abort's hold: a timer waits only what is left of it.
 func (r *rollout) resumeBlueGreenWaits(ctx workflow.Context) {
-	if ab := r.abort; ab != nil && ab.Until != nil {
+	if ab := r.Abort; ab != nil && ab.Until != nil {
 		r.startAbortHold(ctx)
 		return
 	}
-	bg := r.bg
+	bg := r.BlueGreen
 	if bg == nil || bg.Spec == nil {
 		return
 	}
@@ -465,7 +463,7 @@ func (r *rollout) addBlueGreenWaits(ctx workflow.Context, sel workflow.Selector)
 			r.endAbortHold(ctx)
 			return
 		}
-		bg := r.bg
+		bg := r.BlueGreen
 		if bg == nil || bg.Phase != r.bgTimerFor || r.bgSpec == nil {
 			return
 		}
@@ -483,7 +481,7 @@ func (r *rollout) addBlueGreenWaits(ctx workflow.Context, sel workflow.Selector)
 			r.enterBlueGreen(ctx, BlueGreenScalingDown)
 		}
 	}, func(res analysisResult) {
-		bg := r.bg
+		bg := r.BlueGreen
 		if bg == nil || bg.WaitingFor != WaitingForAnalysis || r.bgSpec == nil {
 			return
 		}
@@ -504,7 +502,7 @@ func (r *rollout) addBlueGreenWaits(ctx workflow.Context, sel workflow.Selector)
 			bg.Message = "Blue-green: " + name + " inconclusive, paused until promoted or aborted: " + res.message
 			r.recordStepWarning(ctx, "AnalysisInconclusive", bg.Message)
 		}
-		r.dirty = true
+		r.Dirty = true
 	})
 }
 
@@ -526,22 +524,22 @@ func (r *rollout) stopBlueGreenWaits() {
 
 // endBlueGreen forgets the blue-green rollout.
 func (r *rollout) endBlueGreen() {
-	if r.bg != nil {
+	if r.BlueGreen != nil {
 		r.stopBlueGreenWaits()
 	}
-	r.bg = nil
+	r.BlueGreen = nil
 }
 
 // blueGreenStatus is the status query's view: nil for a Deployment without blue-green.
 func (r *rollout) blueGreenStatus() *BlueGreenStatus {
-	if r.bg == nil && r.bgServices == nil {
+	if r.BlueGreen == nil && r.BlueGreenServices == nil {
 		return nil
 	}
 	st := &BlueGreenStatus{}
-	if sv := r.bgServices; sv != nil {
+	if sv := r.BlueGreenServices; sv != nil {
 		st.BlueGreenServices = *sv
 	}
-	if bg := r.bg; bg != nil {
+	if bg := r.BlueGreen; bg != nil {
 		st.Phase, st.Hash, st.StableHash, st.WaitingFor, st.Message = bg.Phase, bg.Hash, bg.StableHash, bg.WaitingFor, bg.Message
 		st.Promoted, st.Until, st.Analysis, st.Freeze = bg.Promoted, bg.Until, bg.Analysis, bg.Freeze
 	}

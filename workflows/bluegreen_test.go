@@ -113,8 +113,8 @@ func TestBlueGreenRollout(t *testing.T) {
 			t.Errorf("no %s event", reason)
 		}
 	}
-	if next.Carry.BlueGreen != nil || next.Carry.BlueGreenServices == nil || next.Carry.BlueGreenServices.ActiveSelects != h2 || next.Carry.StableHash != h2 {
-		t.Errorf("carry after completion: %+v %+v stable %s; want no rollout, the Services on %s", next.Carry.BlueGreen, next.Carry.BlueGreenServices, next.Carry.StableHash, h2)
+	if next.State.BlueGreen != nil || next.State.BlueGreenServices == nil || next.State.BlueGreenServices.ActiveSelects != h2 || next.State.StableHash != h2 {
+		t.Errorf("carry after completion: %+v %+v stable %s; want no rollout, the Services on %s", next.State.BlueGreen, next.State.BlueGreenServices, next.State.StableHash, h2)
 	}
 }
 
@@ -157,7 +157,7 @@ func TestBlueGreenRollbackToWarm(t *testing.T) {
 			if got := f.annotation(k8s.BlueGreenAnnotation); got != ann {
 				t.Errorf("annotation after the rollback %q, want the Deployment's own %q", got, ann)
 			}
-			if sv := next.Carry.BlueGreenServices; sv == nil || sv.ActiveSelects != h1 {
+			if sv := next.State.BlueGreenServices; sv == nil || sv.ActiveSelects != h1 {
 				t.Errorf("carried services %+v, want the active Service on %s", sv, h1)
 			}
 		})
@@ -183,7 +183,7 @@ func TestBlueGreenCanPromote(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &rollout{in: input()}
-			r.bg = &blueGreenState{Phase: tt.phase}
+			r.BlueGreen = &blueGreenState{Phase: tt.phase}
 			err := r.canPromote(PromoteRequest{Full: tt.full})
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("canPromote = %v, want %q", err, tt.wantErr)
@@ -220,8 +220,8 @@ func TestBlueGreenDelayAcrossContinueAsNew(t *testing.T) {
 		check(t, st.BlueGreen != nil && st.BlueGreen.Phase == BlueGreenScaleDownDelay && st.BlueGreen.Until != nil && st.BlueGreen.Until.Equal(until),
 			"in the delay: blueGreen %+v, want the carried end %s", st.BlueGreen, until)
 	})
-	env.ExecuteWorkflow(WorkflowType, Input{Input: contract.Input{Namespace: testNS, Name: testName}, Carry: &Carry{
-		StableHash: h1, Status: &Status{Namespace: testNS, Name: testName, Phase: "Progressing", CurrentRevision: 1},
+	env.ExecuteWorkflow(WorkflowType, Input{Input: contract.Input{Namespace: testNS, Name: testName}, State: &State{
+		StableHash: h1, Status: Status{Namespace: testNS, Name: testName, Phase: "Progressing", CurrentRevision: 1},
 		BlueGreen: &blueGreenState{Hash: h2, StableHash: h1, Revision: 2, Phase: BlueGreenScaleDownDelay, WaitingFor: WaitingForTimer,
 			Promoted: true, Until: &until, Spec: spec},
 		BlueGreenServices: &BlueGreenServices{Active: "web", ActiveSelects: h2, Preview: "web-preview", PreviewSelects: h2},
@@ -270,7 +270,7 @@ func TestBlueGreenNotify(t *testing.T) {
 	if want := "paused,promoted,stepReached,stepReached,stepReached,stepReached"; strings.Join(got, ",") != want {
 		t.Errorf("notifications %v, want %s in any order", got, want)
 	}
-	if c := next.Carry.Notifications; len(c) != 1 || c[0].Notification.Event != k8s.NotifyCompleted {
+	if c := next.State.Notifications; len(c) != 1 || c[0].Notification.Event != k8s.NotifyCompleted {
 		t.Errorf("carried %+v, want completed", c)
 	}
 }

@@ -13,10 +13,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/temporal-rollout/rollout/activities"
-	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -72,21 +70,19 @@ var localActivityOptions = workflow.LocalActivityOptions{
 // managed.go), the users' updates (updateState, steps.go), traffic routing (traffic.go) and
 // notifications (notify.go).
 type rollout struct {
-	in     Input
-	log    log.Logger
-	status Status
+	in  Input
+	log log.Logger
+	// State is the run's state, whole (state.go): what it started from and hands on.
+	State
 
 	syncState
 	waitState
 	stepState
-	managedState
 	updateState
 	bgState
 
 	trigger, pause, resume, rollback workflow.ReceiveChannel
 
-	// traffic: the route as the last traffic move left it (traffic.go).
-	traffic *TrafficStatus
 	// trafficAsk: what the last traffic move asked (k8s.DecideTraffic), for AwaitChange to
 	// weigh the route the same way; trafficChanges: the traffic change IDs asked in this run.
 	trafficAsk     *k8s.TrafficAsk
@@ -98,19 +94,11 @@ type rollout struct {
 // syncState is what the syncs need: the work owed, the Deployment as last seen, and the
 // versions the next Observe must see.
 type syncState struct {
-	dirty        bool
-	pendingPause *bool
-	rollbackTo   *int64
-	uid          types.UID
 	fromRevision int64
 	// generation: the Deployment's generation the last sync decided on.
 	generation int64
 	// inlineMoves: scale moves AwaitChange made itself in this run (AwaitResult.Moves).
 	inlineMoves int
-	// atLeast: versions the next Observe must see (from the watcher and our own writes);
-	// liveNext: read live, after a stale decision.
-	atLeast  []k8s.ObjectVersion
-	liveNext bool
 	// pauseBlocked: the last SetPaused failed; wait for the backoff timer or a signal.
 	pauseBlocked bool
 	// recordRollback: a sync rolled back; the sync that rolls the restored template out and
@@ -130,17 +118,6 @@ type syncState struct {
 	syncStart time.Time
 }
 
-// managedState is managed mode's (managed.go).
-type managedState struct {
-	// managed: the worker runs in managed mode (Observe says so).
-	managed bool
-	// managedGuard: --managed-guard (Observe says so).
-	managedGuard bool
-	// progress (managed mode): the rollout's own Progressing condition, the progress
-	// deadline's clock (k8s.Request.ManagedProgress).
-	progress *appsv1.DeploymentCondition
-}
-
 // DeploymentWorkflow drives one Deployment, the way kube-controller-manager's Deployment
 // controller does, one sync at a time. Each sync observes the Deployment and its ReplicaSets,
 // decides with k8s.Decide, and carries the steps out as local activities. Between syncs it
@@ -151,45 +128,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 	if err := in.Validate(); err != nil {
 		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", nil)
 	}
-	r := &rollout{
-		in:       in,
-		log:      log.With(workflow.GetLogger(ctx), "namespace", in.Namespace, "deployment", in.Name),
-		status:   Status{Namespace: in.Namespace, Name: in.Name, Phase: "Pending"},
-		trigger:  workflow.GetSignalChannel(ctx, SignalTrigger),
-		pause:    workflow.GetSignalChannel(ctx, SignalPause),
-		resume:   workflow.GetSignalChannel(ctx, SignalResume),
-		rollback: workflow.GetSignalChannel(ctx, SignalRollback),
-
-		syncState:   syncState{dirty: true},
-		updateState: updateState{kick: workflow.NewBufferedChannel(ctx, 1)},
-		stepState:   stepState{stepWaits: newPhaseWaits(ctx)},
-		bgState:     bgState{bgWaits: newPhaseWaits(ctx)},
-	}
-	if c := in.Carry; c != nil {
-		r.dirty = !c.Idle || c.Dirty
-		r.rollbackTo, r.pendingPause = c.RollbackTo, c.Pause
-		if c.Status != nil {
-			r.status = *c.Status
-		}
-		r.fromRevision = r.status.CurrentRevision
-		if c.RollbackTo != nil || c.Pause != nil {
-			r.dirty = true
-		}
-		r.atLeast, r.liveNext = c.AtLeast, c.LiveNext
-		r.steps, r.stepList, r.stableHash, r.abort, r.warned = c.Steps, c.StepList, c.StableHash, c.Abort, c.Warned
-		r.managed, r.managedGuard, r.progress = c.Managed, c.ManagedGuard, c.ManagedProgress
-		r.uid, r.localWait = c.UID, c.LocalWait
-		r.traffic = c.Traffic
-		r.bg, r.bgServices = c.BlueGreen, c.BlueGreenServices
-		r.notifier.config, r.notifier.uiURL = c.Notify, c.UIURL
-		if c.Abort != nil {
-			r.dirty = true
-		}
-	}
-	if in.Trigger != nil {
-		// Started by the watcher without a signal: the trigger it would have signalled.
-		r.atLeast = append(r.atLeast, in.Trigger.Versions...)
-	}
+	r := newRollout(ctx, in)
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) {
 		return r.queryStatus(), nil
 	}); err != nil {
@@ -199,13 +138,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		return Result{}, err
 	}
 	ctx = workflow.WithLocalActivityOptions(ctx, localActivityOptions)
-	r.resumeStepWaits(ctx)
-	r.resumeBlueGreenWaits(ctx)
-	if c := in.Carry; c != nil {
-		for i := range c.Notifications {
-			r.deliver(ctx, &c.Notifications[i])
-		}
-	}
+	r.resumeWaits(ctx)
 
 	if len(in.Image) > 0 {
 		if err := r.setImage(ctx); err != nil {
@@ -214,7 +147,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 	}
 
 	for {
-		if !r.dirty && (r.pendingPause == nil || r.pauseBlocked) {
+		if !r.Dirty && (r.Pause == nil || r.pauseBlocked) {
 			if r.rolling && r.failures == 0 && r.await == nil && !r.atRest {
 				r.startAwait(ctx)
 			}
@@ -225,7 +158,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			// Canceled: stop driving the Deployment and leave it as it is (in managed mode,
 			// handed back to kube-controller-manager).
 			r.log.Info("Workflow canceled, no longer driving the deployment")
-			if r.managed {
+			if r.Managed {
 				r.releaseOnCancel(ctx)
 			}
 			return Result{}, err
@@ -235,13 +168,13 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			r.returnUpdates(ctx)
 			r.drainSignals(ctx)
 		}
-		if r.pendingPause != nil {
+		if r.Pause != nil {
 			r.applyPause(ctx)
 		}
-		if !r.dirty {
+		if !r.Dirty {
 			continue
 		}
-		r.dirty = false
+		r.Dirty = false
 		r.stopAwait()
 		r.awaitRemote, r.atRest = false, false
 		plan, found, err := r.sync(ctx)
@@ -257,7 +190,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			msg := fmt.Sprintf("deployment %s/%s no longer exists", in.Namespace, in.Name)
 			r.log.Info("Deployment deleted, workflow ends")
 			r.endRun(ctx)
-			return Result{Outcome: OutcomeDeleted, Revision: r.status.CurrentRevision, Message: msg}, nil
+			return Result{Outcome: OutcomeDeleted, Revision: r.Status.CurrentRevision, Message: msg}, nil
 		}
 		if plan.Phase == k8s.PhaseReleased {
 			return r.released(ctx, plan), nil
@@ -290,12 +223,12 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 // pendingWork drains signals that arrived during the sync and reports whether any work is owed.
 func (r *rollout) pendingWork(ctx workflow.Context) bool {
 	r.drainSignals(ctx)
-	return r.dirty || r.commandPending()
+	return r.Dirty || r.commandPending()
 }
 
 // commandPending reports whether a user's pause, resume, rollback or update waits to be applied.
 func (r *rollout) commandPending() bool {
-	return r.pendingPause != nil || r.rollbackTo != nil || len(r.updates) > 0
+	return r.Pause != nil || r.RollbackTo != nil || len(r.updates) > 0
 }
 
 // nextChangeOnly reports whether the work owed after a converged rollout is a change
@@ -303,7 +236,7 @@ func (r *rollout) commandPending() bool {
 // rollback or an update stays in this run, as before (a paused rollout keeps its run, and an
 // update is not refused for a run that ends).
 func (r *rollout) nextChangeOnly(ctx workflow.Context) bool {
-	return r.dirty && !r.commandPending() &&
+	return r.Dirty && !r.commandPending() &&
 		workflow.GetVersion(ctx, changeFinishBeforeNext, workflow.DefaultVersion, 1) == 1
 }
 
@@ -322,55 +255,24 @@ func (r *rollout) endRun(ctx workflow.Context) {
 
 // queryStatus is the status query's answer.
 func (r *rollout) queryStatus() Status {
-	st := r.status
+	st := r.Status
 	st.Cluster = r.in.Cluster
-	st.PendingRollback = r.rollbackTo
+	st.PendingRollback = r.RollbackTo
 	st.Syncs = r.syncs
 	st.WaitMoves = r.inlineMoves
 	st.Steps = r.stepsStatus()
 	st.AnnotationError = r.annotationError
-	st.Traffic = r.traffic
+	st.Traffic = r.Traffic
 	st.BlueGreen = r.blueGreenStatus()
-	if r.abort != nil {
-		st.AbortScaleDownAt = r.abort.Until
+	if r.Abort != nil {
+		st.AbortScaleDownAt = r.Abort.Until
 	}
 	return st
 }
 
 func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
-	st := r.status
-	next := Input{Input: contract.Input{Namespace: r.in.Namespace, Name: r.in.Name, Cluster: r.in.Cluster}, Carry: &Carry{
-		Idle:         idle,
-		Dirty:        r.dirty,
-		RollbackTo:   r.rollbackTo,
-		Pause:        r.pendingPause,
-		Status:       &st,
-		AtLeast:      r.atLeast,
-		LiveNext:     r.liveNext,
-		Steps:        r.steps,
-		StepList:     r.stepList,
-		StableHash:   r.stableHash,
-		Abort:        r.abort,
-		Warned:       r.warned,
-		Managed:      r.managed,
-		ManagedGuard: r.managedGuard,
-
-		ManagedProgress: r.progress,
-		UID:             r.uid,
-		LocalWait:       r.localWait,
-		Traffic:         r.traffic,
-
-		BlueGreen:         r.bg,
-		BlueGreenServices: r.bgServices,
-
-		Notify:        r.notifier.config,
-		UIURL:         r.notifier.uiURL,
-		Notifications: r.carriedNotifications(),
-	}}
+	next := r.nextInput(idle)
 	r.stopAwait()
-	if r.in.Carry != nil {
-		next.Carry.Runs = r.in.Carry.Runs + 1
-	}
 	r.endRun(ctx)
 	return workflow.NewContinueAsNewError(ctx, WorkflowType, next)
 }
@@ -391,14 +293,14 @@ func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 	sel.AddReceive(r.trigger, func(c workflow.ReceiveChannel, _ bool) {
 		raw, _ := receive(ctx, c)
 		versions := ParseTrigger(raw)
-		r.atLeast = append(r.atLeast, versions...)
+		r.AtLeast = append(r.AtLeast, versions...)
 		if len(versions) == 0 && workflow.GetVersion(ctx, changePlainTriggerReadsLive, workflow.DefaultVersion, 1) == 1 {
 			// A trigger naming no version (the watcher's for a deleted Deployment, `starter
 			// sync`): the next sync reads live, not a snapshot a wait took before it. One
 			// that came in the task of the wait's return was lost otherwise: the sync
 			// decided on the wait's snapshot, found the rollout converged, and the run
 			// continued as new, idle, for a Deployment already gone.
-			r.liveNext = true
+			r.LiveNext = true
 		}
 		if r.await != nil {
 			// AwaitChange sees every change the watcher can signal (it weighs the
@@ -406,18 +308,18 @@ func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 			// a sync would write: a trigger adds nothing but history.
 			return
 		}
-		r.dirty = true
+		r.Dirty = true
 	})
 	sel.AddReceive(r.pause, func(c workflow.ReceiveChannel, _ bool) {
 		receive(ctx, c)
 		t := true
-		r.pendingPause = &t
+		r.Pause = &t
 		r.log.Info("Pause requested")
 	})
 	sel.AddReceive(r.resume, func(c workflow.ReceiveChannel, _ bool) {
 		receive(ctx, c)
 		f := false
-		r.pendingPause = &f
+		r.Pause = &f
 		r.log.Info("Resume requested")
 	})
 	sel.AddReceive(r.rollback, func(c workflow.ReceiveChannel, _ bool) {
@@ -427,12 +329,12 @@ func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 			rev, err = ParseRollback(raw)
 		}
 		if err != nil {
-			r.status.IgnoredSignal = "rollback: " + err.Error()
+			r.Status.IgnoredSignal = "rollback: " + err.Error()
 			r.log.Warn("Ignoring malformed rollback signal", "payload", string(raw), "error", err)
 			return
 		}
-		r.rollbackTo = &rev
-		r.dirty = true
+		r.RollbackTo = &rev
+		r.Dirty = true
 		r.log.Info("Rollback requested", "revision", rev)
 	})
 	r.addStepWaits(ctx, sel)
@@ -495,23 +397,23 @@ func ParseRollback(raw json.RawMessage) (int64, error) {
 }
 
 func (r *rollout) applyPause(ctx workflow.Context) {
-	paused := *r.pendingPause
+	paused := *r.Pause
 	var res activities.SetPausedResult
 	err := workflow.ExecuteLocalActivity(ctx, a.SetPaused, activities.SetPausedInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, Paused: paused,
 	}).Get(ctx, &res)
-	r.atLeast = append(r.atLeast, res.Wrote...)
+	r.AtLeast = append(r.AtLeast, res.Wrote...)
 	if err != nil && !activities.IsKind(err, activities.ErrNotFound) {
 		// Keep the request, and retry it after a backoff rather than at once.
-		r.status.LastError = fmt.Sprintf("set paused=%t: %v", paused, err)
+		r.Status.LastError = fmt.Sprintf("set paused=%t: %v", paused, err)
 		r.failures++
 		r.pauseBlocked = true
 		r.setWake(ctx, workflow.Now(ctx).Add(backoffFor(r.failures)))
 		r.log.Warn("Setting spec.paused failed, retrying after backoff", "paused", paused, "error", err)
 		return
 	}
-	r.pendingPause = nil
-	r.dirty = true
+	r.Pause = nil
+	r.Dirty = true
 }
 
 func (r *rollout) setImage(ctx workflow.Context) error {
@@ -519,7 +421,7 @@ func (r *rollout) setImage(ctx workflow.Context) error {
 	err := workflow.ExecuteLocalActivity(ctx, a.SetImage, activities.SetImageInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, Images: r.in.Image, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID,
 	}).Get(ctx, &res)
-	r.atLeast = append(r.atLeast, res.Wrote...)
+	r.AtLeast = append(r.AtLeast, res.Wrote...)
 	if err != nil {
 		if activities.IsKind(err, activities.ErrInvalid) || activities.IsKind(err, activities.ErrNotFound) {
 			return temporal.NewNonRetryableApplicationError("set image: "+err.Error(), "InvalidInput", err)
@@ -534,31 +436,31 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	r.syncs++
 	r.syncStart = workflow.Now(ctx)
 	var obs activities.ObserveResult
-	if r.observed != nil && !r.liveNext && r.observed.Holds(r.atLeast) {
+	if r.observed != nil && !r.LiveNext && r.observed.Holds(r.AtLeast) {
 		obs = activities.ObserveResult{Found: true, Snapshot: *r.observed, FromCache: true}
 	} else if err := workflow.ExecuteLocalActivity(ctx, a.Observe, activities.ObserveInput{
-		Namespace: r.in.Namespace, Name: r.in.Name, AtLeast: r.atLeast, Live: r.liveNext, Command: r.rollbackTo != nil,
+		Namespace: r.in.Namespace, Name: r.in.Name, AtLeast: r.AtLeast, Live: r.LiveNext, Command: r.RollbackTo != nil,
 	}).Get(ctx, &obs); err != nil {
 		r.observed = nil
 		return k8s.Plan{}, false, fmt.Errorf("observe: %w", err)
 	} else {
-		r.managed, r.managedGuard, r.localWait = obs.Managed, obs.ManagedGuard, obs.LocalWait
-		r.notifier.uiURL = obs.UIURL
+		r.Managed, r.ManagedGuard, r.LocalWait = obs.Managed, obs.ManagedGuard, obs.LocalWait
+		r.UIURL = obs.UIURL
 	}
 	r.observed = nil
-	r.atLeast, r.liveNext = nil, false
+	r.AtLeast, r.LiveNext = nil, false
 	if !obs.Found {
 		return k8s.Plan{}, false, nil
 	}
 	d := obs.Snapshot.Deployment
-	if r.uid != "" && r.uid != d.UID {
+	if r.UID != "" && r.UID != d.UID {
 		r.log.Info("Deployment was recreated", "uid", d.UID)
 	}
-	r.uid = d.UID
+	r.UID = d.UID
 	r.generation = d.Generation
-	req := k8s.Request{RollbackTo: r.rollbackTo, Managed: r.managed}
+	req := k8s.Request{RollbackTo: r.RollbackTo, Managed: r.Managed}
 	if req.Managed {
-		req.ManagedProgress, req.ManagedGuard = r.progress, r.managedGuard
+		req.ManagedProgress, req.ManagedGuard = r.ManagedProgress, r.ManagedGuard
 	}
 	r.readNotify(ctx, k8s.Effective(d))
 	req.Canary = r.canaryRequest(ctx, obs.Snapshot)
@@ -569,7 +471,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		return k8s.Plan{}, true, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalid, nil)
 	}
 	if req.Managed {
-		r.progress = plan.ManagedProgress
+		r.ManagedProgress = plan.ManagedProgress
 	}
 	ref := activities.DeploymentRef{Namespace: d.Namespace, Name: d.Name, UID: d.UID}
 	// Traffic moves before the plan's writes: weights fall before pods go (traffic.go).
@@ -592,21 +494,21 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 			return plan, true, err
 		}
 		if again {
-			r.dirty, restarted = true, true
+			r.Dirty, restarted = true, true
 			break
 		}
 	}
 	// A sync that starts over (a hash collision) before its rollback step ran has not rolled
 	// back: the request stays for the next sync.
 	if plan.RollbackHandled && !restarted {
-		r.rollbackTo = nil
+		r.RollbackTo = nil
 		r.recordRollback = true
 	}
 	if wrote {
 		r.markProgressed(ctx)
 	}
 	r.report(obs.Snapshot, plan)
-	r.status.LastError = ""
+	r.Status.LastError = ""
 	r.afterBlueGreen(ctx, plan)
 	r.afterSync(ctx, obs.Snapshot, plan)
 	workflow.SetCurrentDetails(ctx, r.details())
@@ -630,7 +532,7 @@ func (r *rollout) markProgressed(ctx workflow.Context) {
 func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d *appsv1.Deployment, step k8s.Step) (bool, error) {
 	// A sync that rolls back carries out a user's command: its writes (the new ReplicaSet that
 	// upstream creates before a rollback, the status) go under the commands' budget too.
-	cmd := r.rollbackTo != nil
+	cmd := r.RollbackTo != nil
 	spent := workflow.Now(ctx).Sub(r.syncStart)
 	ctx = withSummary(ctx, stepSummary(d, step))
 	switch step.Kind {
@@ -648,10 +550,10 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 		if err != nil {
 			return false, err
 		}
-		r.atLeast = append(r.atLeast, res.Wrote...)
+		r.AtLeast = append(r.AtLeast, res.Wrote...)
 		if res.Collision {
 			r.log.Info("Hash collision, collisionCount bumped", "replicaSet", res.Name)
-			r.liveNext = true
+			r.LiveNext = true
 			return true, nil
 		}
 		return false, nil
@@ -681,7 +583,7 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 		}
 		// Sync again at once on what the write left: the rollout (parked) or the end of
 		// the run (released).
-		r.dirty = true
+		r.Dirty = true
 		return false, r.wrote(ctx, workflow.ExecuteLocalActivity(ctx, fn, activities.ParkInput{Deployment: ref, Events: step.Events}))
 	}
 	return false, temporal.NewNonRetryableApplicationError("unknown step "+string(step.Kind), activities.ErrInvalid, nil)
@@ -753,7 +655,7 @@ func (r *rollout) wrote(ctx workflow.Context, f workflow.Future) error {
 	if err := f.Get(ctx, &res); err != nil {
 		return err
 	}
-	r.atLeast = append(r.atLeast, res.Wrote...)
+	r.AtLeast = append(r.AtLeast, res.Wrote...)
 	return nil
 }
 
@@ -769,7 +671,7 @@ func (r *rollout) failed(ctx workflow.Context, err error) {
 		r.startRetryAwait(ctx)
 		return
 	}
-	r.status.LastError = err.Error()
+	r.Status.LastError = err.Error()
 	r.failures++
 	// A conflict is a stale decision by design (the write is not retried with the same
 	// target), and conflicts are routine while the ReplicaSet controller and other clients
@@ -777,7 +679,7 @@ func (r *rollout) failed(ctx workflow.Context, err error) {
 	// a row before backing off.
 	stale := activities.IsKind(err, activities.ErrStale) || activities.IsKind(err, activities.ErrNotFound)
 	if stale && r.failures <= staleRetries {
-		r.liveNext = true
+		r.LiveNext = true
 		if r.failures > 1 && workflow.GetVersion(ctx, changeStaleRetryAdmitted, workflow.DefaultVersion, 1) == 1 {
 			// Stale again: a run of retries in one workflow task held it (and every signal,
 			// update and query behind it) for seconds on a saturated client budget. The next
@@ -787,7 +689,7 @@ func (r *rollout) failed(ctx workflow.Context, err error) {
 			return
 		}
 		r.log.Info("Decision was stale, syncing again from a live read", "error", err)
-		r.dirty = true
+		r.Dirty = true
 		return
 	}
 	n := r.failures
@@ -817,9 +719,9 @@ func (r *rollout) finishRollout(ctx workflow.Context, outcome string) {
 
 // details is the line the Temporal UI shows as the run's current details.
 func (r *rollout) details() string {
-	st := r.status
+	st := r.Status
 	line := fmt.Sprintf("**%s/%s** %s: revision %d → %d", st.Namespace, st.Name, st.Phase, r.fromRevision, st.TargetRevision)
-	if r.steps != nil || r.abort != nil || r.bg != nil {
+	if r.Steps != nil || r.Abort != nil || r.BlueGreen != nil {
 		line += "\n\n" + r.stepSummary()
 	}
 	for _, rs := range st.ReplicaSets {
@@ -831,7 +733,7 @@ func (r *rollout) details() string {
 // report refreshes the status query's answer from the snapshot and plan.
 func (r *rollout) report(s k8s.Snapshot, plan k8s.Plan) {
 	d := s.Deployment
-	st := &r.status
+	st := &r.Status
 	st.Phase = string(plan.Phase)
 	st.Paused = k8s.Effective(d).Spec.Paused
 	if d.Spec.Replicas != nil {

@@ -699,7 +699,7 @@ func continuedAsNew(t *testing.T, env *testsuite.TestWorkflowEnvironment) Input 
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatalf("decode continue-as-new input: %v", err)
 	}
-	if next.Namespace != testNS || next.Name != testName || next.Carry == nil {
+	if next.Namespace != testNS || next.Name != testName || next.State == nil {
 		t.Fatalf("continue-as-new input: got %+v, want %s/%s with a carry", next, testNS, testName)
 	}
 	return next
@@ -787,10 +787,10 @@ func TestRolloutCompletesAndContinuesAsNew(t *testing.T) {
 			env.ExecuteWorkflow(WorkflowType, tt.in)
 
 			next := continuedAsNew(t, env)
-			if !next.Carry.Idle || next.Carry.Dirty || next.Carry.RollbackTo != nil || next.Carry.Pause != nil {
-				t.Fatalf("carry: got %+v, want idle with nothing pending", *next.Carry)
+			if !next.State.Idle || next.State.Dirty || next.State.RollbackTo != nil || next.State.Pause != nil {
+				t.Fatalf("carry: got %+v, want idle with nothing pending", *next.State)
 			}
-			if st := next.Carry.Status; st == nil || st.Phase != string(k8s.PhaseComplete) || st.CurrentRevision != 2 {
+			if st := next.State.Status; st.Phase != string(k8s.PhaseComplete) || st.CurrentRevision != 2 {
 				t.Fatalf("carried status: got %+v, want phase Complete at revision 2", st)
 			}
 			assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
@@ -834,8 +834,8 @@ func TestPauseAndResume(t *testing.T) {
 		env.ExecuteWorkflow(WorkflowType, input())
 
 		next := continuedAsNew(t, env)
-		if !next.Carry.Idle || next.Carry.Pause != nil {
-			t.Fatalf("carry: got %+v, want idle with no pending pause", *next.Carry)
+		if !next.State.Idle || next.State.Pause != nil {
+			t.Fatalf("carry: got %+v, want idle with no pending pause", *next.State)
 		}
 		if f.paused() {
 			t.Fatalf("after resume: spec.paused got true, want false")
@@ -870,8 +870,8 @@ func TestPauseAndResume(t *testing.T) {
 		env.ExecuteWorkflow(WorkflowType, input())
 
 		next := continuedAsNew(t, env)
-		if !next.Carry.Idle {
-			t.Fatalf("carry: got %+v, want idle", *next.Carry)
+		if !next.State.Idle {
+			t.Fatalf("carry: got %+v, want idle", *next.State)
 		}
 		if f.paused() {
 			t.Fatalf("after resume: spec.paused got true, want false")
@@ -929,8 +929,8 @@ func TestRollback(t *testing.T) {
 			env.ExecuteWorkflow(WorkflowType, input())
 
 			next := continuedAsNew(t, env)
-			if next.Carry.RollbackTo != nil || !next.Carry.Idle {
-				t.Fatalf("carry: got %+v, want idle with no rollback pending", *next.Carry)
+			if next.State.RollbackTo != nil || !next.State.Idle {
+				t.Fatalf("carry: got %+v, want idle with no rollback pending", *next.State)
 			}
 			if len(f.rollbacks) != 1 {
 				t.Fatalf("RollbackDeployment calls: got %d, want 1", len(f.rollbacks))
@@ -1052,7 +1052,7 @@ func TestCarryFromContinueAsNew(t *testing.T) {
 		f := steadyAtV2()
 		env := newEnv(t, f)
 		in := input()
-		in.Carry = &Carry{Idle: true, RollbackTo: int64p(1), Runs: 3, Status: &Status{Namespace: testNS, Name: testName, Phase: "Complete", CurrentRevision: 2}}
+		in.State = &State{Idle: true, RollbackTo: int64p(1), Runs: 3, Status: Status{Namespace: testNS, Name: testName, Phase: "Complete", CurrentRevision: 2}}
 		env.ExecuteWorkflow(WorkflowType, in)
 
 		next := continuedAsNew(t, env)
@@ -1060,8 +1060,8 @@ func TestCarryFromContinueAsNew(t *testing.T) {
 			t.Fatalf("rollback: got %d calls and image %q, want 1 call and nginx:v1", len(f.rollbacks), f.image())
 		}
 		assertReplicas(t, f, map[string]int32{"nginx:v1": 3, "nginx:v2": 0})
-		if next.Carry.RollbackTo != nil || next.Carry.Runs != 4 {
-			t.Fatalf("carry: got rollbackTo %v runs %d, want nil, 4", next.Carry.RollbackTo, next.Carry.Runs)
+		if next.State.RollbackTo != nil || next.State.Runs != 4 {
+			t.Fatalf("carry: got rollbackTo %v runs %d, want nil, 4", next.State.RollbackTo, next.State.Runs)
 		}
 	})
 
@@ -1069,7 +1069,7 @@ func TestCarryFromContinueAsNew(t *testing.T) {
 		f := steady()
 		env := newEnv(t, f)
 		in := input()
-		in.Carry = &Carry{Idle: true, Pause: boolp(true)}
+		in.State = &State{Idle: true, Pause: boolp(true)}
 		var st Status
 		at(env, 10*time.Second, func() { st = queryStatus(t, env) })
 		endByDeletion(env, f, 20*time.Second)
@@ -1088,7 +1088,7 @@ func TestCarryFromContinueAsNew(t *testing.T) {
 		f := steady()
 		env := newEnv(t, f)
 		in := input()
-		in.Carry = &Carry{Idle: true, Status: &Status{Namespace: testNS, Name: testName, Phase: "Complete", CurrentRevision: 1}}
+		in.State = &State{Idle: true, Status: Status{Namespace: testNS, Name: testName, Phase: "Complete", CurrentRevision: 1}}
 		var before, after Status
 		var observedBefore int
 		at(env, 10*time.Second, func() {
@@ -1219,10 +1219,10 @@ func TestNextChangeDuringFinalSyncEndsTheRun(t *testing.T) {
 	if !*sent {
 		t.Fatalf("the trigger was never sent")
 	}
-	if next.Carry.Idle || !next.Carry.Dirty {
-		t.Errorf("carry: idle %t dirty %t, want the next run to sync at once", next.Carry.Idle, next.Carry.Dirty)
+	if next.State.Idle || !next.State.Dirty {
+		t.Errorf("carry: idle %t dirty %t, want the next run to sync at once", next.State.Idle, next.State.Dirty)
 	}
-	if st := next.Carry.Status; st == nil || st.Phase != string(k8s.PhaseComplete) || st.CurrentRevision != 2 || st.TargetRevision != 2 {
+	if st := next.State.Status; st.Phase != string(k8s.PhaseComplete) || st.CurrentRevision != 2 || st.TargetRevision != 2 {
 		t.Errorf("carried status: got %+v, want revision 2 complete", st)
 	}
 	if got := len(f.created); got != 1 {
@@ -1417,8 +1417,8 @@ func TestCarryKeepsUID(t *testing.T) {
 	env := newEnv(t, f)
 	env.ExecuteWorkflow(WorkflowType, input())
 	next := continuedAsNew(t, env)
-	if next.Carry.UID != testUID || next.Carry.LocalWait != testLocalWait {
-		t.Fatalf("carry: got uid %q local wait %s, want %q, %s", next.Carry.UID, next.Carry.LocalWait, testUID, testLocalWait)
+	if next.State.UID != testUID || next.State.LocalWait != testLocalWait {
+		t.Fatalf("carry: got uid %q local wait %s, want %q, %s", next.State.UID, next.State.LocalWait, testUID, testLocalWait)
 	}
 }
 
@@ -1473,7 +1473,7 @@ func TestRollbackSurvivesHashCollision(t *testing.T) {
 
 	env := newEnv(t, f)
 	in := input()
-	in.Carry = &Carry{RollbackTo: int64p(1)}
+	in.State = &State{RollbackTo: int64p(1)}
 	env.ExecuteWorkflow(WorkflowType, in)
 
 	continuedAsNew(t, env)

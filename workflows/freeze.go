@@ -61,7 +61,7 @@ func (r *rollout) fleetFreeze(ctx workflow.Context) *FreezeHold {
 // nextStep passes the current step: it enters the next one, or, while the fleet is frozen,
 // holds before it.
 func (r *rollout) nextStep(ctx workflow.Context) {
-	s := r.steps
+	s := r.Steps
 	if !freezeChecked(ctx) {
 		r.enterStep(ctx, s.Step+1)
 		return
@@ -80,10 +80,10 @@ func (r *rollout) nextStep(ctx workflow.Context) {
 
 // frozenMessage: "Held before step 3 of 4 (setWeight 60): fleet freeze until ... (reason)".
 func (r *rollout) frozenMessage() string {
-	s := r.steps
+	s := r.Steps
 	next := "100%"
-	if s.Step+1 < len(r.stepList) {
-		next = fmt.Sprintf("step %d of %d (%s)", s.Step+2, len(r.stepList), r.stepList[s.Step+1])
+	if s.Step+1 < len(r.StepList) {
+		next = fmt.Sprintf("step %d of %d (%s)", s.Step+2, len(r.StepList), r.StepList[s.Step+1])
 	}
 	return fmt.Sprintf("Held before %s: %s %s (%s)", next, k8s.FleetFreezeHeldText, s.Freeze.Until.Format(time.RFC3339), s.Freeze.Reason)
 }
@@ -91,7 +91,7 @@ func (r *rollout) frozenMessage() string {
 // startFreezeTimer starts the held rollout's next look at the freeze: in freezeRecheck, or at
 // the freeze's end if sooner.
 func (r *rollout) startFreezeTimer(ctx workflow.Context) {
-	s := r.steps
+	s := r.Steps
 	at := workflow.Now(ctx).Add(freezeRecheck)
 	if u := s.Freeze.Until; !u.IsZero() && u.Before(at) {
 		at = u
@@ -103,7 +103,7 @@ func (r *rollout) startFreezeTimer(ctx workflow.Context) {
 // recheckFreeze asks again for a held rollout: still frozen, it holds on; otherwise it enters
 // the next step.
 func (r *rollout) recheckFreeze(ctx workflow.Context) {
-	s := r.steps
+	s := r.Steps
 	if f := r.fleetFreeze(ctx); f != nil {
 		changed := *f != *s.Freeze
 		s.Freeze = f
@@ -116,9 +116,9 @@ func (r *rollout) recheckFreeze(ctx workflow.Context) {
 	}
 	held := s.Freeze
 	s.Freeze = nil
-	r.recordStep(ctx, "RolloutThawed", fmt.Sprintf("Fleet freeze over (was until %s: %s): going on past step %d of %d", held.Until.Format(time.RFC3339), held.Reason, s.Step+1, len(r.stepList)))
+	r.recordStep(ctx, "RolloutThawed", fmt.Sprintf("Fleet freeze over (was until %s: %s): going on past step %d of %d", held.Until.Format(time.RFC3339), held.Reason, s.Step+1, len(r.StepList)))
 	r.enterStep(ctx, s.Step+1)
-	r.dirty = true
+	r.Dirty = true
 }
 
 // autoPromoteBlueGreen promotes a blue-green rollout automatically, unless the fleet is
@@ -134,13 +134,13 @@ func (r *rollout) autoPromoteBlueGreen(ctx workflow.Context, why string) {
 		r.promoteBlueGreen(ctx, PromoteRequest{}, why)
 		return
 	}
-	bg := r.bg
+	bg := r.BlueGreen
 	r.stopBlueGreenWaits()
 	bg.Phase, bg.Analysis, bg.AnalysisSpec, bg.Freeze = BlueGreenPaused, nil, nil, f
 	bg.WaitingFor, bg.Message = WaitingForFreeze, blueGreenFrozenMessage(f)
 	r.startBlueGreenFreezeTimer(ctx)
 	r.recordStepWarning(ctx, "RolloutFrozen", bg.Message)
-	r.dirty = true
+	r.Dirty = true
 }
 
 func blueGreenFrozenMessage(f *FreezeHold) string {
@@ -150,7 +150,7 @@ func blueGreenFrozenMessage(f *FreezeHold) string {
 // startBlueGreenFreezeTimer: the held promotion's next look at the freeze, as
 // startFreezeTimer (Until is that look, so a continued run resumes it).
 func (r *rollout) startBlueGreenFreezeTimer(ctx workflow.Context) {
-	bg := r.bg
+	bg := r.BlueGreen
 	at := workflow.Now(ctx).Add(freezeRecheck)
 	if u := bg.Freeze.Until; !u.IsZero() && u.Before(at) {
 		at = u
@@ -161,7 +161,7 @@ func (r *rollout) startBlueGreenFreezeTimer(ctx workflow.Context) {
 
 // recheckBlueGreenFreeze asks again for a held automatic promotion.
 func (r *rollout) recheckBlueGreenFreeze(ctx workflow.Context) {
-	bg := r.bg
+	bg := r.BlueGreen
 	if f := r.fleetFreeze(ctx); f != nil {
 		changed := *f != *bg.Freeze
 		bg.Freeze, bg.Message = f, blueGreenFrozenMessage(f)
@@ -175,12 +175,12 @@ func (r *rollout) recheckBlueGreenFreeze(ctx workflow.Context) {
 	bg.Freeze, bg.Until = nil, nil
 	r.recordStep(ctx, "RolloutThawed", fmt.Sprintf("Fleet freeze over (was until %s: %s): promoting", held.Until.Format(time.RFC3339), held.Reason))
 	r.promoteBlueGreen(ctx, PromoteRequest{}, "Promoted automatically after the fleet freeze")
-	r.dirty = true
+	r.Dirty = true
 }
 
 // promoteFrozen refuses a promote during a fleet freeze (main loop only: it asks).
 func (r *rollout) promoteFrozen(ctx workflow.Context) error {
-	if (r.bg == nil && r.steps == nil) || !freezeChecked(ctx) {
+	if (r.BlueGreen == nil && r.Steps == nil) || !freezeChecked(ctx) {
 		return nil
 	}
 	if f := r.fleetFreeze(ctx); f != nil {

@@ -86,7 +86,7 @@ func TestFleetFreezeHoldsSteps(t *testing.T) {
 			t.Errorf("promote while held: rejected with %v, want refused naming the freeze", u.rejected)
 		}
 	}
-	if s := next.Carry.Steps; s == nil || s.Step != 1 || s.WaitingFor != WaitingForFreeze || s.Freeze == nil {
+	if s := next.State.Steps; s == nil || s.Step != 1 || s.WaitingFor != WaitingForFreeze || s.Freeze == nil {
 		t.Fatalf("carry while held: steps %+v, want held at step 2 (0-based 1) for the freeze", s)
 	}
 	if n := f.countEvents("RolloutFrozen"); n != 2 || f.hasEvent("RolloutThawed") {

@@ -39,12 +39,8 @@ var notifyOptions = workflow.ActivityOptions{
 
 // notifier is a run's notification state.
 type notifier struct {
-	// config is the annotation as the last sync read it; nil: no webhook.
-	config *k8s.NotifyConfig
 	// warned is the invalid annotation value already warned about.
 	warned string
-	// uiURL is the worker's --ui-url, as Observe last reported it.
-	uiURL string
 	// pending are the notifications not yet delivered (or given up on).
 	pending []*activities.NotifyInput
 	// ending: the run is continuing as new; notifications not yet started wait for the next.
@@ -57,19 +53,19 @@ type notifier struct {
 func (r *rollout) readNotify(ctx workflow.Context, d *appsv1.Deployment) {
 	cfg, err := k8s.ParseNotify(d.Annotations)
 	if err != nil {
-		r.notifier.config = nil
+		r.Notify = nil
 		if raw := d.Annotations[k8s.NotifyAnnotation]; r.notifier.warned != raw {
 			r.notifier.warned = raw
 			r.recordStepWarning(ctx, "InvalidNotifyAnnotation", "Notifications off: invalid annotation: "+err.Error())
 		}
 		return
 	}
-	r.notifier.config, r.notifier.warned = cfg, ""
+	r.Notify, r.notifier.warned = cfg, ""
 }
 
 // notifyEvent sends the webhook the notification a step event stands for, if it asked for it.
 func (r *rollout) notifyEvent(ctx workflow.Context, ev k8s.Event) {
-	cfg := r.notifier.config
+	cfg := r.Notify
 	if cfg == nil {
 		return
 	}
@@ -77,7 +73,7 @@ func (r *rollout) notifyEvent(ctx workflow.Context, ev k8s.Event) {
 	switch ev.Reason {
 	case "RolloutStep":
 		event = k8s.NotifyStepReached
-		if r.steps != nil && r.steps.WaitingFor == WaitingForPromote {
+		if r.Steps != nil && r.Steps.WaitingFor == WaitingForPromote {
 			event = k8s.NotifyPaused
 		}
 	case "AnalysisInconclusive":
@@ -90,11 +86,11 @@ func (r *rollout) notifyEvent(ctx workflow.Context, ev k8s.Event) {
 		event = k8s.NotifyAborted
 	case "BlueGreenPhase":
 		// A blue-green phase is a step: paused when it waits for promote.
-		if r.bg == nil {
+		if r.BlueGreen == nil {
 			return
 		}
 		event = k8s.NotifyStepReached
-		if r.bg.WaitingFor == WaitingForPromote {
+		if r.BlueGreen.WaitingFor == WaitingForPromote {
 			event = k8s.NotifyPaused
 		}
 		if !cfg.Wants(event) || workflow.GetVersion(ctx, changeBlueGreenNotify, workflow.DefaultVersion, 1) < 1 {
@@ -108,34 +104,34 @@ func (r *rollout) notifyEvent(ctx workflow.Context, ev k8s.Event) {
 
 // notifyOutcome sends "completed" when a rollout completed (not the return after an abort).
 func (r *rollout) notifyOutcome(ctx workflow.Context, outcome string) {
-	if r.notifier.config == nil || outcome != string(k8s.PhaseComplete) {
+	if r.Notify == nil || outcome != string(k8s.PhaseComplete) {
 		return
 	}
-	st := r.status
+	st := r.Status
 	r.notify(ctx, k8s.NotifyCompleted, "RolloutCompleted", fmt.Sprintf("Rollout of revision %d complete: %d replicas", st.TargetRevision, st.Replicas))
 }
 
 func (r *rollout) notify(ctx workflow.Context, event, reason, msg string) {
-	cfg := r.notifier.config
+	cfg := r.Notify
 	if !cfg.Wants(event) {
 		return
 	}
 	n := activities.Notification{
-		Deployment: r.in.Name, Namespace: r.in.Namespace, Cluster: r.in.Cluster, Revision: r.status.TargetRevision,
+		Deployment: r.in.Name, Namespace: r.in.Namespace, Cluster: r.in.Cluster, Revision: r.Status.TargetRevision,
 		Event: event, Reason: reason, Message: msg, Link: r.workflowLink(ctx), Time: workflow.Now(ctx).UTC(),
 	}
 	// The rollout under way names its revision: the status's is the last sync's, the previous
 	// revision's when a new template's first step or phase begins.
-	if s := r.steps; s != nil {
+	if s := r.Steps; s != nil {
 		if s.Revision != 0 {
 			n.Revision = s.Revision
 		}
-		if s.Step < len(r.stepList) {
+		if s.Step < len(r.StepList) {
 			n.Step = s.Step + 1
 		}
-		n.Steps = len(r.stepList)
+		n.Steps = len(r.StepList)
 	}
-	if bg := r.bg; bg != nil && bg.Revision != 0 {
+	if bg := r.BlueGreen; bg != nil && bg.Revision != 0 {
 		n.Revision = bg.Revision
 	}
 	r.deliver(ctx, &activities.NotifyInput{URL: cfg.URL, Format: cfg.Format, Notification: n})
@@ -143,11 +139,11 @@ func (r *rollout) notify(ctx workflow.Context, event, reason, msg string) {
 
 // workflowLink is this workflow in the Temporal UI: <ui-url>/namespaces/<ns>/workflows/<id>.
 func (r *rollout) workflowLink(ctx workflow.Context) string {
-	if r.notifier.uiURL == "" {
+	if r.UIURL == "" {
 		return ""
 	}
 	info := workflow.GetInfo(ctx)
-	return r.notifier.uiURL + "/namespaces/" + url.PathEscape(info.Namespace) + "/workflows/" + url.PathEscape(info.WorkflowExecution.ID)
+	return r.UIURL + "/namespaces/" + url.PathEscape(info.Namespace) + "/workflows/" + url.PathEscape(info.WorkflowExecution.ID)
 }
 
 // deliver runs the Notify activity in a goroutine: the rollout goes on while it is retried.

@@ -68,18 +68,13 @@ type abortState struct {
 
 // stepState is a stepped rollout's part of a run.
 type stepState struct {
-	steps     *stepsState
-	stepList  []k8s.RolloutStep
 	canaryReq *k8s.Canary
 	// rolloutAnnotations: k8s.RolloutAnnotations at the last sync.
 	rolloutAnnotations string
-	stableHash         string
-	lastHash           string
 	// releaseRollback: the template of the last sync is the one a release's rollback restored
 	// (k8s.ReleaseRestoredHashAnnotation): the fleet freeze does not hold it.
 	releaseRollback bool
-	abort, aborted  *abortState
-	warned          string
+	aborted         *abortState
 	annotationError string
 	waitingSA       string
 	// stateDirty: the step state changed in this workflow task and is written once, before
@@ -185,10 +180,10 @@ func (r *rollout) awaitUpdate(ctx workflow.Context, u *update) (Status, error) {
 }
 
 func (r *rollout) canPromote(req PromoteRequest) error {
-	if r.bg != nil {
+	if r.BlueGreen != nil {
 		return r.canPromoteBlueGreen(req)
 	}
-	s := r.steps
+	s := r.Steps
 	if s == nil || s.Full {
 		return fmt.Errorf("no stepped rollout is in progress for %s/%s", r.in.Namespace, r.in.Name)
 	}
@@ -202,19 +197,19 @@ func (r *rollout) canPromote(req PromoteRequest) error {
 	case WaitingForPromote, WaitingForTimer, WaitingForAnalysis:
 		return nil
 	case WaitingForWeight:
-		return fmt.Errorf("step %d of %d (%s) is not paused: it goes on by itself once its weight is reached; promote {\"full\":true} skips the remaining steps", s.Step+1, len(r.stepList), r.currentStep())
+		return fmt.Errorf("step %d of %d (%s) is not paused: it goes on by itself once its weight is reached; promote {\"full\":true} skips the remaining steps", s.Step+1, len(r.StepList), r.currentStep())
 	}
 	return fmt.Errorf("nothing is paused for %s/%s: every step has passed and the rollout goes to 100%%", r.in.Namespace, r.in.Name)
 }
 
 func (r *rollout) canAbort() error {
 	switch {
-	case r.abort != nil:
-		return fmt.Errorf("%s/%s is already aborting: %s", r.in.Namespace, r.in.Name, r.abort.Reason)
-	case r.stableHash == "":
+	case r.Abort != nil:
+		return fmt.Errorf("%s/%s is already aborting: %s", r.in.Namespace, r.in.Name, r.Abort.Reason)
+	case r.StableHash == "":
 		return fmt.Errorf("%s/%s has no revision that completed to return to", r.in.Namespace, r.in.Name)
-	case r.lastHash == "" || r.lastHash == r.stableHash:
-		return fmt.Errorf("nothing to abort: %s/%s runs its last completed template (revision %d)", r.in.Namespace, r.in.Name, r.status.CurrentRevision)
+	case r.LastHash == "" || r.LastHash == r.StableHash:
+		return fmt.Errorf("nothing to abort: %s/%s runs its last completed template (revision %d)", r.in.Namespace, r.in.Name, r.Status.CurrentRevision)
 	}
 	return nil
 }
@@ -247,7 +242,7 @@ func (r *rollout) applyUpdates(ctx workflow.Context) bool {
 			u.done = true
 			continue
 		}
-		r.dirty = true
+		r.Dirty = true
 		r.applied = append(r.applied, u)
 	}
 	return len(r.applied) > applied
@@ -272,35 +267,35 @@ func (r *rollout) syncedUpdates() {
 }
 
 func (r *rollout) promote(ctx workflow.Context, req PromoteRequest) {
-	if r.bg != nil {
+	if r.BlueGreen != nil {
 		r.promoteBlueGreen(ctx, req, "Promoted")
 		return
 	}
-	s := r.steps
+	s := r.Steps
 	r.stopStepWaits()
 	if req.Full {
 		s.Full = true
 		s.WaitingFor, s.Message, s.PauseUntil = "", "promoted in full: the remaining steps are skipped", nil
-		r.recordStep(ctx, "RolloutPromoted", fmt.Sprintf("Promoted in full at step %d of %d: rolling out to 100%%", s.Step+1, len(r.stepList)))
+		r.recordStep(ctx, "RolloutPromoted", fmt.Sprintf("Promoted in full at step %d of %d: rolling out to 100%%", s.Step+1, len(r.StepList)))
 		return
 	}
-	r.recordStep(ctx, "RolloutPromoted", fmt.Sprintf("Promoted past step %d of %d (%s)", s.Step+1, len(r.stepList), r.currentStep()))
+	r.recordStep(ctx, "RolloutPromoted", fmt.Sprintf("Promoted past step %d of %d (%s)", s.Step+1, len(r.StepList), r.currentStep()))
 	r.enterStep(ctx, s.Step+1)
 }
 
 // currentStep describes the current step.
 func (r *rollout) currentStep() string {
-	if r.steps == nil || r.steps.Step >= len(r.stepList) {
+	if r.Steps == nil || r.Steps.Step >= len(r.StepList) {
 		return "done"
 	}
-	return r.stepList[r.steps.Step].String()
+	return r.StepList[r.Steps.Step].String()
 }
 
 // weight is the weight in force at the current step: the last setWeight at or before it.
 func (r *rollout) weight() int32 {
 	var w int32
-	for i := 0; i <= r.steps.Step && i < len(r.stepList); i++ {
-		if sw := r.stepList[i].SetWeight; sw != nil {
+	for i := 0; i <= r.Steps.Step && i < len(r.StepList); i++ {
+		if sw := r.StepList[i].SetWeight; sw != nil {
 			w = *sw
 		}
 	}
@@ -317,7 +312,7 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 	if hash == "" {
 		hash = k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
 	}
-	r.lastHash = hash
+	r.LastHash = hash
 	r.releaseRollback = hash != "" && d.Annotations[k8s.ReleaseRestoredHashAnnotation] == hash
 	// The stable template as the cluster records it comes first (k8s.StableTemplate): the
 	// status write that completed a rollout recorded it, so a completion this run's memory
@@ -327,21 +322,21 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 	// Nor does it take the current template: a status recorded complete is a sync away from
 	// its completion (afterSync), which ends the rollout's phases in order (a blue-green
 	// rollout's last event is recorded there).
-	if rec := k8s.StableTemplate(d, snap.ReplicaSets, hash, r.stableHash); rec != "" && rec != r.stableHash && rec != hash &&
-		newerTemplate(snap.ReplicaSets, rec, r.stableHash) &&
+	if rec := k8s.StableTemplate(d, snap.ReplicaSets, hash, r.StableHash); rec != "" && rec != r.StableHash && rec != hash &&
+		newerTemplate(snap.ReplicaSets, rec, r.StableHash) &&
 		workflow.GetVersion(ctx, changeStableOnCluster, workflow.DefaultVersion, 1) == 1 {
-		r.log.Info("Stable template read from the cluster", "memory", r.stableHash, "cluster", rec)
-		r.stableHash = rec
+		r.log.Info("Stable template read from the cluster", "memory", r.StableHash, "cluster", rec)
+		r.StableHash = rec
 	}
-	if r.stableHash == "" {
-		r.stableHash = stableHash(d, snap.ReplicaSets, hash)
+	if r.StableHash == "" {
+		r.StableHash = stableHash(d, snap.ReplicaSets, hash)
 	}
-	if r.abort != nil && hash != r.abort.Hash && hash != r.stableHash {
+	if r.Abort != nil && hash != r.Abort.Hash && hash != r.StableHash {
 		// A new template arrived after the abort: the user moved on; it rolls out as any other.
-		r.log.Info("New template during an abort; the abort is over", "reason", r.abort.Reason)
-		r.abort = nil
+		r.log.Info("New template during an abort; the abort is over", "reason", r.Abort.Reason)
+		r.Abort = nil
 	}
-	if ab := r.abort; ab != nil && ab.Until != nil && hash == r.stableHash {
+	if ab := r.Abort; ab != nil && ab.Until != nil && hash == r.StableHash {
 		// Back on the stable template, the aborted ReplicaSet keeps its pods until the hold
 		// ends (a blue-green cap on the stable template scales nothing down).
 		r.endSteps()
@@ -349,7 +344,7 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 		return &k8s.Canary{Hash: hash, BlueGreen: true, Hold: true, Message: fmt.Sprintf(
 			"Blue-green: aborted; the aborted ReplicaSet keeps its pods until %s (abortScaleDownDelaySeconds %d)", ab.Until.Format(time.RFC3339), ab.Delay)}
 	}
-	if r.abort != nil || hash == r.stableHash || r.stableHash == "" {
+	if r.Abort != nil || hash == r.StableHash || r.StableHash == "" {
 		r.endSteps()
 		r.endBlueGreen()
 		return nil
@@ -371,14 +366,14 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 		r.endSteps()
 		key := k8s.RolloutAnnotations(d.Annotations)
 		msg := "Rollout held: invalid annotation: " + err.Error()
-		if r.warned != key {
-			r.warned = key
+		if r.Warned != key {
+			r.Warned = key
 			r.recordStepWarning(ctx, "InvalidRolloutAnnotation", msg)
 		}
 		r.annotationError = msg
 		return &k8s.Canary{Hash: hash, Hold: true, Freeze: true, Message: msg}
 	}
-	r.warned, r.annotationError = "", ""
+	r.Warned, r.annotationError = "", ""
 	if len(steps) == 0 {
 		r.endSteps()
 		return nil
@@ -386,15 +381,15 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 	// Set at every sync: a run continued from one recorded before rolloutRevision took the
 	// Deployment's annotation.
 	rev := rolloutRevision(snap.ReplicaSets, hash)
-	if r.steps == nil || r.steps.Hash != hash {
+	if r.Steps == nil || r.Steps.Hash != hash {
 		r.endSteps()
-		r.stepList = steps
-		r.steps = &stepsState{Hash: hash, Revision: rev}
+		r.StepList = steps
+		r.Steps = &stepsState{Hash: hash, Revision: rev}
 		r.recordStep(ctx, "RolloutStepsStarted", fmt.Sprintf("Rolling out template %s in %d steps", hash, len(steps)))
 		r.enterStep(ctx, 0)
 	}
-	r.stepList = steps
-	s := r.steps
+	r.StepList = steps
+	s := r.Steps
 	s.Revision = rev
 	if s.Full || s.Step >= len(steps) {
 		return nil
@@ -469,26 +464,26 @@ func rolloutRevision(rss []*appsv1.ReplicaSet, hash string) int64 {
 // with auto-rollback aborts.
 func (r *rollout) afterSync(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Plan) {
 	if plan.CanaryStale {
-		r.dirty = true
+		r.Dirty = true
 		return
 	}
 	if plan.Phase == k8s.PhaseComplete {
-		if r.abort != nil {
-			if r.lastHash == r.stableHash {
-				r.aborted = r.abort
+		if r.Abort != nil {
+			if r.LastHash == r.StableHash {
+				r.aborted = r.Abort
 			}
-			r.abort = nil
+			r.Abort = nil
 		}
-		r.stableHash = r.lastHash
+		r.StableHash = r.LastHash
 		r.endSteps()
 		return
 	}
-	if s := r.steps; s != nil && !s.Full && s.WaitingFor == WaitingForWeight && plan.CanaryReached && r.trafficStepReached(ctx, snap, plan) {
-		r.recordStep(ctx, "RolloutStepReached", fmt.Sprintf("Step %d of %d (%s) reached", s.Step+1, len(r.stepList), r.currentStep()))
+	if s := r.Steps; s != nil && !s.Full && s.WaitingFor == WaitingForWeight && plan.CanaryReached && r.trafficStepReached(ctx, snap, plan) {
+		r.recordStep(ctx, "RolloutStepReached", fmt.Sprintf("Step %d of %d (%s) reached", s.Step+1, len(r.StepList), r.currentStep()))
 		r.nextStep(ctx)
-		r.dirty = true
+		r.Dirty = true
 	}
-	if plan.Phase == k8s.PhaseDeadlineExceeded && r.abort == nil && r.stableHash != "" && r.lastHash != r.stableHash {
+	if plan.Phase == k8s.PhaseDeadlineExceeded && r.Abort == nil && r.StableHash != "" && r.LastHash != r.StableHash {
 		if auto, err := k8s.ParseAutoRollback(snap.Deployment.Annotations); err == nil && auto {
 			r.startAbort(ctx, "progress deadline exceeded ("+plan.Message+conditionMessage(plan.Status)+")")
 		}
@@ -506,16 +501,16 @@ func conditionMessage(st appsv1.DeploymentStatus) string {
 // or waits for promote, an analysis starts measuring. Past the last step the rollout goes to
 // 100%.
 func (r *rollout) enterStep(ctx workflow.Context, i int) {
-	s := r.steps
+	s := r.Steps
 	r.stopStepWaits()
 	s.Step, s.PauseUntil, s.Analysis, s.Freeze = i, nil, nil, nil
-	n := len(r.stepList)
+	n := len(r.StepList)
 	if i >= n {
 		s.WaitingFor, s.Message = "", fmt.Sprintf("All %d steps passed: rolling out to 100%%", n)
 		r.recordStep(ctx, "RolloutStepsPassed", s.Message)
 		return
 	}
-	step := r.stepList[i]
+	step := r.StepList[i]
 	prefix := fmt.Sprintf("Step %d of %d (%s)", i+1, n, step)
 	if r.enterTrafficStep(ctx, i, prefix) {
 		return
@@ -541,7 +536,7 @@ func (r *rollout) enterStep(ctx workflow.Context, i int) {
 // resumeStepWaits restarts, in a run continued from another, the timer or analysis the step
 // waits for: a timed pause waits only what is left of it.
 func (r *rollout) resumeStepWaits(ctx workflow.Context) {
-	s := r.steps
+	s := r.Steps
 	if s == nil || s.Full {
 		return
 	}
@@ -556,8 +551,8 @@ func (r *rollout) resumeStepWaits(ctx workflow.Context) {
 }
 
 func (r *rollout) startStepTimer(ctx workflow.Context) {
-	s := r.steps
-	r.stepWaits.startTimer(ctx, *s.PauseUntil, fmt.Sprintf("pause at step %d of %d of %s/%s until %s", s.Step+1, len(r.stepList), r.in.Namespace, r.in.Name, s.PauseUntil.UTC().Format(time.RFC3339)))
+	s := r.Steps
+	r.stepWaits.startTimer(ctx, *s.PauseUntil, fmt.Sprintf("pause at step %d of %d of %s/%s until %s", s.Step+1, len(r.StepList), r.in.Namespace, r.in.Name, s.PauseUntil.UTC().Format(time.RFC3339)))
 	r.stepTimerFor = s.Step
 }
 
@@ -568,10 +563,10 @@ func (r *rollout) stopStepWaits() {
 
 // endSteps forgets the stepped rollout.
 func (r *rollout) endSteps() {
-	if r.steps != nil {
+	if r.Steps != nil {
 		r.stopStepWaits()
 	}
-	r.steps, r.stepList = nil, nil
+	r.Steps, r.StepList = nil, nil
 }
 
 // measureOptions: one measurement retries a failing query every few seconds for up to 5
@@ -599,8 +594,8 @@ type analysisResult struct {
 // Interval apart, each an activity whose result (value and verdict) is in the history (see
 // analysis.go for the providers).
 func (r *rollout) startAnalysis(ctx workflow.Context) {
-	s := r.steps
-	spec := r.stepList[s.Step].Analysis
+	s := r.Steps
+	spec := r.StepList[s.Step].Analysis
 	r.stepWaits.startAnalysis(ctx, r.newMeasurer(ctx, spec, s.Analysis))
 }
 
@@ -656,10 +651,10 @@ func (r *rollout) addStepWaits(ctx workflow.Context, sel workflow.Selector) {
 		c.Receive(ctx, &v)
 	})
 	r.stepWaits.addTo(ctx, sel, func() {
-		if r.steps == nil || r.steps.Step != r.stepTimerFor {
+		if r.Steps == nil || r.Steps.Step != r.stepTimerFor {
 			return
 		}
-		switch r.steps.WaitingFor {
+		switch r.Steps.WaitingFor {
 		case WaitingForFreeze:
 			r.recheckFreeze(ctx)
 			return
@@ -667,15 +662,15 @@ func (r *rollout) addStepWaits(ctx workflow.Context, sel workflow.Selector) {
 		default:
 			return
 		}
-		r.recordStep(ctx, "RolloutStepReached", fmt.Sprintf("Step %d of %d (%s) done", r.steps.Step+1, len(r.stepList), r.currentStep()))
+		r.recordStep(ctx, "RolloutStepReached", fmt.Sprintf("Step %d of %d (%s) done", r.Steps.Step+1, len(r.StepList), r.currentStep()))
 		r.nextStep(ctx)
-		r.dirty = true
+		r.Dirty = true
 	}, func(res analysisResult) {
-		s := r.steps
+		s := r.Steps
 		if s == nil || s.WaitingFor != WaitingForAnalysis {
 			return
 		}
-		prefix := fmt.Sprintf("Step %d of %d (%s)", s.Step+1, len(r.stepList), r.currentStep())
+		prefix := fmt.Sprintf("Step %d of %d (%s)", s.Step+1, len(r.StepList), r.currentStep())
 		switch res.verdict {
 		case analysisSuccessful:
 			r.recordStep(ctx, "AnalysisSuccessful", prefix+": analysis passed: "+res.message)
@@ -687,7 +682,7 @@ func (r *rollout) addStepWaits(ctx workflow.Context, sel workflow.Selector) {
 			s.WaitingFor, s.Message = WaitingForPromote, prefix+": analysis inconclusive, paused until promoted or aborted: "+res.message
 			r.recordStepWarning(ctx, "AnalysisInconclusive", s.Message)
 		}
-		r.dirty = true
+		r.Dirty = true
 	})
 }
 
@@ -695,32 +690,32 @@ func (r *rollout) addStepWaits(ctx workflow.Context, sel workflow.Selector) {
 // a rollback to it, which restores its template as `kubectl rollout undo` does.
 func (r *rollout) startAbort(ctx workflow.Context, reason string) {
 	rev := int64(0)
-	for _, rs := range r.status.ReplicaSets {
-		if rs.Hash == r.stableHash {
+	for _, rs := range r.Status.ReplicaSets {
+		if rs.Hash == r.StableHash {
 			rev = rs.Revision
 		}
 	}
 	spec := r.bgSpec
-	blueGreen := r.bg != nil && spec != nil
+	blueGreen := r.BlueGreen != nil && spec != nil
 	r.endSteps()
 	r.endBlueGreen()
-	r.abort = &abortState{Reason: reason, Hash: r.lastHash}
+	r.Abort = &abortState{Reason: reason, Hash: r.LastHash}
 	if blueGreen {
 		if d := spec.AbortScaleDownDelay(); d > 0 && workflow.GetVersion(ctx, changeBlueGreenAbortDelay, workflow.DefaultVersion, 1) >= 1 {
 			until := workflow.Now(ctx).Add(d).UTC()
-			r.abort.Until, r.abort.Delay = &until, int32(d/time.Second)
+			r.Abort.Until, r.Abort.Delay = &until, int32(d/time.Second)
 			r.startAbortHold(ctx)
 		}
 	}
 	r.aborted = nil
-	r.rollbackTo = &rev
-	r.dirty = true
-	r.status.AbortReason = reason
+	r.RollbackTo = &rev
+	r.Dirty = true
+	r.Status.AbortReason = reason
 	target := "the previous revision"
 	if rev > 0 {
 		target = fmt.Sprintf("revision %d", rev)
 	}
-	msg := fmt.Sprintf("Rollout of revision %d aborted: %s; returning to %s", r.status.TargetRevision, reason, target)
+	msg := fmt.Sprintf("Rollout of revision %d aborted: %s; returning to %s", r.Status.TargetRevision, reason, target)
 	r.log.Warn("Rollout aborted", "reason", reason, "to", target)
 	r.recordStepWarning(ctx, "RolloutAborted", msg)
 }
@@ -737,8 +732,8 @@ func (r *rollout) recordStepWarning(ctx workflow.Context, reason, msg string) {
 
 func (r *rollout) recordEvent(ctx workflow.Context, ev k8s.Event) {
 	r.log.Info("Rollout step", "reason", ev.Reason, "message", ev.Message)
-	if r.uid != "" {
-		ref := activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid}
+	if r.UID != "" {
+		ref := activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID}
 		lctx := withSummary(ctx, "record "+ev.Reason+" on "+r.in.Namespace+"/"+r.in.Name)
 		if err := workflow.ExecuteLocalActivity(lctx, a.RecordEvent, activities.RecordEventInput{Deployment: ref, Events: []k8s.Event{ev}}).Get(ctx, nil); err != nil {
 			r.log.Warn("Recording a rollout event failed", "reason", ev.Reason, "error", err)
@@ -795,10 +790,10 @@ func (r *rollout) writeStepState(ctx workflow.Context, summary string, final []t
 	} else if st.BlueGreen != nil {
 		waiting = st.BlueGreen.WaitingFor
 	}
-	if t := r.traffic; t != nil && t.Hold != "" {
+	if t := r.Traffic; t != nil && t.Hold != "" {
 		waiting = WaitingForTrafficGate
 	}
-	if b := r.bgServices; b != nil && b.Hold != "" {
+	if b := r.BlueGreenServices; b != nil && b.Hold != "" {
 		waiting = WaitingForTrafficGate
 	}
 	updates := final
@@ -821,28 +816,28 @@ func (r *rollout) writeStepState(ctx workflow.Context, summary string, final []t
 // stepSummary is one line on the stepped rollout: "step 2 of 5 (pause 30s): paused until ...".
 func (r *rollout) stepSummary() string {
 	switch {
-	case r.abort != nil:
-		return "aborting: " + r.abort.Reason
-	case r.bg != nil:
-		return r.bg.Message
-	case r.steps == nil:
-		return string(r.status.Phase)
-	case r.steps.Full:
+	case r.Abort != nil:
+		return "aborting: " + r.Abort.Reason
+	case r.BlueGreen != nil:
+		return r.BlueGreen.Message
+	case r.Steps == nil:
+		return string(r.Status.Phase)
+	case r.Steps.Full:
 		return "promoted in full, rolling out to 100%"
 	}
-	return r.steps.Message
+	return r.Steps.Message
 }
 
 // stepsStatus is the status query's view of the stepped rollout.
 func (r *rollout) stepsStatus() *StepsStatus {
-	s := r.steps
+	s := r.Steps
 	if s == nil {
 		return nil
 	}
 	st := &StepsStatus{
-		Step: s.Step + 1, Steps: len(r.stepList), Current: r.currentStep(), Weight: r.weight(),
+		Step: s.Step + 1, Steps: len(r.StepList), Current: r.currentStep(), Weight: r.weight(),
 		WaitingFor: s.WaitingFor, Message: s.Message, PauseUntil: s.PauseUntil, Full: s.Full, Analysis: s.Analysis,
-		Traffic: r.traffic, Freeze: s.Freeze,
+		Traffic: r.Traffic, Freeze: s.Freeze,
 	}
 	if s.Full {
 		st.Weight = 100

@@ -86,8 +86,8 @@ func TestSteppedRollout(t *testing.T) {
 			t.Errorf("no %s event", reason)
 		}
 	}
-	if next.Carry.Steps != nil || next.Carry.StableHash == "" {
-		t.Errorf("carry after completion: steps %+v, stable %q; want no steps and the new stable template", next.Carry.Steps, next.Carry.StableHash)
+	if next.State.Steps != nil || next.State.StableHash == "" {
+		t.Errorf("carry after completion: steps %+v, stable %q; want no steps and the new stable template", next.State.Steps, next.State.StableHash)
 	}
 }
 
@@ -128,7 +128,7 @@ func TestUpdatesRejected(t *testing.T) {
 	updateAt(env, 2*time.Second, UpdateAbort, nil, &abort)
 	endByDeletion(env, f, time.Minute)
 	tmpl := podTemplate("nginx:v1")
-	env.ExecuteWorkflow(WorkflowType, Input{Input: contract.Input{Namespace: testNS, Name: testName}, Carry: &Carry{Idle: true, StableHash: k8s.PodTemplateHash(&tmpl, nil)}})
+	env.ExecuteWorkflow(WorkflowType, Input{Input: contract.Input{Namespace: testNS, Name: testName}, State: &State{Idle: true, StableHash: k8s.PodTemplateHash(&tmpl, nil)}})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
@@ -215,7 +215,7 @@ func TestContinuedRunRecordsStepEvents(t *testing.T) {
 	env.SetStartTime(baseTime)
 	until := baseTime.Add(5 * time.Minute)
 	in := input()
-	in.Carry = &Carry{
+	in.State = &State{
 		Idle: true, UID: testUID, StableHash: k8s.PodTemplateHash(&v1, nil), StepList: list,
 		Steps: &stepsState{Hash: k8s.PodTemplateHash(&v2, nil), Revision: 2, Step: 1, WaitingFor: WaitingForTimer, PauseUntil: &until},
 	}

@@ -34,18 +34,18 @@ func checkTraffic(annotations map[string]string, steps []k8s.RolloutStep) error 
 // passed at once (as Argo Rollouts does) and the sync that followed wrote the route or scaled
 // the canary. It reports whether step i was one.
 func (r *rollout) enterTrafficStep(ctx workflow.Context, i int, prefix string) bool {
-	step := r.stepList[i]
+	step := r.StepList[i]
 	if step.SetHeaderRoute == nil && step.SetCanaryScale == nil {
 		return false
 	}
-	r.dirty = true
+	r.Dirty = true
 	if workflow.GetVersion(ctx, changeTrafficStepPods, workflow.DefaultVersion, 1) == 1 {
-		r.steps.WaitingFor, r.steps.Message = WaitingForWeight, prefix+": waiting for the canary's pods"
-		r.recordStep(ctx, "RolloutStep", r.steps.Message)
+		r.Steps.WaitingFor, r.Steps.Message = WaitingForWeight, prefix+": waiting for the canary's pods"
+		r.recordStep(ctx, "RolloutStep", r.Steps.Message)
 		return true
 	}
-	r.steps.WaitingFor, r.steps.Message = "", prefix+": set"
-	r.recordStep(ctx, "RolloutStep", r.steps.Message)
+	r.Steps.WaitingFor, r.Steps.Message = "", prefix+": set"
+	r.recordStep(ctx, "RolloutStep", r.Steps.Message)
 	r.enterStep(ctx, i+1)
 	return true
 }
@@ -54,11 +54,11 @@ func (r *rollout) enterTrafficStep(ctx workflow.Context, i int, prefix string) b
 // passes only once the canary has available pods and the route carries the header routes
 // (unless the canary has no pods at this step: its header route is written once it has).
 func (r *rollout) headerStep() bool {
-	s := r.steps
-	if s == nil || s.Full || s.Step >= len(r.stepList) {
+	s := r.Steps
+	if s == nil || s.Full || s.Step >= len(r.StepList) {
 		return false
 	}
-	h := r.stepList[s.Step].SetHeaderRoute
+	h := r.StepList[s.Step].SetHeaderRoute
 	return h != nil && len(h.Match) > 0
 }
 
@@ -67,7 +67,7 @@ func (r *rollout) headerStep() bool {
 func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
 	d := k8s.Effective(snap.Deployment)
 	spec, err := k8s.ParseTraffic(d.Annotations)
-	if spec == nil && err == nil && r.traffic != nil && r.traffic.Stable.Service != "" &&
+	if spec == nil && err == nil && r.Traffic != nil && r.Traffic.Stable.Service != "" &&
 		workflow.GetVersion(ctx, changeTrafficRelease, workflow.DefaultVersion, 1) == 1 {
 		return r.releaseTraffic(ctx, ref)
 	}
@@ -77,7 +77,7 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	// The stable Service selects the stable template; the canary Service the new one during a
 	// rollout, the stable one otherwise. The template that completes in this sync is the
 	// stable one from here on.
-	stable, canary := r.stableHash, r.lastHash
+	stable, canary := r.StableHash, r.LastHash
 	if plan.Phase == k8s.PhaseComplete || stable == "" {
 		stable = canary
 	}
@@ -86,19 +86,19 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	// ReplicaSet has a pod (the next image right after a rollout completed) leaves it where it
 	// is, and the new template is the canary's.
 	availNow, availAfter := k8s.AvailablePods(snap.ReplicaSets), k8s.AvailableAfter(snap.ReplicaSets, plan)
-	if cur := r.traffic; cur != nil && cur.Stable.Hash != "" && stable != cur.Stable.Hash {
+	if cur := r.Traffic; cur != nil && cur.Stable.Hash != "" && stable != cur.Stable.Hash {
 		if availNow[stable] <= 0 && availNow[cur.Stable.Hash] > 0 && workflow.GetVersion(ctx, changeTrafficStableServes, workflow.DefaultVersion, 1) == 1 {
 			stable = cur.Stable.Hash
 		}
 	}
 	target := int32(100)
 	var headers []k8s.HeaderRoute
-	switch s := r.steps; {
-	case r.abort != nil || canary == stable:
+	switch s := r.Steps; {
+	case r.Abort != nil || canary == stable:
 		target, canary = 0, stable
-	case s != nil && !s.Full && s.Step < len(r.stepList):
+	case s != nil && !s.Full && s.Step < len(r.StepList):
 		target = r.weight()
-		headers = k8s.ActiveHeaderRoutes(r.stepList, s.Step)
+		headers = k8s.ActiveHeaderRoutes(r.StepList, s.Step)
 		// A header route goes only to a canary with available pods, before and after the
 		// plan's writes.
 		if len(headers) > 0 && min(availNow[canary], availAfter[canary]) <= 0 &&
@@ -107,23 +107,23 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 		}
 	}
 	ask := k8s.TrafficAsk{Target: target, Stable: stable, Canary: canary}
-	if r.abort != nil {
-		ask.Aborted = r.abort.Hash
+	if r.Abort != nil {
+		ask.Aborted = r.Abort.Hash
 	}
 	dec := k8s.DecideTraffic(ask, snap.ReplicaSets, plan, r.trafficChange(ctx))
 	canary, weight, avail, after, handover := dec.Canary, dec.Weight, dec.Available, dec.After, dec.Handover
 	want := k8s.TrafficState{StableHash: stable, CanaryHash: canary, Route: k8s.RouteState{CanaryWeight: weight, HeaderRoutes: headers}}
 	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after, Handover: handover,
-		Abort: dec.Abort || r.abort != nil, SizesAfter: k8s.SizesAfter(snap.ReplicaSets, plan), KnownHeaderRoutes: knownHeaderRoutes(r.stepList)}
+		Abort: dec.Abort || r.Abort != nil, SizesAfter: k8s.SizesAfter(snap.ReplicaSets, plan), KnownHeaderRoutes: knownHeaderRoutes(r.StepList)}
 	routeName := fmt.Sprintf("%s rule %d", spec.HTTPRoute.Name, spec.HTTPRoute.Rule)
-	changed := r.traffic == nil || r.traffic.Route != routeName || r.traffic.CanaryWeight != want.Route.CanaryWeight ||
-		r.traffic.Stable.Hash != stable || r.traffic.Canary.Hash != canary || headerNames(r.traffic.HeaderRoutes) != headerNames(headers)
-	if !changed && r.traffic.Check == "holds" && r.traffic.Hold == "" && sameHeaderRoutes(r.traffic.HeaderRoutes, headers) &&
+	changed := r.Traffic == nil || r.Traffic.Route != routeName || r.Traffic.CanaryWeight != want.Route.CanaryWeight ||
+		r.Traffic.Stable.Hash != stable || r.Traffic.Canary.Hash != canary || headerNames(r.Traffic.HeaderRoutes) != headerNames(headers)
+	if !changed && r.Traffic.Check == "holds" && r.Traffic.Hold == "" && sameHeaderRoutes(r.Traffic.HeaderRoutes, headers) &&
 		workflow.GetVersion(ctx, changeTrafficUnchanged, workflow.DefaultVersion, 1) == 1 {
 		// The route and the Services are as the last move left them and as wanted: no reads,
 		// no writes. Every sync re-reading them spent the client budget its writes needed
 		// (six routed Deployments at QPS 20 starved their own writes for minutes).
-		r.traffic.Stable.Available, r.traffic.Canary.Available = avail[stable], avail[canary]
+		r.Traffic.Stable.Available, r.Traffic.Canary.Available = avail[stable], avail[canary]
 		r.trafficAsk = &ask
 		return nil
 	}
@@ -155,8 +155,8 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	if res.Check != "" {
 		st.Check = res.Check
 	}
-	held := r.traffic != nil && r.traffic.Hold != ""
-	r.traffic = st
+	held := r.Traffic != nil && r.Traffic.Hold != ""
+	r.Traffic = st
 	r.trafficAsk = &ask
 	if changed || held != (res.Hold != "") {
 		r.upsertStepState(ctx)
@@ -168,10 +168,10 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 // no canary while the route's canary Service is on another template (the rollback signal,
 // kubectl rollout undo, a release's rollback).
 func (r *rollout) returning(ask k8s.TrafficAsk) bool {
-	if r.abort != nil || ask.Aborted != "" {
+	if r.Abort != nil || ask.Aborted != "" {
 		return true
 	}
-	t := r.traffic
+	t := r.Traffic
 	return ask.Canary == ask.Stable && t != nil && t.Canary.Hash != "" && t.Canary.Hash != ask.Stable
 }
 
@@ -188,7 +188,7 @@ func (r *rollout) fallBackTraffic(ctx workflow.Context, ref activities.Deploymen
 	if err := workflow.ExecuteLocalActivity(ctx, a.ReleaseTraffic, in).Get(ctx, &res); err != nil {
 		return fmt.Errorf("sync traffic on httproute %s: %v; select every pod instead: %w", routeName, cause, err)
 	}
-	r.traffic = &TrafficStatus{Route: routeName, Check: "holds", Hold: "route not moved, the Services select every pod: " + cause.Error(),
+	r.Traffic = &TrafficStatus{Route: routeName, Check: "holds", Hold: "route not moved, the Services select every pod: " + cause.Error(),
 		Stable: k8s.Backend{Service: spec.StableService}, Canary: k8s.Backend{Service: spec.CanaryService}}
 	r.trafficAsk = nil
 	r.upsertStepState(ctx)
@@ -198,7 +198,7 @@ func (r *rollout) fallBackTraffic(ctx workflow.Context, ref activities.Deploymen
 // releaseTraffic gives the Services of a Deployment that lost its traffic annotation their
 // selectors back (activities.ReleaseTraffic) and forgets the route.
 func (r *rollout) releaseTraffic(ctx workflow.Context, ref activities.DeploymentRef) error {
-	t := r.traffic
+	t := r.Traffic
 	in := activities.ReleaseTrafficInput{Deployment: ref, Services: []string{t.Stable.Service, t.Canary.Service}, Events: []k8s.Event{{
 		Type: "Normal", Reason: "TrafficReleased",
 		Message: fmt.Sprintf("The %s annotation is gone: Services %s and %s select as their own selectors say again", k8s.TrafficAnnotation, t.Stable.Service, t.Canary.Service),
@@ -207,7 +207,7 @@ func (r *rollout) releaseTraffic(ctx workflow.Context, ref activities.Deployment
 	if err := workflow.ExecuteLocalActivity(ctx, a.ReleaseTraffic, in).Get(ctx, &res); err != nil {
 		return fmt.Errorf("give the services their selectors back: %w", err)
 	}
-	r.traffic, r.trafficAsk = nil, nil
+	r.Traffic, r.trafficAsk = nil, nil
 	r.upsertStepState(ctx)
 	return nil
 }
@@ -232,15 +232,15 @@ func (r *rollout) trafficChange(ctx workflow.Context) func(string) bool {
 // traffic routing.
 func (r *rollout) trafficStepReached(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Plan) bool {
 	ask := r.trafficAsk
-	if r.traffic == nil || ask == nil || ask.Canary == ask.Stable {
+	if r.Traffic == nil || ask == nil || ask.Canary == ask.Stable {
 		return true
 	}
 	sizes := k8s.SizesAfter(snap.ReplicaSets, plan)
-	reached := k8s.TrafficStepReached(r.traffic.CanaryWeight, ask.Target, sizes[ask.Canary], sizes[ask.Stable])
+	reached := k8s.TrafficStepReached(r.Traffic.CanaryWeight, ask.Target, sizes[ask.Canary], sizes[ask.Stable])
 	if r.headerStep() && sizes[ask.Canary] > 0 {
 		// A canary with no pods at this step gets its header route once it has some.
-		want := k8s.ActiveHeaderRoutes(r.stepList, r.steps.Step)
-		reached = reached && headerNames(r.traffic.HeaderRoutes) == headerNames(want)
+		want := k8s.ActiveHeaderRoutes(r.StepList, r.Steps.Step)
+		reached = reached && headerNames(r.Traffic.HeaderRoutes) == headerNames(want)
 	}
 	if reached {
 		return true

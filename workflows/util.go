@@ -30,14 +30,14 @@ func (r *rollout) upsertSearchAttributes(ctx workflow.Context, outcome string) {
 	if !sa.ContainsKey(saNamespace) || outcome == "" {
 		return
 	}
-	updates := []temporal.SearchAttributeUpdate{saRevision.ValueSet(r.status.TargetRevision)}
+	updates := []temporal.SearchAttributeUpdate{saRevision.ValueSet(r.Status.TargetRevision)}
 	if !sa.ContainsKey(saDeployment) {
 		updates = append(updates, saDeployment.ValueSet(r.in.Name))
 	}
 	if outcome != "" {
 		updates = append(updates, saOutcome.ValueSet(outcome))
 	}
-	summary := fmt.Sprintf("%s/%s: revision %d → %d, %s", r.in.Namespace, r.in.Name, r.fromRevision, r.status.TargetRevision, outcome)
+	summary := fmt.Sprintf("%s/%s: revision %d → %d, %s", r.in.Namespace, r.in.Name, r.fromRevision, r.Status.TargetRevision, outcome)
 	if r.stateDirty {
 		// The step state marked in this task goes in the same two upserts.
 		r.stateDirty = false

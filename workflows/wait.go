@@ -50,7 +50,7 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 	if r.wake != nil {
 		sel.AddFuture(r.wake, func(workflow.Future) {
 			r.wake, r.cancelWake, r.wakeAt = nil, nil, time.Time{}
-			r.dirty = true
+			r.Dirty = true
 		})
 	}
 	if r.await != nil {
@@ -78,7 +78,7 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 				r.log.Warn("Waiting for the rollout's next move failed, syncing after backoff", "error", err)
 				return
 			}
-			r.dirty = true
+			r.Dirty = true
 			r.observed = res.Snapshot
 			if len(res.Moves) > 0 {
 				// The wait made the rollout's scale moves itself (AwaitInput.Inline).
@@ -86,7 +86,7 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 				r.inlineMoves += len(res.Moves)
 			}
 			if res.Reason == activities.AwaitGone {
-				r.liveNext = true
+				r.LiveNext = true
 			}
 		})
 	}
@@ -98,40 +98,40 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 // must see and the request it would sync with.
 func (r *rollout) startAwait(ctx workflow.Context) {
 	in := activities.AwaitInput{
-		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, AtLeast: r.atLeast,
-		Request: k8s.Request{RollbackTo: r.rollbackTo, Canary: r.canaryReq, Managed: r.managed}, MaxWait: awaitMaxWait,
+		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID, AtLeast: r.AtLeast,
+		Request: k8s.Request{RollbackTo: r.RollbackTo, Canary: r.canaryReq, Managed: r.Managed}, MaxWait: awaitMaxWait,
 	}
 	if in.Request.Managed {
-		in.Request.ManagedProgress, in.Request.ManagedGuard = r.progress, r.managedGuard
+		in.Request.ManagedProgress, in.Request.ManagedGuard = r.ManagedProgress, r.ManagedGuard
 	}
 	ann := r.rolloutAnnotations
 	in.RolloutAnnotations = &ann
 	// A plain rollout's scale moves are the wait's to make (activities.inlineMoves) while the
 	// Deployment stays at the generation this sync decided on.
-	in.Inline = !r.managed && r.canaryReq == nil && r.rollbackTo == nil && r.traffic == nil && r.bg == nil && r.abort == nil
+	in.Inline = !r.Managed && r.canaryReq == nil && r.RollbackTo == nil && r.Traffic == nil && r.BlueGreen == nil && r.Abort == nil
 	// So are a stepped rollout's moves within its step, with no traffic routing (the route
 	// follows the pods through the sync's gate) and not blue-green.
-	if !in.Inline && !r.managed && r.canaryReq != nil && !r.canaryReq.BlueGreen && r.rollbackTo == nil && r.traffic == nil &&
-		r.bg == nil && r.abort == nil && workflow.GetVersion(ctx, changeInlineCanaryMoves, workflow.DefaultVersion, 1) >= 1 {
+	if !in.Inline && !r.Managed && r.canaryReq != nil && !r.canaryReq.BlueGreen && r.RollbackTo == nil && r.Traffic == nil &&
+		r.BlueGreen == nil && r.Abort == nil && workflow.GetVersion(ctx, changeInlineCanaryMoves, workflow.DefaultVersion, 1) >= 1 {
 		in.Inline, in.InlineCanary = true, true
 	}
 	in.Generation = r.generation
 	// With traffic routing, the wait also wakes the workflow when the route should move (the
 	// pods it weighs changed, k8s.DecideTraffic), so a held rollout keeps following them.
-	if r.traffic != nil && r.trafficAsk != nil && r.trafficChange(ctx)(k8s.ChangeTrafficFollowsPods) {
-		t := r.traffic
+	if r.Traffic != nil && r.trafficAsk != nil && r.trafficChange(ctx)(k8s.ChangeTrafficFollowsPods) {
+		t := r.Traffic
 		in.Traffic = &activities.AwaitTraffic{Ask: *r.trafficAsk, Weight: t.CanaryWeight, Changes: r.trafficChanges, NeedsCanaryPods: r.headerStep(),
 			Cur:       &k8s.TrafficState{StableHash: t.Stable.Hash, CanaryHash: t.Canary.Hash, Route: k8s.RouteState{CanaryWeight: t.CanaryWeight, HeaderRoutes: t.HeaderRoutes}},
-			Returning: r.abort != nil}
+			Returning: r.Abort != nil}
 	}
 	// Held (a step's pause or analysis, a freeze, a blue-green preview): once at rest the wait
 	// ends (AwaitRest) rather than heartbeat for as long as the hold lasts.
 	if r.canaryReq != nil && r.canaryReq.Hold && workflow.GetVersion(ctx, changeHeldAtRest, workflow.DefaultVersion, 1) >= 1 {
 		in.Rest = true
 	}
-	if r.localWait > 0 && !r.awaitRemote && !r.recordRollback && !r.recordUpdate {
-		in.MaxWait = r.localWait
-		lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, localAwaitOptions(r.localWait)))
+	if r.LocalWait > 0 && !r.awaitRemote && !r.recordRollback && !r.recordUpdate {
+		in.MaxWait = r.LocalWait
+		lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, localAwaitOptions(r.LocalWait)))
 		r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteLocalActivity(lctx, a.AwaitChange, in), cancel, true
 		return
 	}
@@ -149,7 +149,7 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 // workflow task ends, and the retry's sync follows once the client budget admits it.
 func (r *rollout) startRetryAwait(ctx workflow.Context) {
 	r.stopAwait()
-	in := activities.AwaitInput{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, Retry: true, MaxWait: awaitMaxWait}
+	in := activities.AwaitInput{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID, Retry: true, MaxWait: awaitMaxWait}
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitOptions))
 	r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteActivity(actx, a.AwaitChange, in), cancel, false
 }
