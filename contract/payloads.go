@@ -119,6 +119,10 @@ type Status struct {
 	AbortScaleDownAt *time.Time `json:"abortScaleDownAt,omitempty"`
 	// AnnotationError names an invalid rollout annotation that holds the rollout.
 	AnnotationError string `json:"annotationError,omitempty"`
+	// Holds lists why the rollout waits, first what must end first: an abort under way, an
+	// invalid annotation, a user's pause, the traffic gate, the step's or blue-green phase's
+	// wait. Empty: nothing holds it.
+	Holds []Hold `json:"holds,omitempty"`
 	// Traffic: with the temporal-rollout.io/traffic annotation, the route's weights, header
 	// routes and the invariant's check at the last traffic move (docs/traffic.md).
 	Traffic *TrafficStatus `json:"traffic,omitempty"`
@@ -226,6 +230,28 @@ const WaitingForReplicaSet = "ReplicaSet"
 
 // WaitingForFreeze: a stepped rollout holds before its next step for the fleet freeze.
 const WaitingForFreeze = "Freeze"
+
+// Kinds of Hold beyond the WaitingFor values (which RolloutWaitingFor carries): these are in
+// the status and the run's details, not in the search attribute.
+const (
+	// HoldAbort: an abort returns the Deployment to its stable template.
+	HoldAbort = "Abort"
+	// HoldInvalidAnnotation: an invalid rollout annotation holds the rollout until fixed.
+	HoldInvalidAnnotation = "InvalidAnnotation"
+	// HoldPaused: spec.paused (kubectl rollout pause, the pause signal).
+	HoldPaused = "Paused"
+)
+
+// Hold is one reason a rollout waits: its kind (a WaitingFor value or a Hold* kind), what it
+// says, when it ends by itself (nil: it does not), and what a user can do about it.
+type Hold struct {
+	Kind    string     `json:"kind"`
+	Message string     `json:"message"`
+	Until   *time.Time `json:"until,omitempty"`
+	// Do is the command that ends or overrides the hold ("kubectl rollout resume ...",
+	// "temporal workflow update execute ... --name promote"), empty when none does.
+	Do string `json:"do,omitempty"`
+}
 
 // Blue-green phases (the status query's blueGreen.phase).
 const (

@@ -37,32 +37,6 @@ import (
 // abortHoldTimer is what bgTimerFor names while the timer is an abort's hold.
 const abortHoldTimer = "AbortHold"
 
-// blueGreenState is a blue-green rollout in progress.
-type blueGreenState struct {
-	// Hash is the template rolled out, Revision its revision; StableHash the template the
-	// active Service selects until promotion.
-	Hash       string `json:"hash"`
-	Revision   int64  `json:"revision,omitempty"`
-	StableHash string `json:"stableHash,omitempty"`
-	Phase      string `json:"phase"`
-	WaitingFor string `json:"waitingFor,omitempty"`
-	Message    string `json:"message,omitempty"`
-	// Promoted: promote (or the automatic promotion) happened; Full: promote {"full":true}
-	// skipped the analyses.
-	Promoted bool `json:"promoted,omitempty"`
-	Full     bool `json:"full,omitempty"`
-	// Until ends the automatic promotion's wait or the scale-down delay.
-	Until *time.Time `json:"until,omitempty"`
-	// Analysis and AnalysisSpec: the pre- or post-promotion analysis under way.
-	Analysis     *analysisState    `json:"analysis,omitempty"`
-	AnalysisSpec *k8s.AnalysisStep `json:"analysisSpec,omitempty"`
-	// Spec is the annotation as the last sync read it, so a run continued from this one acts
-	// on a timer or an analysis that ends before its first sync.
-	Spec *k8s.BlueGreenSpec `json:"spec,omitempty"`
-	// Freeze: the fleet freeze the automatic promotion holds for (WaitingFor Freeze, Until the
-	// next look at it; freeze.go).
-	Freeze *FreezeHold `json:"freeze,omitempty"`
-}
 
 // bgState is a blue-green rollout's part of a run.
 type bgState struct {
@@ -109,10 +83,10 @@ func (r *rollout) blueGreenRequest(ctx workflow.Context, d *appsv1.Deployment, r
 			r.Warned = key
 			r.recordStepWarning(ctx, "InvalidRolloutAnnotation", msg)
 		}
-		r.annotationError = msg
+		r.AnnotationError = msg
 		return &k8s.Canary{Hash: hash, Hold: true, Freeze: true, Message: msg}, true
 	}
-	r.Warned, r.annotationError = "", ""
+	r.Warned, r.AnnotationError = "", ""
 	r.bgSpec = spec
 	// Set at every sync: a run continued from one recorded before rolloutRevision took the
 	// Deployment's annotation.
@@ -259,24 +233,6 @@ func (r *rollout) previewReady(ctx workflow.Context) {
 	}
 }
 
-// canPromoteBlueGreen: promote goes past a paused rollout or an analysis; {"full":true} also
-// promotes a preview still scaling, and skips both analyses.
-func (r *rollout) canPromoteBlueGreen(req PromoteRequest) error {
-	bg := r.BlueGreen
-	if bg.WaitingFor == WaitingForFreeze && bg.Freeze != nil {
-		return frozenError(r.in.Namespace, r.in.Name, bg.Freeze)
-	}
-	switch bg.Phase {
-	case BlueGreenPaused, BlueGreenPrePromotionAnalysis, BlueGreenPostPromotionAnalysis:
-		return nil
-	case BlueGreenPreview:
-		if req.Full {
-			return nil
-		}
-		return fmt.Errorf("the preview of %s/%s is not ready: its new pods are not all available yet; promote {\"full\":true} promotes it as soon as they are", r.in.Namespace, r.in.Name)
-	}
-	return fmt.Errorf("%s/%s is already promoted (%s)", r.in.Namespace, r.in.Name, bg.Message)
-}
 
 // promoteBlueGreen promotes: the active Service switches at the next sync once the new pods
 // are all available. During the post-promotion analysis it skips the analysis.
@@ -311,7 +267,7 @@ func (r *rollout) promoteBlueGreen(ctx workflow.Context, req PromoteRequest, why
 func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
 	d := k8s.Effective(snap.Deployment)
 	_, annotated := d.Annotations[k8s.BlueGreenAnnotation]
-	if !annotated && r.BlueGreenServices == nil || plan.CanaryStale || r.annotationError != "" || !r.blueGreenOn(ctx) {
+	if !annotated && r.BlueGreenServices == nil || plan.CanaryStale || r.AnnotationError != "" || !r.blueGreenOn(ctx) {
 		return nil
 	}
 	var spec *k8s.BlueGreenSpec
@@ -333,9 +289,9 @@ func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentR
 	}
 	rolling := r.BlueGreen != nil && r.Abort == nil
 	active, preview := k8s.BlueGreenTargets(stable, target, rolling, rolling && r.BlueGreen.Promoted)
-	switches := []activities.ServiceSwitch{r.serviceSwitch(snap, plan, spec.ActiveService, "ActiveSwitched", "Active", active)}
+	switches := []activities.ServiceSwitch{serviceSwitch(snap, plan, spec.ActiveService, "ActiveSwitched", "Active", active)}
 	if spec.PreviewService != "" {
-		switches = append(switches, r.serviceSwitch(snap, plan, spec.PreviewService, "PreviewSwitched", "Preview", preview))
+		switches = append(switches, serviceSwitch(snap, plan, spec.PreviewService, "PreviewSwitched", "Preview", preview))
 	}
 	if r.BlueGreenServices != nil && annotated && r.BlueGreenServices.Active == spec.ActiveService && r.BlueGreenServices.Preview == spec.PreviewService &&
 		switchesDone(switches, r.BlueGreenServices) && workflow.GetVersion(ctx, changeBlueGreenUnchanged, workflow.DefaultVersion, 1) == 1 {
@@ -378,7 +334,7 @@ func switchesDone(switches []activities.ServiceSwitch, sv *BlueGreenServices) bo
 
 // serviceSwitch is the switch of one Service to hash, if the ReplicaSet of hash serves fully
 // (otherwise the Service is left as it is).
-func (r *rollout) serviceSwitch(snap k8s.Snapshot, plan k8s.Plan, service, reason, role, hash string) activities.ServiceSwitch {
+func serviceSwitch(snap k8s.Snapshot, plan k8s.Plan, service, reason, role, hash string) activities.ServiceSwitch {
 	if !k8s.ServesFully(snap.ReplicaSets, plan, hash) {
 		return activities.ServiceSwitch{Service: service}
 	}
@@ -530,18 +486,3 @@ func (r *rollout) endBlueGreen() {
 	r.BlueGreen = nil
 }
 
-// blueGreenStatus is the status query's view: nil for a Deployment without blue-green.
-func (r *rollout) blueGreenStatus() *BlueGreenStatus {
-	if r.BlueGreen == nil && r.BlueGreenServices == nil {
-		return nil
-	}
-	st := &BlueGreenStatus{}
-	if sv := r.BlueGreenServices; sv != nil {
-		st.BlueGreenServices = *sv
-	}
-	if bg := r.BlueGreen; bg != nil {
-		st.Phase, st.Hash, st.StableHash, st.WaitingFor, st.Message = bg.Phase, bg.Hash, bg.StableHash, bg.WaitingFor, bg.Message
-		st.Promoted, st.Until, st.Analysis, st.Freeze = bg.Promoted, bg.Until, bg.Analysis, bg.Freeze
-	}
-	return st
-}

@@ -21,10 +21,10 @@ import (
 type fakeServices struct {
 	f        *fakeCluster
 	selects  map[string]string
-	switches []serviceSwitch
+	switches []switchSeen
 }
 
-type serviceSwitch struct {
+type switchSeen struct {
 	service, hash string
 	at            int
 }
@@ -37,7 +37,7 @@ func (s *fakeServices) SyncBlueGreen(_ context.Context, in activities.SyncBlueGr
 	for _, sw := range in.Switches {
 		if sw.Hash != "" && s.selects[sw.Service] != sw.Hash {
 			s.selects[sw.Service] = sw.Hash
-			s.switches = append(s.switches, serviceSwitch{sw.Service, sw.Hash, len(f.order)})
+			s.switches = append(s.switches, switchSeen{sw.Service, sw.Hash, len(f.order)})
 			res.Switched = append(res.Switched, sw.Service)
 			f.events = append(f.events, sw.Event)
 		}
@@ -94,7 +94,7 @@ func TestBlueGreenRollout(t *testing.T) {
 		t.Errorf("promote in the delay: rejected with %v, want already promoted", again.rejected)
 	}
 	// The active Service switched once, to v2, after the preview and before v1 scaled down.
-	var active []serviceSwitch
+	var active []switchSeen
 	for _, sw := range svcs.switches {
 		if sw.service == "web" {
 			active = append(active, sw)

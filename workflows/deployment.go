@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -261,7 +260,8 @@ func (r *rollout) queryStatus() Status {
 	st.Syncs = r.syncs
 	st.WaitMoves = r.inlineMoves
 	st.Steps = r.stepsStatus()
-	st.AnnotationError = r.annotationError
+	st.AnnotationError = r.AnnotationError
+	st.Holds = r.holds(r.in.WorkflowID())
 	st.Traffic = r.Traffic
 	st.BlueGreen = r.blueGreenStatus()
 	if r.Abort != nil {
@@ -724,36 +724,18 @@ func (r *rollout) details() string {
 	if r.Steps != nil || r.Abort != nil || r.BlueGreen != nil {
 		line += "\n\n" + r.stepSummary()
 	}
+	for _, h := range r.holds(r.in.WorkflowID()) {
+		line += "\n\nWaits for **" + h.Kind + "**: " + h.Message
+		if h.Until != nil {
+			line += " (until " + h.Until.UTC().Format(time.RFC3339) + ")"
+		}
+		if h.Do != "" {
+			line += "\n`" + h.Do + "`"
+		}
+	}
 	for _, rs := range st.ReplicaSets {
 		line += fmt.Sprintf("\n- `%s` (revision %d): %d replicas, %d ready, %d available", rs.Name, rs.Revision, rs.Replicas, rs.Ready, rs.Available)
 	}
 	return line
 }
 
-// report refreshes the status query's answer from the snapshot and plan.
-func (r *rollout) report(s k8s.Snapshot, plan k8s.Plan) {
-	d := s.Deployment
-	st := &r.Status
-	st.Phase = string(plan.Phase)
-	st.Paused = k8s.Effective(d).Spec.Paused
-	if d.Spec.Replicas != nil {
-		st.Replicas = *d.Spec.Replicas
-	}
-	st.Conditions = plan.Status.Conditions
-	st.NewReplicaSet = plan.NewReplicaSet
-	st.TargetRevision = plan.Revision
-	st.Message = plan.Message
-	st.ReplicaSets = nil
-	for _, rs := range s.ReplicaSets {
-		rev, _ := k8s.Revision(rs.Annotations)
-		var n int32
-		if rs.Spec.Replicas != nil {
-			n = *rs.Spec.Replicas
-		}
-		st.ReplicaSets = append(st.ReplicaSets, ReplicaSetStatus{Name: rs.Name, Hash: rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey], Revision: rev, Replicas: n, Ready: rs.Status.ReadyReplicas, Available: rs.Status.AvailableReplicas})
-	}
-	sort.Slice(st.ReplicaSets, func(i, j int) bool { return st.ReplicaSets[i].Revision > st.ReplicaSets[j].Revision })
-	if plan.Phase == k8s.PhaseComplete {
-		st.CurrentRevision = plan.Revision
-	}
-}

@@ -78,15 +78,6 @@ func (r *rollout) nextStep(ctx workflow.Context) {
 	r.recordStepWarning(ctx, "RolloutFrozen", s.Message)
 }
 
-// frozenMessage: "Held before step 3 of 4 (setWeight 60): fleet freeze until ... (reason)".
-func (r *rollout) frozenMessage() string {
-	s := r.Steps
-	next := "100%"
-	if s.Step+1 < len(r.StepList) {
-		next = fmt.Sprintf("step %d of %d (%s)", s.Step+2, len(r.StepList), r.StepList[s.Step+1])
-	}
-	return fmt.Sprintf("Held before %s: %s %s (%s)", next, k8s.FleetFreezeHeldText, s.Freeze.Until.Format(time.RFC3339), s.Freeze.Reason)
-}
 
 // startFreezeTimer starts the held rollout's next look at the freeze: in freezeRecheck, or at
 // the freeze's end if sooner.

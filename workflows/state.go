@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"fmt"
+	"sort"
 	"time"
 
 	"go.temporal.io/sdk/log"
@@ -55,6 +57,8 @@ type State struct {
 	LastHash   string            `json:"lastHash,omitempty"`
 	Abort      *abortState       `json:"abort,omitempty"`
 	Warned     string            `json:"warned,omitempty"`
+	// AnnotationError: an invalid rollout annotation holds the rollout (the last sync's).
+	AnnotationError string `json:"annotationError,omitempty"`
 	// Managed and ManagedGuard: the worker runs in managed mode (--managed-guard), as Observe
 	// last said; ManagedProgress: the rollout's own Progressing condition there, the progress
 	// deadline's clock (k8s.Request.ManagedProgress).
@@ -72,6 +76,62 @@ type State struct {
 	Notify        *k8s.NotifyConfig        `json:"notify,omitempty"`
 	UIURL         string                   `json:"uiURL,omitempty"`
 	Notifications []activities.NotifyInput `json:"notifications,omitempty"`
+}
+
+// stepsState is a stepped rollout in progress.
+type stepsState struct {
+	// Hash is the pod-template-hash the steps run for; Revision its revision.
+	Hash     string `json:"hash"`
+	Revision int64  `json:"revision,omitempty"`
+	// Step is the current step, 0-based; past the last, the rollout goes to 100%.
+	Step int `json:"step"`
+	// Full: promote {"full":true} skipped the remaining steps.
+	Full       bool       `json:"full,omitempty"`
+	WaitingFor string     `json:"waitingFor,omitempty"`
+	Message    string     `json:"message,omitempty"`
+	PauseUntil *time.Time `json:"pauseUntil,omitempty"`
+	// Analysis is the current analysis step's measurements.
+	Analysis *analysisState `json:"analysis,omitempty"`
+	// Freeze: the fleet freeze the rollout holds for before its next step (freeze.go).
+	Freeze *FreezeHold `json:"freeze,omitempty"`
+}
+
+// abortState is an abort under way: the rollback to the stable revision, until it completes.
+type abortState struct {
+	Reason string `json:"reason"`
+	// Hash is the template that was aborted.
+	Hash string `json:"hash"`
+	// Until (a blue-green abort, abortScaleDownDelaySeconds Delay) ends the hold of the
+	// aborted ReplicaSet's pods, on a durable timer; nil once it passed, or without a hold.
+	Until *time.Time `json:"until,omitempty"`
+	Delay int32      `json:"delay,omitempty"`
+}
+
+// blueGreenState is a blue-green rollout in progress.
+type blueGreenState struct {
+	// Hash is the template rolled out, Revision its revision; StableHash the template the
+	// active Service selects until promotion.
+	Hash       string `json:"hash"`
+	Revision   int64  `json:"revision,omitempty"`
+	StableHash string `json:"stableHash,omitempty"`
+	Phase      string `json:"phase"`
+	WaitingFor string `json:"waitingFor,omitempty"`
+	Message    string `json:"message,omitempty"`
+	// Promoted: promote (or the automatic promotion) happened; Full: promote {"full":true}
+	// skipped the analyses.
+	Promoted bool `json:"promoted,omitempty"`
+	Full     bool `json:"full,omitempty"`
+	// Until ends the automatic promotion's wait or the scale-down delay.
+	Until *time.Time `json:"until,omitempty"`
+	// Analysis and AnalysisSpec: the pre- or post-promotion analysis under way.
+	Analysis     *analysisState    `json:"analysis,omitempty"`
+	AnalysisSpec *k8s.AnalysisStep `json:"analysisSpec,omitempty"`
+	// Spec is the annotation as the last sync read it, so a run continued from this one acts
+	// on a timer or an analysis that ends before its first sync.
+	Spec *k8s.BlueGreenSpec `json:"spec,omitempty"`
+	// Freeze: the fleet freeze the automatic promotion holds for (WaitingFor Freeze, Until the
+	// next look at it; freeze.go).
+	Freeze *FreezeHold `json:"freeze,omitempty"`
 }
 
 // newRollout builds a run from its input: the state the previous run handed over (or a new
@@ -130,4 +190,136 @@ func (r *rollout) nextInput(idle bool) Input {
 	r.Notifications = r.carriedNotifications()
 	st := r.State
 	return Input{Input: contract.Input{Namespace: r.in.Namespace, Name: r.in.Name, Cluster: r.in.Cluster}, State: &st}
+}
+
+// currentStep describes the current step.
+func (s *State) currentStep() string {
+	if s.Steps == nil || s.Steps.Step >= len(s.StepList) {
+		return "done"
+	}
+	return s.StepList[s.Steps.Step].String()
+}
+
+// weight is the weight in force at the current step: the last setWeight at or before it.
+func (s *State) weight() int32 {
+	var w int32
+	for i := 0; i <= s.Steps.Step && i < len(s.StepList); i++ {
+		if sw := s.StepList[i].SetWeight; sw != nil {
+			w = *sw
+		}
+	}
+	return w
+}
+
+// stepsStatus is the status query's view of the stepped rollout.
+func (s *State) stepsStatus() *StepsStatus {
+	cur := s.Steps
+	if cur == nil {
+		return nil
+	}
+	st := &StepsStatus{
+		Step: cur.Step + 1, Steps: len(s.StepList), Current: s.currentStep(), Weight: s.weight(),
+		WaitingFor: cur.WaitingFor, Message: cur.Message, PauseUntil: cur.PauseUntil, Full: cur.Full, Analysis: cur.Analysis,
+		Traffic: s.Traffic, Freeze: cur.Freeze,
+	}
+	if cur.Full {
+		st.Weight = 100
+	}
+	if a := cur.Analysis; a != nil && len(a.Measurements) > 0 {
+		m := a.Measurements[len(a.Measurements)-1]
+		st.LastValue = &m
+	}
+	return st
+}
+
+// stepSummary is one line on the stepped rollout: "step 2 of 5 (pause 30s): paused until ...".
+func (s *State) stepSummary() string {
+	switch {
+	case s.Abort != nil:
+		return "aborting: " + s.Abort.Reason
+	case s.BlueGreen != nil:
+		return s.BlueGreen.Message
+	case s.Steps == nil:
+		return string(s.Status.Phase)
+	case s.Steps.Full:
+		return "promoted in full, rolling out to 100%"
+	}
+	return s.Steps.Message
+}
+
+// blueGreenStatus is the status query's view: nil for a Deployment without blue-green.
+func (s *State) blueGreenStatus() *BlueGreenStatus {
+	if s.BlueGreen == nil && s.BlueGreenServices == nil {
+		return nil
+	}
+	st := &BlueGreenStatus{}
+	if sv := s.BlueGreenServices; sv != nil {
+		st.BlueGreenServices = *sv
+	}
+	if bg := s.BlueGreen; bg != nil {
+		st.Phase, st.Hash, st.StableHash, st.WaitingFor, st.Message = bg.Phase, bg.Hash, bg.StableHash, bg.WaitingFor, bg.Message
+		st.Promoted, st.Until, st.Analysis, st.Freeze = bg.Promoted, bg.Until, bg.Analysis, bg.Freeze
+	}
+	return st
+}
+
+// report refreshes the status query's answer from the snapshot and plan.
+func (s *State) report(snap k8s.Snapshot, plan k8s.Plan) {
+	d := snap.Deployment
+	st := &s.Status
+	st.Phase = string(plan.Phase)
+	st.Paused = k8s.Effective(d).Spec.Paused
+	if d.Spec.Replicas != nil {
+		st.Replicas = *d.Spec.Replicas
+	}
+	st.Conditions = plan.Status.Conditions
+	st.NewReplicaSet = plan.NewReplicaSet
+	st.TargetRevision = plan.Revision
+	st.Message = plan.Message
+	st.ReplicaSets = nil
+	for _, rs := range snap.ReplicaSets {
+		rev, _ := k8s.Revision(rs.Annotations)
+		var n int32
+		if rs.Spec.Replicas != nil {
+			n = *rs.Spec.Replicas
+		}
+		st.ReplicaSets = append(st.ReplicaSets, ReplicaSetStatus{Name: rs.Name, Hash: rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey], Revision: rev, Replicas: n, Ready: rs.Status.ReadyReplicas, Available: rs.Status.AvailableReplicas})
+	}
+	sort.Slice(st.ReplicaSets, func(i, j int) bool { return st.ReplicaSets[i].Revision > st.ReplicaSets[j].Revision })
+	if plan.Phase == k8s.PhaseComplete {
+		st.CurrentRevision = plan.Revision
+	}
+}
+
+// frozenMessage: "Held before step 3 of 4 (setWeight 60): fleet freeze until ... (reason)".
+func (s *State) frozenMessage() string {
+	cur := s.Steps
+	next := "100%"
+	if cur.Step+1 < len(s.StepList) {
+		next = fmt.Sprintf("step %d of %d (%s)", cur.Step+2, len(s.StepList), s.StepList[cur.Step+1])
+	}
+	return fmt.Sprintf("Held before %s: %s %s (%s)", next, k8s.FleetFreezeHeldText, cur.Freeze.Until.Format(time.RFC3339), cur.Freeze.Reason)
+}
+
+// headerStep reports whether the current step is a setHeaderRoute that adds a route: it
+// passes only once the canary has available pods and the route carries the header routes
+// (unless the canary has no pods at this step: its header route is written once it has).
+func (s *State) headerStep() bool {
+	cur := s.Steps
+	if cur == nil || cur.Full || cur.Step >= len(s.StepList) {
+		return false
+	}
+	h := s.StepList[cur.Step].SetHeaderRoute
+	return h != nil && len(h.Match) > 0
+}
+
+// returning reports whether a sync asks for the way back to the stable template: an abort, or
+// no canary while the route's canary Service is on another template (the rollback signal,
+// kubectl rollout undo, a release's rollback).
+func (s *State) returning(ask k8s.TrafficAsk) bool {
+	if s.Abort != nil || ask.Aborted != "" {
+		return true
+	}
+	t := s.Traffic
+	return ask.Canary == ask.Stable && t != nil && t.Canary.Hash != "" && t.Canary.Hash != ask.Stable
 }

@@ -33,38 +33,11 @@ const (
 	analysisInconclusive = "Inconclusive"
 )
 
-// stepsState is a stepped rollout in progress.
-type stepsState struct {
-	// Hash is the pod-template-hash the steps run for; Revision its revision.
-	Hash     string `json:"hash"`
-	Revision int64  `json:"revision,omitempty"`
-	// Step is the current step, 0-based; past the last, the rollout goes to 100%.
-	Step int `json:"step"`
-	// Full: promote {"full":true} skipped the remaining steps.
-	Full       bool       `json:"full,omitempty"`
-	WaitingFor string     `json:"waitingFor,omitempty"`
-	Message    string     `json:"message,omitempty"`
-	PauseUntil *time.Time `json:"pauseUntil,omitempty"`
-	// Analysis is the current analysis step's measurements.
-	Analysis *analysisState `json:"analysis,omitempty"`
-	// Freeze: the fleet freeze the rollout holds for before its next step (freeze.go).
-	Freeze *FreezeHold `json:"freeze,omitempty"`
-}
 
 // maxKeptMeasurements bounds the measurements the state (and the status query) keeps; every
 // one is in the history as its activity's result.
 const maxKeptMeasurements = 10
 
-// abortState is an abort under way: the rollback to the stable revision, until it completes.
-type abortState struct {
-	Reason string `json:"reason"`
-	// Hash is the template that was aborted.
-	Hash string `json:"hash"`
-	// Until (a blue-green abort, abortScaleDownDelaySeconds Delay) ends the hold of the
-	// aborted ReplicaSet's pods, on a durable timer; nil once it passed, or without a hold.
-	Until *time.Time `json:"until,omitempty"`
-	Delay int32      `json:"delay,omitempty"`
-}
 
 // stepState is a stepped rollout's part of a run.
 type stepState struct {
@@ -74,8 +47,7 @@ type stepState struct {
 	// releaseRollback: the template of the last sync is the one a release's rollback restored
 	// (k8s.ReleaseRestoredHashAnnotation): the fleet freeze does not hold it.
 	releaseRollback bool
-	aborted         *abortState
-	annotationError string
+	aborted *abortState
 	waitingSA       string
 	// stateDirty: the step state changed in this workflow task and is written once, before
 	// the task ends (flushStepState; change one-upsert-per-task).
@@ -179,40 +151,7 @@ func (r *rollout) awaitUpdate(ctx workflow.Context, u *update) (Status, error) {
 	return r.queryStatus(), nil
 }
 
-func (r *rollout) canPromote(req PromoteRequest) error {
-	if r.BlueGreen != nil {
-		return r.canPromoteBlueGreen(req)
-	}
-	s := r.Steps
-	if s == nil || s.Full {
-		return fmt.Errorf("no stepped rollout is in progress for %s/%s", r.in.Namespace, r.in.Name)
-	}
-	if s.WaitingFor == WaitingForFreeze && s.Freeze != nil {
-		return frozenError(r.in.Namespace, r.in.Name, s.Freeze)
-	}
-	if req.Full {
-		return nil
-	}
-	switch s.WaitingFor {
-	case WaitingForPromote, WaitingForTimer, WaitingForAnalysis:
-		return nil
-	case WaitingForWeight:
-		return fmt.Errorf("step %d of %d (%s) is not paused: it goes on by itself once its weight is reached; promote {\"full\":true} skips the remaining steps", s.Step+1, len(r.StepList), r.currentStep())
-	}
-	return fmt.Errorf("nothing is paused for %s/%s: every step has passed and the rollout goes to 100%%", r.in.Namespace, r.in.Name)
-}
 
-func (r *rollout) canAbort() error {
-	switch {
-	case r.Abort != nil:
-		return fmt.Errorf("%s/%s is already aborting: %s", r.in.Namespace, r.in.Name, r.Abort.Reason)
-	case r.StableHash == "":
-		return fmt.Errorf("%s/%s has no revision that completed to return to", r.in.Namespace, r.in.Name)
-	case r.LastHash == "" || r.LastHash == r.StableHash:
-		return fmt.Errorf("nothing to abort: %s/%s runs its last completed template (revision %d)", r.in.Namespace, r.in.Name, r.Status.CurrentRevision)
-	}
-	return nil
-}
 
 // applyUpdates applies queued updates (main loop only). Each is validated again: the state may
 // have moved since its validator ran.
@@ -283,24 +222,7 @@ func (r *rollout) promote(ctx workflow.Context, req PromoteRequest) {
 	r.enterStep(ctx, s.Step+1)
 }
 
-// currentStep describes the current step.
-func (r *rollout) currentStep() string {
-	if r.Steps == nil || r.Steps.Step >= len(r.StepList) {
-		return "done"
-	}
-	return r.StepList[r.Steps.Step].String()
-}
 
-// weight is the weight in force at the current step: the last setWeight at or before it.
-func (r *rollout) weight() int32 {
-	var w int32
-	for i := 0; i <= r.Steps.Step && i < len(r.StepList); i++ {
-		if sw := r.StepList[i].SetWeight; sw != nil {
-			w = *sw
-		}
-	}
-	return w
-}
 
 // canaryRequest weighs a snapshot's steps before a decision and returns the cap for
 // k8s.Decide (nil: roll out as upstream does). It starts a stepped rollout for a new template,
@@ -370,10 +292,10 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 			r.Warned = key
 			r.recordStepWarning(ctx, "InvalidRolloutAnnotation", msg)
 		}
-		r.annotationError = msg
+		r.AnnotationError = msg
 		return &k8s.Canary{Hash: hash, Hold: true, Freeze: true, Message: msg}
 	}
-	r.Warned, r.annotationError = "", ""
+	r.Warned, r.AnnotationError = "", ""
 	if len(steps) == 0 {
 		r.endSteps()
 		return nil
@@ -784,18 +706,7 @@ func (r *rollout) writeStepState(ctx workflow.Context, summary string, final []t
 	if err := workflow.UpsertMemo(ctx, memo); err != nil {
 		r.log.Warn("Upsert memo failed", "error", err)
 	}
-	waiting := ""
-	if st.Steps != nil {
-		waiting = st.Steps.WaitingFor
-	} else if st.BlueGreen != nil {
-		waiting = st.BlueGreen.WaitingFor
-	}
-	if t := r.Traffic; t != nil && t.Hold != "" {
-		waiting = WaitingForTrafficGate
-	}
-	if b := r.BlueGreenServices; b != nil && b.Hold != "" {
-		waiting = WaitingForTrafficGate
-	}
+	waiting := waitingFor(st.Holds)
 	updates := final
 	if r.waitingSA != waiting {
 		updates = append(updates, saWaitingFor.ValueSet(waiting))
@@ -813,38 +724,4 @@ func (r *rollout) writeStepState(ctx workflow.Context, summary string, final []t
 	r.waitingSA = waiting
 }
 
-// stepSummary is one line on the stepped rollout: "step 2 of 5 (pause 30s): paused until ...".
-func (r *rollout) stepSummary() string {
-	switch {
-	case r.Abort != nil:
-		return "aborting: " + r.Abort.Reason
-	case r.BlueGreen != nil:
-		return r.BlueGreen.Message
-	case r.Steps == nil:
-		return string(r.Status.Phase)
-	case r.Steps.Full:
-		return "promoted in full, rolling out to 100%"
-	}
-	return r.Steps.Message
-}
 
-// stepsStatus is the status query's view of the stepped rollout.
-func (r *rollout) stepsStatus() *StepsStatus {
-	s := r.Steps
-	if s == nil {
-		return nil
-	}
-	st := &StepsStatus{
-		Step: s.Step + 1, Steps: len(r.StepList), Current: r.currentStep(), Weight: r.weight(),
-		WaitingFor: s.WaitingFor, Message: s.Message, PauseUntil: s.PauseUntil, Full: s.Full, Analysis: s.Analysis,
-		Traffic: r.Traffic, Freeze: s.Freeze,
-	}
-	if s.Full {
-		st.Weight = 100
-	}
-	if a := s.Analysis; a != nil && len(a.Measurements) > 0 {
-		m := a.Measurements[len(a.Measurements)-1]
-		st.LastValue = &m
-	}
-	return st
-}

@@ -50,17 +50,6 @@ func (r *rollout) enterTrafficStep(ctx workflow.Context, i int, prefix string) b
 	return true
 }
 
-// headerStep reports whether the current step is a setHeaderRoute that adds a route: it
-// passes only once the canary has available pods and the route carries the header routes
-// (unless the canary has no pods at this step: its header route is written once it has).
-func (r *rollout) headerStep() bool {
-	s := r.Steps
-	if s == nil || s.Full || s.Step >= len(r.StepList) {
-		return false
-	}
-	h := r.StepList[s.Step].SetHeaderRoute
-	return h != nil && len(h.Match) > 0
-}
 
 // syncTraffic moves the traffic for a sync's plan (nothing without a valid traffic
 // annotation, or while an invalid annotation holds the rollout).
@@ -71,7 +60,7 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 		workflow.GetVersion(ctx, changeTrafficRelease, workflow.DefaultVersion, 1) == 1 {
 		return r.releaseTraffic(ctx, ref)
 	}
-	if spec == nil || err != nil || r.annotationError != "" || plan.CanaryStale {
+	if spec == nil || err != nil || r.AnnotationError != "" || plan.CanaryStale {
 		return nil
 	}
 	// The stable Service selects the stable template; the canary Service the new one during a
@@ -164,16 +153,6 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	return nil
 }
 
-// returning reports whether a sync asks for the way back to the stable template: an abort, or
-// no canary while the route's canary Service is on another template (the rollback signal,
-// kubectl rollout undo, a release's rollback).
-func (r *rollout) returning(ask k8s.TrafficAsk) bool {
-	if r.Abort != nil || ask.Aborted != "" {
-		return true
-	}
-	t := r.Traffic
-	return ask.Canary == ask.Stable && t != nil && t.Canary.Hash != "" && t.Canary.Hash != ask.Stable
-}
 
 // fallBackTraffic gives both Services their own selectors back (every pod of the Deployment)
 // when the route cannot be moved on the way back to the stable template, and says why in an

@@ -1,0 +1,136 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/temporal-rollout/rollout/contract"
+)
+
+// Why a rollout waits, in one place (as Argo Rollouts' pauseContext): holds lists every reason
+// from the state, and every view of it is read from that list: the status query (Status.Holds),
+// the RolloutWaitingFor search attribute (waitingFor), the run's current details in the
+// Temporal UI, and what promote and abort accept (canPromote, canAbort).
+
+// Hold is one reason a rollout waits (contract.Hold).
+type Hold = contract.Hold
+
+// holds lists why the rollout waits, first what must end first; id is the workflow's ID, for
+// the commands a hold names.
+func (s *State) holds(id string) []Hold {
+	ns, name := s.Status.Namespace, s.Status.Name
+	update := func(u, input string) string {
+		return fmt.Sprintf("temporal workflow update execute --workflow-id %s --name %s --input '%s'", id, u, input)
+	}
+	promote, abort := update(UpdatePromote, `{}`), update(UpdateAbort, `{"reason":"..."}`)
+	var hs []Hold
+	if ab := s.Abort; ab != nil {
+		hs = append(hs, Hold{Kind: contract.HoldAbort, Message: "aborting: " + ab.Reason, Until: ab.Until})
+	}
+	if s.AnnotationError != "" {
+		hs = append(hs, Hold{Kind: contract.HoldInvalidAnnotation, Message: s.AnnotationError,
+			Do: fmt.Sprintf("kubectl edit deployment/%s -n %s (fix the temporal-rollout.io annotation)", name, ns)})
+	}
+	if (s.Pause != nil && *s.Pause) || (s.Pause == nil && s.Status.Paused) {
+		hs = append(hs, Hold{Kind: contract.HoldPaused, Message: "paused (spec.paused)", Do: fmt.Sprintf("kubectl rollout resume deployment/%s -n %s", name, ns)})
+	}
+	if t := s.Traffic; t != nil && t.Hold != "" {
+		hs = append(hs, Hold{Kind: WaitingForTrafficGate, Message: "traffic gate: " + t.Hold})
+	}
+	if b := s.BlueGreenServices; b != nil && b.Hold != "" {
+		hs = append(hs, Hold{Kind: WaitingForTrafficGate, Message: "traffic gate: " + b.Hold})
+	}
+	phase := func(waiting, msg string, until *time.Time, freeze *FreezeHold) {
+		h := Hold{Kind: waiting, Message: msg, Until: until}
+		switch waiting {
+		case WaitingForPromote, WaitingForTimer, WaitingForAnalysis:
+			h.Do = promote + " (or abort: " + abort + ")"
+		case WaitingForWeight:
+			h.Do = update(UpdatePromote, `{"full":true}`) + " skips the remaining steps"
+		case WaitingForFreeze:
+			h.Do = "starter thaw (abort still works: " + abort + ")"
+			if freeze != nil {
+				u := freeze.Until
+				h.Until = &u
+			}
+		}
+		hs = append(hs, h)
+	}
+	if st := s.Steps; st != nil {
+		if st.WaitingFor != "" {
+			phase(st.WaitingFor, st.Message, st.PauseUntil, st.Freeze)
+		}
+	} else if bg := s.BlueGreen; bg != nil && bg.WaitingFor != "" {
+		phase(bg.WaitingFor, bg.Message, bg.Until, bg.Freeze)
+	}
+	return hs
+}
+
+// waitingFor is the RolloutWaitingFor search attribute: the first hold it names (a step's or
+// blue-green phase's wait, or the traffic gate), empty when none. An abort, an invalid
+// annotation and a user's pause are in the status and the details only: the attribute's
+// values are those recorded histories wrote.
+func waitingFor(hs []Hold) string {
+	for _, h := range hs {
+		switch h.Kind {
+		case contract.HoldAbort, contract.HoldInvalidAnnotation, contract.HoldPaused:
+			continue
+		}
+		return h.Kind
+	}
+	return ""
+}
+
+func (s *State) canPromote(req PromoteRequest) error {
+	if s.BlueGreen != nil {
+		return s.canPromoteBlueGreen(req)
+	}
+	cur := s.Steps
+	if cur == nil || cur.Full {
+		return fmt.Errorf("no stepped rollout is in progress for %s/%s", s.Status.Namespace, s.Status.Name)
+	}
+	if cur.WaitingFor == WaitingForFreeze && cur.Freeze != nil {
+		return frozenError(s.Status.Namespace, s.Status.Name, cur.Freeze)
+	}
+	if req.Full {
+		return nil
+	}
+	switch cur.WaitingFor {
+	case WaitingForPromote, WaitingForTimer, WaitingForAnalysis:
+		return nil
+	case WaitingForWeight:
+		return fmt.Errorf("step %d of %d (%s) is not paused: it goes on by itself once its weight is reached; promote {\"full\":true} skips the remaining steps", cur.Step+1, len(s.StepList), s.currentStep())
+	}
+	return fmt.Errorf("nothing is paused for %s/%s: every step has passed and the rollout goes to 100%%", s.Status.Namespace, s.Status.Name)
+}
+
+func (s *State) canAbort() error {
+	switch {
+	case s.Abort != nil:
+		return fmt.Errorf("%s/%s is already aborting: %s", s.Status.Namespace, s.Status.Name, s.Abort.Reason)
+	case s.StableHash == "":
+		return fmt.Errorf("%s/%s has no revision that completed to return to", s.Status.Namespace, s.Status.Name)
+	case s.LastHash == "" || s.LastHash == s.StableHash:
+		return fmt.Errorf("nothing to abort: %s/%s runs its last completed template (revision %d)", s.Status.Namespace, s.Status.Name, s.Status.CurrentRevision)
+	}
+	return nil
+}
+
+// canPromoteBlueGreen: promote goes past a paused rollout or an analysis; {"full":true} also
+// promotes a preview still scaling, and skips both analyses.
+func (s *State) canPromoteBlueGreen(req PromoteRequest) error {
+	bg := s.BlueGreen
+	if bg.WaitingFor == WaitingForFreeze && bg.Freeze != nil {
+		return frozenError(s.Status.Namespace, s.Status.Name, bg.Freeze)
+	}
+	switch bg.Phase {
+	case BlueGreenPaused, BlueGreenPrePromotionAnalysis, BlueGreenPostPromotionAnalysis:
+		return nil
+	case BlueGreenPreview:
+		if req.Full {
+			return nil
+		}
+		return fmt.Errorf("the preview of %s/%s is not ready: its new pods are not all available yet; promote {\"full\":true} promotes it as soon as they are", s.Status.Namespace, s.Status.Name)
+	}
+	return fmt.Errorf("%s/%s is already promoted (%s)", s.Status.Namespace, s.Status.Name, bg.Message)
+}
