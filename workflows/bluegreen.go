@@ -37,7 +37,6 @@ import (
 // abortHoldTimer is what bgTimerFor names while the timer is an abort's hold.
 const abortHoldTimer = "AbortHold"
 
-
 // bgState is a blue-green rollout's part of a run.
 type bgState struct {
 	// bgSpec: the annotation as the last sync read it.
@@ -232,7 +231,6 @@ func (r *rollout) previewReady(ctx workflow.Context) {
 		r.enterBlueGreen(ctx, BlueGreenPaused)
 	}
 }
-
 
 // promoteBlueGreen promotes: the active Service switches at the next sync once the new pods
 // are all available. During the post-promotion analysis it skips the analysis.
@@ -485,4 +483,3 @@ func (r *rollout) endBlueGreen() {
 	}
 	r.BlueGreen = nil
 }
-

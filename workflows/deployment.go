@@ -738,4 +738,3 @@ func (r *rollout) details() string {
 	}
 	return line
 }
-

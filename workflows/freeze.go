@@ -78,7 +78,6 @@ func (r *rollout) nextStep(ctx workflow.Context) {
 	r.recordStepWarning(ctx, "RolloutFrozen", s.Message)
 }
 
-
 // startFreezeTimer starts the held rollout's next look at the freeze: in freezeRecheck, or at
 // the freeze's end if sooner.
 func (r *rollout) startFreezeTimer(ctx workflow.Context) {

@@ -33,11 +33,9 @@ const (
 	analysisInconclusive = "Inconclusive"
 )
 
-
 // maxKeptMeasurements bounds the measurements the state (and the status query) keeps; every
 // one is in the history as its activity's result.
 const maxKeptMeasurements = 10
-
 
 // stepState is a stepped rollout's part of a run.
 type stepState struct {
@@ -47,7 +45,7 @@ type stepState struct {
 	// releaseRollback: the template of the last sync is the one a release's rollback restored
 	// (k8s.ReleaseRestoredHashAnnotation): the fleet freeze does not hold it.
 	releaseRollback bool
-	aborted *abortState
+	aborted         *abortState
 	waitingSA       string
 	// stateDirty: the step state changed in this workflow task and is written once, before
 	// the task ends (flushStepState; change one-upsert-per-task).
@@ -151,8 +149,6 @@ func (r *rollout) awaitUpdate(ctx workflow.Context, u *update) (Status, error) {
 	return r.queryStatus(), nil
 }
 
-
-
 // applyUpdates applies queued updates (main loop only). Each is validated again: the state may
 // have moved since its validator ran.
 func (r *rollout) applyUpdates(ctx workflow.Context) bool {
@@ -221,8 +217,6 @@ func (r *rollout) promote(ctx workflow.Context, req PromoteRequest) {
 	r.recordStep(ctx, "RolloutPromoted", fmt.Sprintf("Promoted past step %d of %d (%s)", s.Step+1, len(r.StepList), r.currentStep()))
 	r.enterStep(ctx, s.Step+1)
 }
-
-
 
 // canaryRequest weighs a snapshot's steps before a decision and returns the cap for
 // k8s.Decide (nil: roll out as upstream does). It starts a stepped rollout for a new template,
@@ -723,5 +717,3 @@ func (r *rollout) writeStepState(ctx workflow.Context, summary string, final []t
 	}
 	r.waitingSA = waiting
 }
-
-

@@ -50,7 +50,6 @@ func (r *rollout) enterTrafficStep(ctx workflow.Context, i int, prefix string) b
 	return true
 }
 
-
 // syncTraffic moves the traffic for a sync's plan (nothing without a valid traffic
 // annotation, or while an invalid annotation holds the rollout).
 func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
@@ -152,7 +151,6 @@ func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef
 	}
 	return nil
 }
-
 
 // fallBackTraffic gives both Services their own selectors back (every pod of the Deployment)
 // when the route cannot be moved on the way back to the stable template, and says why in an
