@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 	appsv1 "k8s.io/api/apps/v1"
@@ -69,10 +68,11 @@ var localActivityOptions = workflow.LocalActivityOptions{
 // managed.go), the users' updates (updateState, steps.go), traffic routing (traffic.go) and
 // notifications (notify.go).
 type rollout struct {
-	in  Input
-	log log.Logger
+	in Input
 	// State is the run's state, whole (state.go): what it started from and hands on.
 	State
+	// effects: events, notifications, memo and search attributes (effects.go).
+	effects
 
 	syncState
 	waitState
@@ -86,8 +86,6 @@ type rollout struct {
 	// weigh the route the same way; trafficChanges: the traffic change IDs asked in this run.
 	trafficAsk     *k8s.TrafficAsk
 	trafficChanges map[string]bool
-	// notifier: the webhook of the notify annotation (notify.go).
-	notifier notifier
 }
 
 // syncState is what the syncs need: the work owed, the Deployment as last seen, and the
@@ -707,7 +705,7 @@ func backoffFor(failures int) time.Duration {
 }
 
 func (r *rollout) finishRollout(ctx workflow.Context, outcome string) {
-	r.upsertSearchAttributes(ctx, outcome)
+	r.upsertSearchAttributes(ctx, outcome, r.fromRevision)
 	r.notifyOutcome(ctx, outcome)
 	if !r.progressed {
 		return

@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -41,21 +40,6 @@ var freezeOptions = workflow.LocalActivityOptions{
 // freezeChecked reports whether this run asks for the fleet freeze (the versioned branch).
 func freezeChecked(ctx workflow.Context) bool {
 	return workflow.GetVersion(ctx, changeFleetFreezeHold, workflow.DefaultVersion, 1) >= 1
-}
-
-// fleetFreeze asks for the fleet freeze; nil when the fleet is not frozen, or when asking
-// failed (logged: no hold).
-func (r *rollout) fleetFreeze(ctx workflow.Context) *FreezeHold {
-	var f activities.FleetFreezeResult
-	lctx := workflow.WithLocalActivityOptions(ctx, freezeOptions)
-	if err := workflow.ExecuteLocalActivity(lctx, a.FleetFreeze).Get(lctx, &f); err != nil {
-		r.log.Warn("Asking for the fleet freeze failed; not holding", "error", err)
-		return nil
-	}
-	if !f.Frozen || (!f.Until.IsZero() && !f.Until.After(workflow.Now(ctx))) {
-		return nil
-	}
-	return &FreezeHold{Until: f.Until.UTC(), Reason: f.Reason, By: f.By}
 }
 
 // nextStep passes the current step: it enters the next one, or, while the fleet is frozen,

@@ -139,7 +139,6 @@ type blueGreenState struct {
 func newRollout(ctx workflow.Context, in Input) *rollout {
 	r := &rollout{
 		in:       in,
-		log:      log.With(workflow.GetLogger(ctx), "namespace", in.Namespace, "deployment", in.Name),
 		trigger:  workflow.GetSignalChannel(ctx, SignalTrigger),
 		pause:    workflow.GetSignalChannel(ctx, SignalPause),
 		resume:   workflow.GetSignalChannel(ctx, SignalResume),
@@ -157,9 +156,12 @@ func newRollout(ctx workflow.Context, in Input) *rollout {
 		r.Dirty = true
 	}
 	if r.Status.Phase == "" {
-		r.Status = Status{Namespace: in.Namespace, Name: in.Name, Phase: "Pending"}
+		r.Status = Status{Phase: "Pending"}
 	}
+	r.Status.Namespace, r.Status.Name = in.Namespace, in.Name
 	r.fromRevision = r.Status.CurrentRevision
+	r.effects = effects{State: &r.State, dep: in.Input, status: r.queryStatus,
+		log: log.With(workflow.GetLogger(ctx), "namespace", in.Namespace, "deployment", in.Name)}
 	if in.Trigger != nil {
 		// Started by the watcher without a signal: the trigger it would have signalled.
 		r.AtLeast = append(r.AtLeast, in.Trigger.Versions...)

@@ -12,7 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/temporal-rollout/rollout/activities"
-	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -46,10 +45,6 @@ type stepState struct {
 	// (k8s.ReleaseRestoredHashAnnotation): the fleet freeze does not hold it.
 	releaseRollback bool
 	aborted         *abortState
-	waitingSA       string
-	// stateDirty: the step state changed in this workflow task and is written once, before
-	// the task ends (flushStepState; change one-upsert-per-task).
-	stateDirty bool
 	// stepWaits: the step's timer (for step stepTimerFor) and analysis.
 	stepWaits    phaseWaits
 	stepTimerFor int
@@ -634,86 +629,4 @@ func (r *rollout) startAbort(ctx workflow.Context, reason string) {
 	msg := fmt.Sprintf("Rollout of revision %d aborted: %s; returning to %s", r.Status.TargetRevision, reason, target)
 	r.log.Warn("Rollout aborted", "reason", reason, "to", target)
 	r.recordStepWarning(ctx, "RolloutAborted", msg)
-}
-
-// recordStep records a Normal event on the Deployment, logs it, and refreshes the memo and the
-// search attributes: every step and verdict is in the history.
-func (r *rollout) recordStep(ctx workflow.Context, reason, msg string) {
-	r.recordEvent(ctx, k8s.Event{Type: "Normal", Reason: reason, Message: msg})
-}
-
-func (r *rollout) recordStepWarning(ctx workflow.Context, reason, msg string) {
-	r.recordEvent(ctx, k8s.Event{Type: "Warning", Reason: reason, Message: msg})
-}
-
-func (r *rollout) recordEvent(ctx workflow.Context, ev k8s.Event) {
-	r.log.Info("Rollout step", "reason", ev.Reason, "message", ev.Message)
-	if r.UID != "" {
-		ref := activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID}
-		lctx := withSummary(ctx, "record "+ev.Reason+" on "+r.in.Namespace+"/"+r.in.Name)
-		if err := workflow.ExecuteLocalActivity(lctx, a.RecordEvent, activities.RecordEventInput{Deployment: ref, Events: []k8s.Event{ev}}).Get(ctx, nil); err != nil {
-			r.log.Warn("Recording a rollout event failed", "reason", ev.Reason, "error", err)
-		}
-	}
-	r.notifyEvent(ctx, ev)
-	r.upsertStepState(ctx)
-}
-
-// upsertStepState writes the memo (always) and the RolloutWaitingFor search attribute (where
-// the attributes are registered) for the current step. From change one-upsert-per-task it
-// only marks them for flushStepState, which writes them once before the workflow task ends:
-// at most one memo upsert and one search-attribute upsert per task (docs/capacity.md).
-func (r *rollout) upsertStepState(ctx workflow.Context) {
-	if workflow.GetVersion(ctx, changeOneUpsertPerTask, workflow.DefaultVersion, 1) >= 1 {
-		r.stateDirty = true
-		return
-	}
-	r.writeStepState(ctx, "", nil)
-}
-
-// flushStepState writes the step state marked by upsertStepState, if any: before the workflow
-// waits (the task ends there) and as a run ends.
-func (r *rollout) flushStepState(ctx workflow.Context) {
-	if r.stateDirty {
-		r.stateDirty = false
-		r.writeStepState(ctx, "", nil)
-	}
-}
-
-// writeStepState upserts the memo of the current step (summary, when set, replaces its
-// one-line summary) and, in one upsert, final and RolloutWaitingFor where it changed.
-func (r *rollout) writeStepState(ctx workflow.Context, summary string, final []temporal.SearchAttributeUpdate) {
-	st := r.queryStatus()
-	memo := map[string]any{contract.MemoSummary: fmt.Sprintf("%s/%s: %s", r.in.Namespace, r.in.Name, r.stepSummary())}
-	if summary != "" {
-		memo[contract.MemoSummary] = summary
-	}
-	if st.Steps != nil {
-		memo[contract.MemoSteps] = st.Steps
-	}
-	if st.AbortReason != "" {
-		memo[contract.MemoAbortReason] = st.AbortReason
-	}
-	if st.BlueGreen != nil {
-		memo[contract.MemoBlueGreen] = st.BlueGreen
-	}
-	if err := workflow.UpsertMemo(ctx, memo); err != nil {
-		r.log.Warn("Upsert memo failed", "error", err)
-	}
-	waiting := waitingFor(st.Holds)
-	updates := final
-	if r.waitingSA != waiting {
-		updates = append(updates, saWaitingFor.ValueSet(waiting))
-	}
-	if len(updates) == 0 {
-		return
-	}
-	if sa := workflow.GetTypedSearchAttributes(ctx); !sa.ContainsKey(saNamespace) {
-		return
-	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
-		r.log.Warn("Upsert search attributes failed", "error", err)
-		return
-	}
-	r.waitingSA = waiting
 }
