@@ -71,7 +71,7 @@ func fillValue(v reflect.Value, path string, depth int) {
 func TestStateCarriedWhole(t *testing.T) {
 	var give State
 	fillValue(reflect.ValueOf(&give).Elem(), "state", 0)
-	give.Notifications = nil // delivered by the run (resumeWaits), not handed on once sent
+	give.Notifications = nil                              // delivered by the run (resumeWaits), not handed on once sent
 	give.Status.Namespace, give.Status.Name = "ns", "web" // the input's Deployment
 	for i := 0; i < reflect.TypeOf(give).NumField(); i++ {
 		f := reflect.TypeOf(give).Field(i)
