@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -42,22 +43,6 @@ type measurer struct {
 	hash string
 }
 
-// newMeasurer prepares the current analysis step's measurements: it records the provider in
-// the step's state (the status query shows it) and, for a Job, the Job's name: the
-// Deployment's, the template's, the step's and this run's, so every attempt (and a run
-// continued from this one, which carries the name) waits on the same Job, and a later rollout
-// of the same template makes a new one.
-func (r *rollout) newMeasurer(ctx workflow.Context, spec *k8s.AnalysisStep, st *analysisState) *measurer {
-	st.Provider = spec.Provider()
-	if spec.Job != nil && st.Job == "" {
-		st.Job = k8s.AnalysisJobName(r.in.Name, r.Steps.Hash, st.Step+1, workflow.GetInfo(ctx).WorkflowExecution.RunID)
-	}
-	return &measurer{
-		spec: spec, st: st, hash: r.Steps.Hash,
-		ref: activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID},
-	}
-}
-
 // take takes the next measurement.
 func (m *measurer) take(ctx workflow.Context) (activities.Measurement, error) {
 	var res activities.Measurement
@@ -74,4 +59,81 @@ func (m *measurer) take(ctx workflow.Context) (activities.Measurement, error) {
 		Deployment: m.ref, Step: st.Step + 1, Measurement: st.Taken + 1, Query: spec.Query, Min: spec.Min, Max: spec.Max, Web: spec.Web,
 	}).Get(ctx, &res)
 	return res, err
+}
+
+// Outcomes of an analysis.
+const (
+	analysisSuccessful   = "Successful"
+	analysisFailed       = "Failed"
+	analysisInconclusive = "Inconclusive"
+)
+
+// maxKeptMeasurements bounds the measurements the state (and the status query) keeps; every
+// one is in the history as its activity's result.
+const maxKeptMeasurements = 10
+
+// measureOptions: one measurement retries a failing query every few seconds for up to 5
+// minutes (a query error is not a failed measurement); after that the analysis is
+// inconclusive and the rollout waits for promote or abort.
+var measureOptions = workflow.ActivityOptions{
+	StartToCloseTimeout:    45 * time.Second,
+	ScheduleToCloseTimeout: 5 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        15 * time.Second,
+		NonRetryableErrorTypes: []string{activities.ErrNoPrometheus},
+	},
+}
+
+// analysisResult is what an analysis goroutine hands the main loop.
+type analysisResult struct {
+	gen     int
+	verdict string
+	message string
+}
+
+// run takes the analysis's measurements, Interval apart, and hands its verdict to send (also
+// recorded in the state); it returns without a verdict when ctx is canceled.
+func (meas *measurer) run(gctx workflow.Context, send func(verdict, msg string)) {
+	spec, st := meas.spec, meas.st
+	done := func(verdict, msg string) {
+		st.Verdict, st.Message = verdict, msg
+		send(verdict, msg)
+	}
+	for st.Taken < spec.Count {
+		if st.Taken > 0 {
+			if err := workflow.Sleep(gctx, time.Duration(spec.Interval)); err != nil {
+				return
+			}
+		}
+		m, err := meas.take(gctx)
+		if gctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			done(analysisInconclusive, fmt.Sprintf("measurement %d could not be taken: %v", st.Taken+1, err))
+			return
+		}
+		st.Taken++
+		st.Measurements = append(st.Measurements, m)
+		if len(st.Measurements) > maxKeptMeasurements {
+			st.Measurements = st.Measurements[len(st.Measurements)-maxKeptMeasurements:]
+		}
+		switch m.Verdict {
+		case activities.VerdictFailed:
+			st.Failures++
+		case activities.VerdictNoData:
+			if spec.OnNoData != k8s.OnNoDataFail {
+				done(analysisInconclusive, m.Message+" (onNoData: pause)")
+				return
+			}
+			st.Failures++
+		}
+		if st.Failures > spec.FailureLimit {
+			done(analysisFailed, fmt.Sprintf("%d of %d measurements failed (failureLimit %d); last: %s", st.Failures, st.Taken, spec.FailureLimit, m.Message))
+			return
+		}
+	}
+	done(analysisSuccessful, fmt.Sprintf("%d measurements, %d failed (failureLimit %d)", st.Taken, st.Failures, spec.FailureLimit))
 }

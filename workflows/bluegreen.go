@@ -34,95 +34,31 @@ import (
 // timer waits only what is left of it. The whole branch runs only for a Deployment with the
 // annotation, behind the "blue-green" change ID.
 
-// abortHoldTimer is what bgTimerFor names while the timer is an abort's hold.
+// abortHoldTimer is what timerFor names while the timer is an abort's hold.
 const abortHoldTimer = "AbortHold"
 
-// bgState is a blue-green rollout's part of a run.
-type bgState struct {
-	// bgSpec: the annotation as the last sync read it.
-	bgSpec *k8s.BlueGreenSpec
-	// bgVersion: the "blue-green" change's version, once asked in this run.
-	bgVersion      workflow.Version
-	bgVersionKnown bool
-
-	// bgWaits: the phase's timer (for phase bgTimerFor) and analysis.
-	bgWaits    phaseWaits
-	bgTimerFor string
+// blueGreen drives a blue-green rollout's phases (State.BlueGreen) and its Services on the
+// shared phase machinery (phase.go).
+type blueGreen struct {
+	phase
+	// spec: the annotation as the last sync read it.
+	spec *k8s.BlueGreenSpec
+	// version: the "blue-green" change's version, once asked in this run.
+	version      workflow.Version
+	versionKnown bool
+	// endSteps ends a stepped rollout (the canary's): a template rolls out one way.
+	endSteps func()
 }
 
-// blueGreenOn reports whether this run drives blue-green rollouts: a run recorded before the
-// change ignored the annotation, and replays so.
-func (r *rollout) blueGreenOn(ctx workflow.Context) bool {
-	if !r.bgVersionKnown {
-		r.bgVersion = workflow.GetVersion(ctx, changeBlueGreen, workflow.DefaultVersion, 1)
-		r.bgVersionKnown = true
-	}
-	return r.bgVersion >= 1
+func newBlueGreen(ctx workflow.Context, fx *effects, endSteps func()) *blueGreen {
+	b := &blueGreen{phase: newPhase(ctx, fx), endSteps: endSteps}
+	b.fired, b.verdict = b.timerFired, b.analysisDone
+	return b
 }
 
-// blueGreenRequest weighs a snapshot's blue-green annotation for a template other than the
-// stable one, as canaryRequest weighs the steps. handled is false without the annotation;
-// otherwise the cap for k8s.Decide: a freeze for an invalid annotation (warned about once per
-// value), nil once the scale-down delay passed (upstream scales the old ReplicaSets down).
-func (r *rollout) blueGreenRequest(ctx workflow.Context, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, hash string) (c *k8s.Canary, handled bool) {
-	if _, ok := d.Annotations[k8s.BlueGreenAnnotation]; !ok || !r.blueGreenOn(ctx) {
-		r.endBlueGreen()
-		return nil, false
-	}
-	spec, err := k8s.ParseBlueGreen(d)
-	if err == nil {
-		_, err = k8s.ParseAutoRollback(d.Annotations)
-	}
-	r.endSteps()
-	if err != nil {
-		r.endBlueGreen()
-		key := k8s.RolloutAnnotations(d.Annotations)
-		msg := "Rollout held: invalid annotation: " + err.Error()
-		if r.Warned != key {
-			r.Warned = key
-			r.recordStepWarning(ctx, "InvalidRolloutAnnotation", msg)
-		}
-		r.AnnotationError = msg
-		return &k8s.Canary{Hash: hash, Hold: true, Freeze: true, Message: msg}, true
-	}
-	r.Warned, r.AnnotationError = "", ""
-	r.bgSpec = spec
-	// Set at every sync: a run continued from one recorded before rolloutRevision took the
-	// Deployment's annotation.
-	rev := rolloutRevision(rss, hash)
-	if r.BlueGreen == nil || r.BlueGreen.Hash != hash {
-		if prev := r.BlueGreen; prev != nil && prev.Promoted && prev.Hash != r.StableHash && r.BlueGreenServices != nil &&
-			r.BlueGreenServices.ActiveSelects == prev.Hash && workflow.GetVersion(ctx, changeBlueGreenPromotedStable, workflow.DefaultVersion, 1) >= 1 {
-			// A new template after the active Service switched to the promoted one (in the
-			// scale-down delay): the promoted ReplicaSet serves production, so it is the
-			// stable one the new rollout starts from, not the one before it.
-			r.recordStep(ctx, "BlueGreenPhase", fmt.Sprintf("Blue-green: new template %s while %s serves production; %s is the stable template", hash, prev.Hash, prev.Hash))
-			r.StableHash = prev.Hash
-		}
-		r.endBlueGreen()
-		r.BlueGreen = &blueGreenState{Hash: hash, Revision: rev, StableHash: r.StableHash}
-		r.recordStep(ctx, "BlueGreenStarted", fmt.Sprintf("Rolling out template %s blue-green: active Service %s stays on %s until promoted", hash, spec.ActiveService, r.StableHash))
-		r.enterBlueGreen(ctx, BlueGreenPreview)
-	}
-	bg := r.BlueGreen
-	bg.Spec = spec
-	bg.Revision = rev
-	c = &k8s.Canary{Hash: hash, BlueGreen: true}
-	switch bg.Phase {
-	case BlueGreenScalingDown:
-		return nil, true
-	case BlueGreenPreview, BlueGreenPrePromotionAnalysis, BlueGreenPaused:
-		c.BlueGreenReplicas = spec.PreviewReplicas(replicasOf(d))
-	}
-	switch bg.Phase {
-	case BlueGreenPreview, BlueGreenPromoting:
-	default:
-		c.Hold, c.Message = true, bg.Message
-	}
-	if workflow.GetVersion(ctx, changeBlueGreenScale, workflow.DefaultVersion, 1) >= 1 {
-		c.StableHash = bg.StableHash
-	}
-	return c, true
+// promote promotes (the promote update).
+func (b *blueGreen) promote(ctx workflow.Context, req PromoteRequest) {
+	b.promoteWhy(ctx, req, "Promoted")
 }
 
 func replicasOf(d *appsv1.Deployment) int32 {
@@ -132,188 +68,11 @@ func replicasOf(d *appsv1.Deployment) int32 {
 	return *d.Spec.Replicas
 }
 
-// enterBlueGreen makes phase current: it sets what the phase waits for and starts its timer
-// or analysis.
-func (r *rollout) enterBlueGreen(ctx workflow.Context, phase string) {
-	bg, spec := r.BlueGreen, r.bgSpec
-	r.stopBlueGreenWaits()
-	bg.Phase, bg.Until, bg.Analysis, bg.AnalysisSpec, bg.Freeze = phase, nil, nil, nil, nil
-	active, preview := spec.ActiveService, spec.PreviewService
-	switch phase {
-	case BlueGreenPreview:
-		bg.WaitingFor = WaitingForReplicaSet
-		bg.Message = fmt.Sprintf("Blue-green: scaling up the new ReplicaSet (template %s)", bg.Hash)
-		if preview != "" {
-			bg.Message += "; the preview Service " + preview + " switches once all its pods are available"
-		}
-	case BlueGreenPrePromotionAnalysis, BlueGreenPostPromotionAnalysis:
-		bg.AnalysisSpec = spec.PrePromotionAnalysis
-		step := 1
-		if phase == BlueGreenPostPromotionAnalysis {
-			bg.AnalysisSpec, step = spec.PostPromotionAnalysis, 2
-		}
-		bg.Analysis = &analysisState{Step: step - 1}
-		bg.WaitingFor = WaitingForAnalysis
-		bg.Message = fmt.Sprintf("Blue-green: %s (%s): measuring", analysisName(phase), bg.AnalysisSpec)
-		r.startBlueGreenAnalysis(ctx)
-	case BlueGreenPaused:
-		if spec.AutoPromotionSeconds > 0 {
-			until := workflow.Now(ctx).Add(time.Duration(spec.AutoPromotionSeconds) * time.Second).UTC()
-			bg.Until = &until
-			bg.WaitingFor = WaitingForTimer
-			bg.Message = fmt.Sprintf("Blue-green: preview ready, promoting automatically at %s (autoPromotionSeconds %d)", until.Format(time.RFC3339), spec.AutoPromotionSeconds)
-			r.startBlueGreenTimer(ctx)
-		} else {
-			bg.WaitingFor = WaitingForPromote
-			bg.Message = "Blue-green: preview ready, paused until promoted"
-		}
-	case BlueGreenPromoting:
-		bg.WaitingFor = WaitingForReplicaSet
-		bg.Message = fmt.Sprintf("Blue-green: promoted; the active Service %s switches to template %s once all its pods are available", active, bg.Hash)
-	case BlueGreenScaleDownDelay:
-		delay := spec.ScaleDownDelay()
-		until := workflow.Now(ctx).Add(delay).UTC()
-		bg.Until = &until
-		bg.WaitingFor = WaitingForTimer
-		bg.Message = fmt.Sprintf("Blue-green: active Service %s on template %s; the old ReplicaSet stays warm until %s (scaleDownDelaySeconds %d)", active, bg.Hash, until.Format(time.RFC3339), int64(delay/time.Second))
-		r.startBlueGreenTimer(ctx)
-	case BlueGreenScalingDown:
-		bg.WaitingFor = ""
-		bg.Message = "Blue-green: scaling the old ReplicaSet down"
-	}
-	r.recordStep(ctx, "BlueGreenPhase", bg.Message)
-	r.Dirty = true
-}
-
 func analysisName(phase string) string {
 	if phase == BlueGreenPostPromotionAnalysis {
 		return "post-promotion analysis"
 	}
 	return "pre-promotion analysis"
-}
-
-// afterBlueGreen moves a blue-green rollout on from a sync: the preview is ready, the active
-// Service switched, or the rollout completed.
-func (r *rollout) afterBlueGreen(ctx workflow.Context, plan k8s.Plan) {
-	bg, spec := r.BlueGreen, r.bgSpec
-	if bg == nil || spec == nil || plan.CanaryStale {
-		return
-	}
-	sv := r.BlueGreenServices
-	switch {
-	case plan.Phase == k8s.PhaseComplete:
-		if bg.Phase == BlueGreenScalingDown {
-			r.recordStep(ctx, "OldReplicaSetScaledDown", fmt.Sprintf("Blue-green: the old ReplicaSet is scaled down; template %s is complete", bg.Hash))
-		}
-		r.endBlueGreen()
-	case bg.Phase == BlueGreenPreview && plan.CanaryReached && (spec.PreviewService == "" || sv != nil && sv.PreviewSelects == bg.Hash):
-		r.previewReady(ctx)
-	case bg.Phase == BlueGreenPromoting && sv != nil && sv.ActiveSelects == bg.Hash:
-		if spec.PostPromotionAnalysis != nil && !bg.Full {
-			r.enterBlueGreen(ctx, BlueGreenPostPromotionAnalysis)
-			return
-		}
-		r.enterBlueGreen(ctx, BlueGreenScaleDownDelay)
-	}
-}
-
-// previewReady goes on from a ready preview: to the pre-promotion analysis, or to promotion.
-func (r *rollout) previewReady(ctx workflow.Context) {
-	bg, spec := r.BlueGreen, r.bgSpec
-	switch {
-	case bg.Promoted:
-		r.enterBlueGreen(ctx, BlueGreenPromoting)
-	case spec.PrePromotionAnalysis != nil:
-		r.enterBlueGreen(ctx, BlueGreenPrePromotionAnalysis)
-	case spec.AutoPromotes() && spec.AutoPromotionSeconds == 0:
-		r.autoPromoteBlueGreen(ctx, "Promoted automatically (autoPromotionEnabled)")
-	default:
-		r.enterBlueGreen(ctx, BlueGreenPaused)
-	}
-}
-
-// promoteBlueGreen promotes: the active Service switches at the next sync once the new pods
-// are all available. During the post-promotion analysis it skips the analysis.
-func (r *rollout) promoteBlueGreen(ctx workflow.Context, req PromoteRequest, why string) {
-	bg := r.BlueGreen
-	r.stopBlueGreenWaits()
-	if bg.Phase == BlueGreenPostPromotionAnalysis {
-		r.recordStep(ctx, "RolloutPromoted", why+": the post-promotion analysis is skipped")
-		r.enterBlueGreen(ctx, BlueGreenScaleDownDelay)
-		return
-	}
-	bg.Promoted, bg.Full = true, req.Full
-	msg := fmt.Sprintf("%s: the active Service %s switches to template %s", why, r.bgSpec.ActiveService, bg.Hash)
-	if req.Full {
-		msg += "; both analyses are skipped"
-	}
-	r.recordStep(ctx, "RolloutPromoted", msg)
-	if bg.Phase == BlueGreenPreview {
-		// promote {"full":true} before the preview is ready: it stays in Preview, which goes
-		// on to Promoting once the new pods are available.
-		bg.Message = "Blue-green: promoted in full; waiting for the new pods to be available"
-		r.Dirty = true
-		return
-	}
-	r.enterBlueGreen(ctx, BlueGreenPromoting)
-}
-
-// syncBlueGreen points the active and preview Services at their templates before the plan's
-// writes (nothing without a valid annotation, or while one holds the rollout). A Service
-// switches only to a ReplicaSet whose pods are all available; until then it keeps selecting
-// what it selects.
-func (r *rollout) syncBlueGreen(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
-	d := k8s.Effective(snap.Deployment)
-	_, annotated := d.Annotations[k8s.BlueGreenAnnotation]
-	if !annotated && r.BlueGreenServices == nil || plan.CanaryStale || r.AnnotationError != "" || !r.blueGreenOn(ctx) {
-		return nil
-	}
-	var spec *k8s.BlueGreenSpec
-	if annotated {
-		var err error
-		if spec, err = k8s.ParseBlueGreen(d); err != nil {
-			return nil
-		}
-	} else {
-		// The annotation is gone (removed, or a rollback restored annotations from an older
-		// ReplicaSet): the Services are pointed at the Deployment's template once, as at rest,
-		// and then left to the user.
-		spec = &k8s.BlueGreenSpec{ActiveService: r.BlueGreenServices.Active, PreviewService: r.BlueGreenServices.Preview}
-		r.endBlueGreen()
-	}
-	stable, target := r.StableHash, r.LastHash
-	if r.Abort != nil && stable != "" {
-		target = stable
-	}
-	rolling := r.BlueGreen != nil && r.Abort == nil
-	active, preview := k8s.BlueGreenTargets(stable, target, rolling, rolling && r.BlueGreen.Promoted)
-	switches := []activities.ServiceSwitch{serviceSwitch(snap, plan, spec.ActiveService, "ActiveSwitched", "Active", active)}
-	if spec.PreviewService != "" {
-		switches = append(switches, serviceSwitch(snap, plan, spec.PreviewService, "PreviewSwitched", "Preview", preview))
-	}
-	if r.BlueGreenServices != nil && annotated && r.BlueGreenServices.Active == spec.ActiveService && r.BlueGreenServices.Preview == spec.PreviewService &&
-		switchesDone(switches, r.BlueGreenServices) && workflow.GetVersion(ctx, changeBlueGreenUnchanged, workflow.DefaultVersion, 1) == 1 {
-		// Both Services already select what this sync would switch them to (or stay as they
-		// are): no reads, no writes, so the syncs leave the client budget to their writes.
-		return nil
-	}
-	var res activities.SyncBlueGreenResult
-	if err := workflow.ExecuteLocalActivity(ctx, a.SyncBlueGreen, activities.SyncBlueGreenInput{Deployment: ref, Switches: switches}).Get(ctx, &res); err != nil {
-		return fmt.Errorf("switch blue-green services: %w", err)
-	}
-	sv := &BlueGreenServices{Active: spec.ActiveService, ActiveSelects: res.Selects[spec.ActiveService], Hold: res.Hold}
-	if spec.PreviewService != "" {
-		sv.Preview, sv.PreviewSelects = spec.PreviewService, res.Selects[spec.PreviewService]
-	}
-	changed := r.BlueGreenServices == nil || *r.BlueGreenServices != *sv
-	r.BlueGreenServices = sv
-	if !annotated && sv.ActiveSelects == target && (sv.Preview == "" || sv.PreviewSelects == target) {
-		r.BlueGreenServices, changed = nil, true
-	}
-	if changed {
-		r.upsertStepState(ctx)
-	}
-	return nil
 }
 
 // switchesDone: every switch leaves its Service as it is, or points it where it already is.
@@ -349,137 +108,384 @@ func serviceSwitch(snap k8s.Snapshot, plan k8s.Plan, service, reason, role, hash
 	}}
 }
 
-// startBlueGreenTimer waits for the automatic promotion or the end of the scale-down delay.
-func (r *rollout) startBlueGreenTimer(ctx workflow.Context) {
-	bg := r.BlueGreen
+// on reports whether this run drives blue-green rollouts: a run recorded before the
+// change ignored the annotation, and replays so.
+func (b *blueGreen) on(ctx workflow.Context) bool {
+	if !b.versionKnown {
+		b.version = workflow.GetVersion(ctx, changeBlueGreen, workflow.DefaultVersion, 1)
+		b.versionKnown = true
+	}
+	return b.version >= 1
+}
+
+// request weighs a snapshot's blue-green annotation for a template other than the
+// stable one, as canary.request weighs the steps. handled is false without the annotation;
+// otherwise the cap for k8s.Decide: a freeze for an invalid annotation (warned about once per
+// value), nil once the scale-down delay passed (upstream scales the old ReplicaSets down).
+func (b *blueGreen) request(ctx workflow.Context, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, hash string) (c *k8s.Canary, handled bool) {
+	if _, ok := d.Annotations[k8s.BlueGreenAnnotation]; !ok || !b.on(ctx) {
+		b.end()
+		return nil, false
+	}
+	spec, err := k8s.ParseBlueGreen(d)
+	if err == nil {
+		_, err = k8s.ParseAutoRollback(d.Annotations)
+	}
+	b.endSteps()
+	if err != nil {
+		b.end()
+		return b.holdInvalid(ctx, d, hash, err), true
+	}
+	b.Warned, b.AnnotationError = "", ""
+	b.spec = spec
+	// Set at every sync: a run continued from one recorded before rolloutRevision took the
+	// Deployment's annotation.
+	rev := rolloutRevision(rss, hash)
+	if b.BlueGreen == nil || b.BlueGreen.Hash != hash {
+		if prev := b.BlueGreen; prev != nil && prev.Promoted && prev.Hash != b.StableHash && b.BlueGreenServices != nil &&
+			b.BlueGreenServices.ActiveSelects == prev.Hash && workflow.GetVersion(ctx, changeBlueGreenPromotedStable, workflow.DefaultVersion, 1) >= 1 {
+			// A new template after the active Service switched to the promoted one (in the
+			// scale-down delay): the promoted ReplicaSet serves production, so it is the
+			// stable one the new rollout starts from, not the one before it.
+			b.recordStep(ctx, "BlueGreenPhase", fmt.Sprintf("Blue-green: new template %s while %s serves production; %s is the stable template", hash, prev.Hash, prev.Hash))
+			b.StableHash = prev.Hash
+		}
+		b.end()
+		b.BlueGreen = &blueGreenState{Hash: hash, Revision: rev, StableHash: b.StableHash}
+		b.recordStep(ctx, "BlueGreenStarted", fmt.Sprintf("Rolling out template %s blue-green: active Service %s stays on %s until promoted", hash, spec.ActiveService, b.StableHash))
+		b.enter(ctx, BlueGreenPreview)
+	}
+	bg := b.BlueGreen
+	bg.Spec = spec
+	bg.Revision = rev
+	c = &k8s.Canary{Hash: hash, BlueGreen: true}
+	switch bg.Phase {
+	case BlueGreenScalingDown:
+		return nil, true
+	case BlueGreenPreview, BlueGreenPrePromotionAnalysis, BlueGreenPaused:
+		c.BlueGreenReplicas = spec.PreviewReplicas(replicasOf(d))
+	}
+	switch bg.Phase {
+	case BlueGreenPreview, BlueGreenPromoting:
+	default:
+		c.Hold, c.Message = true, bg.Message
+	}
+	if workflow.GetVersion(ctx, changeBlueGreenScale, workflow.DefaultVersion, 1) >= 1 {
+		c.StableHash = bg.StableHash
+	}
+	return c, true
+}
+
+// enter makes phase current: it sets what the phase waits for and starts its timer
+// or analysis.
+func (b *blueGreen) enter(ctx workflow.Context, phase string) {
+	bg, spec := b.BlueGreen, b.spec
+	b.stop()
+	bg.Phase, bg.Until, bg.Analysis, bg.AnalysisSpec, bg.Freeze = phase, nil, nil, nil, nil
+	active, preview := spec.ActiveService, spec.PreviewService
+	switch phase {
+	case BlueGreenPreview:
+		bg.WaitingFor = WaitingForReplicaSet
+		bg.Message = fmt.Sprintf("Blue-green: scaling up the new ReplicaSet (template %s)", bg.Hash)
+		if preview != "" {
+			bg.Message += "; the preview Service " + preview + " switches once all its pods are available"
+		}
+	case BlueGreenPrePromotionAnalysis, BlueGreenPostPromotionAnalysis:
+		bg.AnalysisSpec = spec.PrePromotionAnalysis
+		step := 1
+		if phase == BlueGreenPostPromotionAnalysis {
+			bg.AnalysisSpec, step = spec.PostPromotionAnalysis, 2
+		}
+		bg.Analysis = &analysisState{Step: step - 1}
+		bg.WaitingFor = WaitingForAnalysis
+		bg.Message = fmt.Sprintf("Blue-green: %s (%s): measuring", analysisName(phase), bg.AnalysisSpec)
+		b.startAnalysis(ctx, b.BlueGreen.AnalysisSpec, b.BlueGreen.Analysis, b.BlueGreen.Hash)
+	case BlueGreenPaused:
+		if spec.AutoPromotionSeconds > 0 {
+			until := workflow.Now(ctx).Add(time.Duration(spec.AutoPromotionSeconds) * time.Second).UTC()
+			bg.Until = &until
+			bg.WaitingFor = WaitingForTimer
+			bg.Message = fmt.Sprintf("Blue-green: preview ready, promoting automatically at %s (autoPromotionSeconds %d)", until.Format(time.RFC3339), spec.AutoPromotionSeconds)
+			b.startPhaseTimer(ctx)
+		} else {
+			bg.WaitingFor = WaitingForPromote
+			bg.Message = "Blue-green: preview ready, paused until promoted"
+		}
+	case BlueGreenPromoting:
+		bg.WaitingFor = WaitingForReplicaSet
+		bg.Message = fmt.Sprintf("Blue-green: promoted; the active Service %s switches to template %s once all its pods are available", active, bg.Hash)
+	case BlueGreenScaleDownDelay:
+		delay := spec.ScaleDownDelay()
+		until := workflow.Now(ctx).Add(delay).UTC()
+		bg.Until = &until
+		bg.WaitingFor = WaitingForTimer
+		bg.Message = fmt.Sprintf("Blue-green: active Service %s on template %s; the old ReplicaSet stays warm until %s (scaleDownDelaySeconds %d)", active, bg.Hash, until.Format(time.RFC3339), int64(delay/time.Second))
+		b.startPhaseTimer(ctx)
+	case BlueGreenScalingDown:
+		bg.WaitingFor = ""
+		bg.Message = "Blue-green: scaling the old ReplicaSet down"
+	}
+	b.recordStep(ctx, "BlueGreenPhase", bg.Message)
+	b.Dirty = true
+}
+
+// after moves a blue-green rollout on from a sync: the preview is ready, the active
+// Service switched, or the rollout completed.
+func (b *blueGreen) after(ctx workflow.Context, plan k8s.Plan) {
+	bg, spec := b.BlueGreen, b.spec
+	if bg == nil || spec == nil || plan.CanaryStale {
+		return
+	}
+	sv := b.BlueGreenServices
+	switch {
+	case plan.Phase == k8s.PhaseComplete:
+		if bg.Phase == BlueGreenScalingDown {
+			b.recordStep(ctx, "OldReplicaSetScaledDown", fmt.Sprintf("Blue-green: the old ReplicaSet is scaled down; template %s is complete", bg.Hash))
+		}
+		b.end()
+	case bg.Phase == BlueGreenPreview && plan.CanaryReached && (spec.PreviewService == "" || sv != nil && sv.PreviewSelects == bg.Hash):
+		b.previewReady(ctx)
+	case bg.Phase == BlueGreenPromoting && sv != nil && sv.ActiveSelects == bg.Hash:
+		if spec.PostPromotionAnalysis != nil && !bg.Full {
+			b.enter(ctx, BlueGreenPostPromotionAnalysis)
+			return
+		}
+		b.enter(ctx, BlueGreenScaleDownDelay)
+	}
+}
+
+// previewReady goes on from a ready preview: to the pre-promotion analysis, or to promotion.
+func (b *blueGreen) previewReady(ctx workflow.Context) {
+	bg, spec := b.BlueGreen, b.spec
+	switch {
+	case bg.Promoted:
+		b.enter(ctx, BlueGreenPromoting)
+	case spec.PrePromotionAnalysis != nil:
+		b.enter(ctx, BlueGreenPrePromotionAnalysis)
+	case spec.AutoPromotes() && spec.AutoPromotionSeconds == 0:
+		b.autoPromote(ctx, "Promoted automatically (autoPromotionEnabled)")
+	default:
+		b.enter(ctx, BlueGreenPaused)
+	}
+}
+
+// promoteWhy promotes: the active Service switches at the next sync once the new pods
+// are all available. During the post-promotion analysis it skips the analysis.
+func (b *blueGreen) promoteWhy(ctx workflow.Context, req PromoteRequest, why string) {
+	bg := b.BlueGreen
+	b.stop()
+	if bg.Phase == BlueGreenPostPromotionAnalysis {
+		b.recordStep(ctx, "RolloutPromoted", why+": the post-promotion analysis is skipped")
+		b.enter(ctx, BlueGreenScaleDownDelay)
+		return
+	}
+	bg.Promoted, bg.Full = true, req.Full
+	msg := fmt.Sprintf("%s: the active Service %s switches to template %s", why, b.spec.ActiveService, bg.Hash)
+	if req.Full {
+		msg += "; both analyses are skipped"
+	}
+	b.recordStep(ctx, "RolloutPromoted", msg)
+	if bg.Phase == BlueGreenPreview {
+		// promote {"full":true} before the preview is ready: it stays in Preview, which goes
+		// on to Promoting once the new pods are available.
+		bg.Message = "Blue-green: promoted in full; waiting for the new pods to be available"
+		b.Dirty = true
+		return
+	}
+	b.enter(ctx, BlueGreenPromoting)
+}
+
+// sync points the active and preview Services at their templates before the plan's
+// writes (nothing without a valid annotation, or while one holds the rollout). A Service
+// switches only to a ReplicaSet whose pods are all available; until then it keeps selecting
+// what it selects.
+func (b *blueGreen) sync(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
+	d := k8s.Effective(snap.Deployment)
+	_, annotated := d.Annotations[k8s.BlueGreenAnnotation]
+	if !annotated && b.BlueGreenServices == nil || plan.CanaryStale || b.AnnotationError != "" || !b.on(ctx) {
+		return nil
+	}
+	var spec *k8s.BlueGreenSpec
+	if annotated {
+		var err error
+		if spec, err = k8s.ParseBlueGreen(d); err != nil {
+			return nil
+		}
+	} else {
+		// The annotation is gone (removed, or a rollback restored annotations from an older
+		// ReplicaSet): the Services are pointed at the Deployment's template once, as at rest,
+		// and then left to the user.
+		spec = &k8s.BlueGreenSpec{ActiveService: b.BlueGreenServices.Active, PreviewService: b.BlueGreenServices.Preview}
+		b.end()
+	}
+	stable, target := b.StableHash, b.LastHash
+	if b.Abort != nil && stable != "" {
+		target = stable
+	}
+	rolling := b.BlueGreen != nil && b.Abort == nil
+	active, preview := k8s.BlueGreenTargets(stable, target, rolling, rolling && b.BlueGreen.Promoted)
+	switches := []activities.ServiceSwitch{serviceSwitch(snap, plan, spec.ActiveService, "ActiveSwitched", "Active", active)}
+	if spec.PreviewService != "" {
+		switches = append(switches, serviceSwitch(snap, plan, spec.PreviewService, "PreviewSwitched", "Preview", preview))
+	}
+	if b.BlueGreenServices != nil && annotated && b.BlueGreenServices.Active == spec.ActiveService && b.BlueGreenServices.Preview == spec.PreviewService &&
+		switchesDone(switches, b.BlueGreenServices) && workflow.GetVersion(ctx, changeBlueGreenUnchanged, workflow.DefaultVersion, 1) == 1 {
+		// Both Services already select what this sync would switch them to (or stay as they
+		// are): no reads, no writes, so the syncs leave the client budget to their writes.
+		return nil
+	}
+	var res activities.SyncBlueGreenResult
+	if err := workflow.ExecuteLocalActivity(ctx, a.SyncBlueGreen, activities.SyncBlueGreenInput{Deployment: ref, Switches: switches}).Get(ctx, &res); err != nil {
+		return fmt.Errorf("switch blue-green services: %w", err)
+	}
+	sv := &BlueGreenServices{Active: spec.ActiveService, ActiveSelects: res.Selects[spec.ActiveService], Hold: res.Hold}
+	if spec.PreviewService != "" {
+		sv.Preview, sv.PreviewSelects = spec.PreviewService, res.Selects[spec.PreviewService]
+	}
+	changed := b.BlueGreenServices == nil || *b.BlueGreenServices != *sv
+	b.BlueGreenServices = sv
+	if !annotated && sv.ActiveSelects == target && (sv.Preview == "" || sv.PreviewSelects == target) {
+		b.BlueGreenServices, changed = nil, true
+	}
+	if changed {
+		b.upsertStepState(ctx)
+	}
+	return nil
+}
+
+// startPhaseTimer waits for the automatic promotion or the end of the scale-down delay.
+func (b *blueGreen) startPhaseTimer(ctx workflow.Context) {
+	bg := b.BlueGreen
 	what := "blue-green scale-down delay"
 	if bg.Phase != BlueGreenScalingDown {
 		what = "blue-green automatic promotion"
 	}
-	r.bgWaits.startTimer(ctx, *bg.Until, fmt.Sprintf("%s of %s/%s, template %s, until %s", what, r.in.Namespace, r.in.Name, bg.Hash, bg.Until.UTC().Format(time.RFC3339)))
-	r.bgTimerFor = bg.Phase
-}
-
-// startBlueGreenAnalysis measures the current analysis in a goroutine (as an analysis step
-// does), against the new template.
-func (r *rollout) startBlueGreenAnalysis(ctx workflow.Context) {
-	bg := r.BlueGreen
-	spec, st := bg.AnalysisSpec, bg.Analysis
-	st.Provider = spec.Provider()
-	if spec.Job != nil && st.Job == "" {
-		st.Job = k8s.AnalysisJobName(r.in.Name, bg.Hash, st.Step+1, workflow.GetInfo(ctx).WorkflowExecution.RunID)
-	}
-	meas := &measurer{spec: spec, st: st, hash: bg.Hash, ref: activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID}}
-	r.bgWaits.startAnalysis(ctx, meas)
+	b.startTimer(ctx, bg.Phase, *bg.Until, fmt.Sprintf("%s of %s/%s, template %s, until %s", what, b.dep.Namespace, b.dep.Name, bg.Hash, bg.Until.UTC().Format(time.RFC3339)))
 }
 
 // startAbortHold starts the timer that ends an abort's hold (abortState.Until) on the phase
 // waits, which the aborted blue-green rollout no longer uses.
-func (r *rollout) startAbortHold(ctx workflow.Context) {
-	r.bgWaits.startTimer(ctx, *r.Abort.Until, fmt.Sprintf("aborted blue-green of %s/%s keeps its pods until %s", r.in.Namespace, r.in.Name, r.Abort.Until.UTC().Format(time.RFC3339)))
-	r.bgTimerFor = abortHoldTimer
+func (b *blueGreen) startAbortHold(ctx workflow.Context) {
+	b.startTimer(ctx, abortHoldTimer, *b.Abort.Until, fmt.Sprintf("aborted blue-green of %s/%s keeps its pods until %s", b.dep.Namespace, b.dep.Name, b.Abort.Until.UTC().Format(time.RFC3339)))
 }
 
 // endAbortHold lets the aborted ReplicaSet go once its hold passed.
-func (r *rollout) endAbortHold(ctx workflow.Context) {
-	r.bgTimerFor = ""
-	if ab := r.Abort; ab != nil && ab.Until != nil {
+func (b *blueGreen) endAbortHold(ctx workflow.Context) {
+	b.timerFor = ""
+	if ab := b.Abort; ab != nil && ab.Until != nil {
 		ab.Until = nil
-		r.recordStep(ctx, "BlueGreenPhase", fmt.Sprintf("Blue-green: abortScaleDownDelaySeconds %d passed; scaling the aborted ReplicaSet down", ab.Delay))
-		r.Dirty = true
+		b.recordStep(ctx, "BlueGreenPhase", fmt.Sprintf("Blue-green: abortScaleDownDelaySeconds %d passed; scaling the aborted ReplicaSet down", ab.Delay))
+		b.Dirty = true
 	}
 }
 
-// resumeBlueGreenWaits restarts, in a run continued from another, the timer or analysis the
+// resume restarts, in a run continued from another, the timer or analysis the
 // phase waits for, or an abort's hold: a timer waits only what is left of it.
-func (r *rollout) resumeBlueGreenWaits(ctx workflow.Context) {
-	if ab := r.Abort; ab != nil && ab.Until != nil {
-		r.startAbortHold(ctx)
+func (b *blueGreen) resume(ctx workflow.Context) {
+	if ab := b.Abort; ab != nil && ab.Until != nil {
+		b.startAbortHold(ctx)
 		return
 	}
-	bg := r.BlueGreen
+	bg := b.BlueGreen
 	if bg == nil || bg.Spec == nil {
 		return
 	}
-	r.bgSpec = bg.Spec
+	b.spec = bg.Spec
 	switch {
 	case bg.Until != nil && (bg.Phase == BlueGreenPaused || bg.Phase == BlueGreenScaleDownDelay):
-		r.startBlueGreenTimer(ctx)
+		b.startPhaseTimer(ctx)
 	case bg.WaitingFor == WaitingForAnalysis && bg.AnalysisSpec != nil && bg.Analysis != nil:
-		r.startBlueGreenAnalysis(ctx)
+		b.startAnalysis(ctx, b.BlueGreen.AnalysisSpec, b.BlueGreen.Analysis, b.BlueGreen.Hash)
 	}
 }
 
-// addBlueGreenWaits adds the phase's timer and analysis to a selector.
-func (r *rollout) addBlueGreenWaits(ctx workflow.Context, sel workflow.Selector) {
-	r.bgWaits.addTo(ctx, sel, func() {
-		if r.bgTimerFor == abortHoldTimer {
-			r.endAbortHold(ctx)
-			return
+// timerFired: an abort's hold passed, the automatic promotion is due, the scale-down delay
+// passed, or a held promotion's next look at the fleet freeze.
+func (b *blueGreen) timerFired(ctx workflow.Context) {
+	if b.timerFor == abortHoldTimer {
+		b.endAbortHold(ctx)
+		return
+	}
+	bg := b.BlueGreen
+	if bg == nil || bg.Phase != b.timerFor || b.spec == nil {
+		return
+	}
+	if bg.WaitingFor == WaitingForFreeze && bg.Phase == BlueGreenPaused {
+		bg.Until = nil
+		if !b.recheckFreeze(ctx, &bg.Freeze, &bg.Message, func() string { return blueGreenFrozenMessage(bg.Freeze) }, b.startFreezeLook, "promoting") {
+			b.promoteWhy(ctx, PromoteRequest{}, "Promoted automatically after the fleet freeze")
+			b.Dirty = true
 		}
-		bg := r.BlueGreen
-		if bg == nil || bg.Phase != r.bgTimerFor || r.bgSpec == nil {
-			return
+		return
+	}
+	if bg.WaitingFor != WaitingForTimer {
+		return
+	}
+	switch bg.Phase {
+	case BlueGreenPaused:
+		b.autoPromote(ctx, fmt.Sprintf("Promoted automatically after autoPromotionSeconds %d", b.spec.AutoPromotionSeconds))
+	case BlueGreenScaleDownDelay:
+		b.enter(ctx, BlueGreenScalingDown)
+	}
+}
+
+// analysisDone goes on from the pre- or post-promotion analysis's verdict.
+func (b *blueGreen) analysisDone(ctx workflow.Context, res analysisResult) {
+	bg := b.BlueGreen
+	if bg == nil || bg.WaitingFor != WaitingForAnalysis || b.spec == nil {
+		return
+	}
+	name := analysisName(bg.Phase)
+	b.analysisVerdict(ctx, res, "Blue-green: "+name, name+" failed: ", &bg.WaitingFor, &bg.Message, func() {
+		if bg.Phase == BlueGreenPostPromotionAnalysis {
+			b.enter(ctx, BlueGreenScaleDownDelay)
+		} else {
+			b.afterPrePromotion(ctx)
 		}
-		if bg.WaitingFor == WaitingForFreeze && bg.Phase == BlueGreenPaused {
-			r.recheckBlueGreenFreeze(ctx)
-			return
-		}
-		if bg.WaitingFor != WaitingForTimer {
-			return
-		}
-		switch bg.Phase {
-		case BlueGreenPaused:
-			r.autoPromoteBlueGreen(ctx, fmt.Sprintf("Promoted automatically after autoPromotionSeconds %d", r.bgSpec.AutoPromotionSeconds))
-		case BlueGreenScaleDownDelay:
-			r.enterBlueGreen(ctx, BlueGreenScalingDown)
-		}
-	}, func(res analysisResult) {
-		bg := r.BlueGreen
-		if bg == nil || bg.WaitingFor != WaitingForAnalysis || r.bgSpec == nil {
-			return
-		}
-		name := analysisName(bg.Phase)
-		switch res.verdict {
-		case analysisSuccessful:
-			r.recordStep(ctx, "AnalysisSuccessful", "Blue-green: "+name+" passed: "+res.message)
-			if bg.Phase == BlueGreenPostPromotionAnalysis {
-				r.enterBlueGreen(ctx, BlueGreenScaleDownDelay)
-			} else {
-				r.afterPrePromotion(ctx)
-			}
-		case analysisFailed:
-			r.recordStepWarning(ctx, "AnalysisFailed", "Blue-green: "+name+" failed: "+res.message)
-			r.startAbort(ctx, name+" failed: "+res.message)
-		default:
-			bg.WaitingFor = WaitingForPromote
-			bg.Message = "Blue-green: " + name + " inconclusive, paused until promoted or aborted: " + res.message
-			r.recordStepWarning(ctx, "AnalysisInconclusive", bg.Message)
-		}
-		r.Dirty = true
 	})
 }
 
 // afterPrePromotion goes on once the pre-promotion analysis passed: to promotion, at once or
 // after autoPromotionSeconds, or to a pause until promoted.
-func (r *rollout) afterPrePromotion(ctx workflow.Context) {
-	spec := r.bgSpec
+func (b *blueGreen) afterPrePromotion(ctx workflow.Context) {
+	spec := b.spec
 	if spec.AutoPromotes() && spec.AutoPromotionSeconds == 0 {
-		r.autoPromoteBlueGreen(ctx, "Promoted automatically (autoPromotionEnabled)")
+		b.autoPromote(ctx, "Promoted automatically (autoPromotionEnabled)")
 		return
 	}
-	r.enterBlueGreen(ctx, BlueGreenPaused)
+	b.enter(ctx, BlueGreenPaused)
 }
 
-// stopBlueGreenWaits cancels the phase's timer and analysis.
-func (r *rollout) stopBlueGreenWaits() {
-	r.bgWaits.stop()
-}
-
-// endBlueGreen forgets the blue-green rollout.
-func (r *rollout) endBlueGreen() {
-	if r.BlueGreen != nil {
-		r.stopBlueGreenWaits()
+// end forgets the blue-green rollout.
+func (b *blueGreen) end() {
+	if b.BlueGreen != nil {
+		b.stop()
 	}
-	r.BlueGreen = nil
+	b.BlueGreen = nil
+}
+
+// autoPromote promotes a blue-green rollout automatically, unless the fleet is frozen: then
+// it holds in the Paused phase (the preview ready, the active Service where it is), asking
+// again on a timer.
+func (b *blueGreen) autoPromote(ctx workflow.Context, why string) {
+	f := b.freezeHold(ctx)
+	if f == nil {
+		b.promoteWhy(ctx, PromoteRequest{}, why)
+		return
+	}
+	bg := b.BlueGreen
+	b.stop()
+	bg.Phase, bg.Analysis, bg.AnalysisSpec, bg.Freeze = BlueGreenPaused, nil, nil, f
+	bg.WaitingFor, bg.Message = WaitingForFreeze, blueGreenFrozenMessage(f)
+	b.startFreezeLook(ctx)
+	b.recordStepWarning(ctx, "RolloutFrozen", bg.Message)
+	b.Dirty = true
+}
+
+// startFreezeLook: the held promotion's next look at the freeze (Until is that look, so a
+// continued run resumes it).
+func (b *blueGreen) startFreezeLook(ctx workflow.Context) {
+	at := nextLook(ctx, b.BlueGreen.Freeze)
+	b.BlueGreen.Until = &at
+	b.startPhaseTimer(ctx)
 }

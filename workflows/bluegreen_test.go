@@ -46,9 +46,9 @@ func (s *fakeServices) SyncBlueGreen(_ context.Context, in activities.SyncBlueGr
 	return res, nil
 }
 
-// blueGreen is a 10-replica Deployment whose template moved from v1 to v2, with the
+// blueGreenSetup is a 10-replica Deployment whose template moved from v1 to v2, with the
 // blue-green annotation, and its Services on v1.
-func blueGreen(t *testing.T, annotation string) (*fakeCluster, *fakeServices, string, string) {
+func blueGreenSetup(t *testing.T, annotation string) (*fakeCluster, *fakeServices, string, string) {
 	f := stepped("")
 	delete(f.d.Annotations, k8s.StepsAnnotation)
 	f.d.Annotations[k8s.BlueGreenAnnotation] = annotation
@@ -61,7 +61,7 @@ func blueGreen(t *testing.T, annotation string) (*fakeCluster, *fakeServices, st
 // on the old ones until promote; then the active Service switches, the old ReplicaSet stays
 // full for the scale-down delay on a durable timer, then goes to 0.
 func TestBlueGreenRollout(t *testing.T) {
-	f, svcs, h1, h2 := blueGreen(t, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"scaleDownDelaySeconds":600}`)
+	f, svcs, h1, h2 := blueGreenSetup(t, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"scaleDownDelaySeconds":600}`)
 	env := newEnv(t, f)
 	env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(svcs.SyncBlueGreen)
 	var promoted, again updateOutcome
@@ -126,7 +126,7 @@ func TestBlueGreenRollbackToWarm(t *testing.T) {
 	for _, carries := range []bool{true, false} {
 		t.Run(fmt.Sprintf("old ReplicaSet carries the annotation %t", carries), func(t *testing.T) {
 			ann := `{"activeService":"web","previewService":"web-preview","scaleDownDelaySeconds":3600}`
-			f, svcs, h1, h2 := blueGreen(t, ann)
+			f, svcs, h1, h2 := blueGreenSetup(t, ann)
 			if carries {
 				f.rss[0].Annotations[k8s.BlueGreenAnnotation] = ann
 			}
@@ -196,7 +196,7 @@ func TestBlueGreenCanPromote(t *testing.T) {
 // from the carried state, and then scales the old ReplicaSet down.
 func TestBlueGreenDelayAcrossContinueAsNew(t *testing.T) {
 	ann := `{"activeService":"web","previewService":"web-preview","scaleDownDelaySeconds":1800}`
-	f, svcs, h1, h2 := blueGreen(t, ann)
+	f, svcs, h1, h2 := blueGreenSetup(t, ann)
 	f.d.Annotations[k8s.RevisionAnnotation] = "2"
 	f.rss = append(f.rss, newReplicaSet(f.d, "nginx:v2", 2, 10, time.Minute))
 	svcs.selects["web"], svcs.selects["web-preview"] = h2, h2
@@ -240,7 +240,7 @@ func TestBlueGreenDelayAcrossContinueAsNew(t *testing.T) {
 // phase a stepReached, the wait for promote a paused (with the rollout's revision), then
 // promoted; completion is carried to the next run, as for steps.
 func TestBlueGreenNotify(t *testing.T) {
-	f, svcs, _, _ := blueGreen(t, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"scaleDownDelaySeconds":600}`)
+	f, svcs, _, _ := blueGreenSetup(t, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"scaleDownDelaySeconds":600}`)
 	f.d.Annotations[k8s.NotifyAnnotation] = `{"url":"https://hooks.example/x"}`
 	env := newEnv(t, f)
 	env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(svcs.SyncBlueGreen)
@@ -289,7 +289,7 @@ func TestBlueGreenAbortDelay(t *testing.T) {
 		{name: "none", delay: `,"abortScaleDownDelaySeconds":0`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f, svcs, h1, _ := blueGreen(t, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false`+tt.delay+`}`)
+			f, svcs, h1, _ := blueGreenSetup(t, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false`+tt.delay+`}`)
 			env := newEnv(t, f)
 			env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(svcs.SyncBlueGreen)
 			var aborted updateOutcome
@@ -337,7 +337,7 @@ func TestBlueGreenAbortDelay(t *testing.T) {
 // started from v1: the active Service went back to v1 and v2 was scaled to 0.
 func TestBlueGreenNewTemplateInScaleDownDelay(t *testing.T) {
 	ann := `{"activeService":"web","previewService":"web-preview","scaleDownDelaySeconds":3600,"autoPromotionSeconds":600}`
-	f, svcs, h1, h2 := blueGreen(t, ann)
+	f, svcs, h1, h2 := blueGreenSetup(t, ann)
 	v3 := podTemplate("nginx:v3")
 	h3 := k8s.PodTemplateHash(&v3, nil)
 	env := newEnv(t, f)

@@ -13,7 +13,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
+	"go.temporal.io/sdk/log"
 )
 
 const (
@@ -62,11 +64,11 @@ var localActivityOptions = workflow.LocalActivityOptions{
 	},
 }
 
-// rollout is one run's state, by concern, as argo-rollouts splits rollout/ into canary, pause
-// and analysis: what the syncs need (syncState, here), the wait for a rollout's next move
-// (waitState, wait.go), a stepped rollout (stepState, steps.go), managed mode (managedState,
-// managed.go), the users' updates (updateState, steps.go), traffic routing (traffic.go) and
-// notifications (notify.go).
+// rollout is one run: its State, whole (state.go), and the runtime parts rebuilt around it
+// (newRollout): the effects every part shares (effects.go), what the syncs need (syncState,
+// here), the wait for a rollout's next move (waitState, wait.go), the users' updates
+// (updateState, updates.go), and the two strategies on the shared phase machinery (phase.go):
+// canary steps (steps.go) and blue-green (bluegreen.go).
 type rollout struct {
 	in Input
 	// State is the run's state, whole (state.go): what it started from and hands on.
@@ -76,9 +78,10 @@ type rollout struct {
 
 	syncState
 	waitState
-	stepState
 	updateState
-	bgState
+
+	canary    *canary
+	blueGreen *blueGreen
 
 	trigger, pause, resume, rollback workflow.ReceiveChannel
 
@@ -92,6 +95,12 @@ type rollout struct {
 // versions the next Observe must see.
 type syncState struct {
 	fromRevision int64
+	// canaryReq: the cap the last sync decided with (canaryRequest); rolloutAnnotations:
+	// k8s.RolloutAnnotations at the last sync. Both go to AwaitChange.
+	canaryReq          *k8s.Canary
+	rolloutAnnotations string
+	// aborted: the abort that the last sync completed (its outcome is Aborted).
+	aborted *abortState
 	// generation: the Deployment's generation the last sync decided on.
 	generation int64
 	// inlineMoves: scale moves AwaitChange made itself in this run (AwaitResult.Moves).
@@ -115,6 +124,43 @@ type syncState struct {
 	syncStart time.Time
 }
 
+// newRollout builds a run from its input: the state the previous run handed over (or a new
+// one), and the runtime parts rebuilt around it. resumeWaits restarts the waits under way.
+func newRollout(ctx workflow.Context, in Input) *rollout {
+	r := &rollout{
+		in:       in,
+		trigger:  workflow.GetSignalChannel(ctx, SignalTrigger),
+		pause:    workflow.GetSignalChannel(ctx, SignalPause),
+		resume:   workflow.GetSignalChannel(ctx, SignalResume),
+		rollback: workflow.GetSignalChannel(ctx, SignalRollback),
+
+		updateState: updateState{kick: workflow.NewBufferedChannel(ctx, 1)},
+	}
+	if st := in.State; st != nil {
+		r.State = *st
+		// A sync is owed unless the previous run converged with nothing asked.
+		r.Dirty = !st.Idle || st.Dirty || st.RollbackTo != nil || st.Pause != nil || st.Abort != nil
+	} else {
+		r.Dirty = true
+	}
+	if r.Status.Phase == "" {
+		r.Status = Status{Phase: "Pending"}
+	}
+	r.Status.Namespace, r.Status.Name = in.Namespace, in.Name
+	r.fromRevision = r.Status.CurrentRevision
+	r.effects = effects{State: &r.State, dep: in.Input, status: r.queryStatus,
+		log: log.With(workflow.GetLogger(ctx), "namespace", in.Namespace, "deployment", in.Name)}
+	r.updateState.st, r.updateState.status = &r.State, r.queryStatus
+	r.canary = newCanary(ctx, &r.effects)
+	r.blueGreen = newBlueGreen(ctx, &r.effects, r.canary.end)
+	r.canary.abort, r.blueGreen.abort = r.startAbort, r.startAbort
+	if in.Trigger != nil {
+		// Started by the watcher without a signal: the trigger it would have signalled.
+		r.AtLeast = append(r.AtLeast, in.Trigger.Versions...)
+	}
+	return r
+}
+
 // DeploymentWorkflow drives one Deployment, the way kube-controller-manager's Deployment
 // controller does, one sync at a time. Each sync observes the Deployment and its ReplicaSets,
 // decides with k8s.Decide, and carries the steps out as local activities. Between syncs it
@@ -131,7 +177,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 	}); err != nil {
 		return Result{}, fmt.Errorf("register status query: %w", err)
 	}
-	if err := r.registerUpdates(ctx); err != nil {
+	if err := r.register(ctx); err != nil {
 		return Result{}, err
 	}
 	ctx = workflow.WithLocalActivityOptions(ctx, localActivityOptions)
@@ -162,7 +208,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		}
 		r.drainSignals(ctx)
 		if r.applyUpdates(ctx) {
-			r.returnUpdates(ctx)
+			r.answer(ctx)
 			r.drainSignals(ctx)
 		}
 		if r.Pause != nil {
@@ -175,7 +221,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		r.stopAwait()
 		r.awaitRemote, r.atRest = false, false
 		plan, found, err := r.sync(ctx)
-		r.syncedUpdates()
+		r.synced()
 		if err != nil {
 			r.failed(ctx, err)
 			continue
@@ -245,7 +291,7 @@ func (r *rollout) endRun(ctx workflow.Context) {
 		u.err, u.done = errors.New("the run ended before this update was applied; send it again"), true
 	}
 	r.updates = nil
-	r.syncedUpdates()
+	r.synced()
 	r.ended = true
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 }
@@ -335,8 +381,12 @@ func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 		r.Dirty = true
 		r.log.Info("Rollback requested", "revision", rev)
 	})
-	r.addStepWaits(ctx, sel)
-	r.addBlueGreenWaits(ctx, sel)
+	sel.AddReceive(r.kick, func(c workflow.ReceiveChannel, _ bool) {
+		var v bool
+		c.Receive(ctx, &v)
+	})
+	r.canary.addTo(ctx, sel)
+	r.blueGreen.addTo(ctx, sel)
 }
 
 // receive takes the next value off a signal channel as raw JSON. It receives the payload
@@ -477,7 +527,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 		r.report(obs.Snapshot, plan)
 		return plan, true, err
 	}
-	if err := r.syncBlueGreen(ctx, ref, obs.Snapshot, plan); err != nil {
+	if err := r.blueGreen.sync(ctx, ref, obs.Snapshot, plan); err != nil {
 		r.report(obs.Snapshot, plan)
 		return plan, true, err
 	}
@@ -507,7 +557,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	}
 	r.report(obs.Snapshot, plan)
 	r.Status.LastError = ""
-	r.afterBlueGreen(ctx, plan)
+	r.blueGreen.after(ctx, plan)
 	r.afterSync(ctx, obs.Snapshot, plan)
 	workflow.SetCurrentDetails(ctx, r.details())
 	// After a rollback (PhaseRollingBack) the restored template is rolled out by the next
@@ -735,4 +785,197 @@ func (r *rollout) details() string {
 		line += fmt.Sprintf("\n- `%s` (revision %d): %d replicas, %d ready, %d available", rs.Name, rs.Revision, rs.Replicas, rs.Ready, rs.Available)
 	}
 	return line
+}
+
+// promote promotes the rollout under way (the promote update, validated): blue-green or steps.
+func (r *rollout) promote(ctx workflow.Context, req PromoteRequest) {
+	if r.BlueGreen != nil {
+		r.blueGreen.promote(ctx, req)
+		return
+	}
+	r.canary.promote(ctx, req)
+}
+
+// canaryRequest weighs a snapshot's steps before a decision and returns the cap for
+// k8s.Decide (nil: roll out as upstream does). It starts a stepped rollout for a new template,
+// and reports an invalid annotation once per value, freezing the rollout until it is fixed.
+func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Canary {
+	// A parked Deployment (managed mode) is weighed as its user wrote it.
+	d := k8s.Effective(snap.Deployment)
+	hash := snap.TemplateHash
+	if hash == "" {
+		hash = k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
+	}
+	r.LastHash = hash
+	r.releaseRollback = hash != "" && d.Annotations[k8s.ReleaseRestoredHashAnnotation] == hash
+	// The stable template as the cluster records it comes first (k8s.StableTemplate): the
+	// status write that completed a rollout recorded it, so a completion this run's memory
+	// lost (a discarded workflow task, a template observed before the completion) is not lost.
+	// It never moves the stable template back to an older revision than the run's: a
+	// blue-green promotion makes the promoted template stable before any status completes it.
+	// Nor does it take the current template: a status recorded complete is a sync away from
+	// its completion (afterSync), which ends the rollout's phases in order (a blue-green
+	// rollout's last event is recorded there).
+	if rec := k8s.StableTemplate(d, snap.ReplicaSets, hash, r.StableHash); rec != "" && rec != r.StableHash && rec != hash &&
+		newerTemplate(snap.ReplicaSets, rec, r.StableHash) &&
+		workflow.GetVersion(ctx, changeStableOnCluster, workflow.DefaultVersion, 1) == 1 {
+		r.log.Info("Stable template read from the cluster", "memory", r.StableHash, "cluster", rec)
+		r.StableHash = rec
+	}
+	if r.StableHash == "" {
+		r.StableHash = stableHash(d, snap.ReplicaSets, hash)
+	}
+	if r.Abort != nil && hash != r.Abort.Hash && hash != r.StableHash {
+		// A new template arrived after the abort: the user moved on; it rolls out as any other.
+		r.log.Info("New template during an abort; the abort is over", "reason", r.Abort.Reason)
+		r.Abort = nil
+	}
+	if ab := r.Abort; ab != nil && ab.Until != nil && hash == r.StableHash {
+		// Back on the stable template, the aborted ReplicaSet keeps its pods until the hold
+		// ends (a blue-green cap on the stable template scales nothing down).
+		r.canary.end()
+		r.blueGreen.end()
+		return &k8s.Canary{Hash: hash, BlueGreen: true, Hold: true, Message: fmt.Sprintf(
+			"Blue-green: aborted; the aborted ReplicaSet keeps its pods until %s (abortScaleDownDelaySeconds %d)", ab.Until.Format(time.RFC3339), ab.Delay)}
+	}
+	if r.Abort != nil || hash == r.StableHash || r.StableHash == "" {
+		r.canary.end()
+		r.blueGreen.end()
+		return nil
+	}
+	if c, ok := r.blueGreen.request(ctx, d, snap.ReplicaSets, hash); ok {
+		return c
+	}
+	return r.canary.request(ctx, d, snap.ReplicaSets, hash)
+}
+
+// afterSync moves a stepped rollout on from a sync's plan: a setWeight step whose weight is
+// reached passes; a complete rollout makes its template the stable one; a deadline exceeded
+// with auto-rollback aborts.
+func (r *rollout) afterSync(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Plan) {
+	if plan.CanaryStale {
+		r.Dirty = true
+		return
+	}
+	if plan.Phase == k8s.PhaseComplete {
+		if r.Abort != nil {
+			if r.LastHash == r.StableHash {
+				r.aborted = r.Abort
+			}
+			r.Abort = nil
+		}
+		r.StableHash = r.LastHash
+		r.canary.end()
+		return
+	}
+	r.canary.reached(ctx, plan, func() bool { return r.trafficStepReached(ctx, snap, plan) })
+	if plan.Phase == k8s.PhaseDeadlineExceeded && r.Abort == nil && r.StableHash != "" && r.LastHash != r.StableHash {
+		if auto, err := k8s.ParseAutoRollback(snap.Deployment.Annotations); err == nil && auto {
+			r.startAbort(ctx, "progress deadline exceeded ("+plan.Message+conditionMessage(plan.Status)+")")
+		}
+	}
+}
+
+// startAbort returns the Deployment to the stable revision at full speed, skipping all steps:
+// a rollback to it, which restores its template as `kubectl rollout undo` does.
+func (r *rollout) startAbort(ctx workflow.Context, reason string) {
+	rev := int64(0)
+	for _, rs := range r.Status.ReplicaSets {
+		if rs.Hash == r.StableHash {
+			rev = rs.Revision
+		}
+	}
+	spec := r.blueGreen.spec
+	blueGreen := r.BlueGreen != nil && spec != nil
+	r.canary.end()
+	r.blueGreen.end()
+	r.Abort = &abortState{Reason: reason, Hash: r.LastHash}
+	if blueGreen {
+		if d := spec.AbortScaleDownDelay(); d > 0 && workflow.GetVersion(ctx, changeBlueGreenAbortDelay, workflow.DefaultVersion, 1) >= 1 {
+			until := workflow.Now(ctx).Add(d).UTC()
+			r.Abort.Until, r.Abort.Delay = &until, int32(d/time.Second)
+			r.blueGreen.startAbortHold(ctx)
+		}
+	}
+	r.aborted = nil
+	r.RollbackTo = &rev
+	r.Dirty = true
+	r.Status.AbortReason = reason
+	target := "the previous revision"
+	if rev > 0 {
+		target = fmt.Sprintf("revision %d", rev)
+	}
+	msg := fmt.Sprintf("Rollout of revision %d aborted: %s; returning to %s", r.Status.TargetRevision, reason, target)
+	r.log.Warn("Rollout aborted", "reason", reason, "to", target)
+	r.recordStepWarning(ctx, "RolloutAborted", msg)
+}
+
+// applyUpdates applies queued updates (main loop only). Each is validated again: the state may
+// have moved since its validator ran.
+func (r *rollout) applyUpdates(ctx workflow.Context) bool {
+	applied := len(r.applied)
+	for len(r.updates) > 0 {
+		u := r.updates[0]
+		r.updates = r.updates[1:]
+		switch {
+		case u.promote != nil:
+			if u.err = r.canPromote(*u.promote); u.err == nil {
+				u.err = r.promoteFrozen(ctx)
+			}
+			if u.err == nil {
+				r.promote(ctx, *u.promote)
+			}
+		case u.abort != nil:
+			if u.err = r.canAbort(); u.err == nil {
+				reason := "aborted by user"
+				if strings.TrimSpace(u.abort.Reason) != "" {
+					reason += ": " + u.abort.Reason
+				}
+				r.startAbort(ctx, reason)
+			}
+		}
+		if u.err != nil {
+			u.done = true
+			continue
+		}
+		r.Dirty = true
+		r.applied = append(r.applied, u)
+	}
+	return len(r.applied) > applied
+}
+
+// promoteFrozen refuses a promote during a fleet freeze (main loop only: it asks).
+func (r *rollout) promoteFrozen(ctx workflow.Context) error {
+	if (r.BlueGreen == nil && r.Steps == nil) || !freezeChecked(ctx) {
+		return nil
+	}
+	if f := r.fleetFreeze(ctx); f != nil {
+		return frozenError(r.in.Namespace, r.in.Name, f)
+	}
+	return nil
+}
+
+// resumeWaits restarts, in a run continued from another, what the state says is under way: the
+// step's or blue-green phase's timer or analysis (a timer waits only what is left of it), and
+// the notifications the previous run did not deliver.
+func (r *rollout) resumeWaits(ctx workflow.Context) {
+	r.canary.resume(ctx)
+	r.blueGreen.resume(ctx)
+	carried := r.Notifications
+	r.Notifications = nil
+	for i := range carried {
+		r.deliver(ctx, &carried[i])
+	}
+}
+
+// nextInput is the next run's input: this run's state, whole, with idle (the rollout converged
+// with nothing owed), the run counted, and the notifications not yet delivered.
+func (r *rollout) nextInput(idle bool) Input {
+	if r.in.State != nil {
+		r.Runs++
+	}
+	r.Idle = idle
+	r.Notifications = r.carriedNotifications()
+	st := r.State
+	return Input{Input: contract.Input{Namespace: r.in.Namespace, Name: r.in.Name, Cluster: r.in.Cluster}, State: &st}
 }

@@ -34,6 +34,9 @@ type effects struct {
 	stateDirty bool
 	// waitingSA: the RolloutWaitingFor value last written.
 	waitingSA string
+	// releaseRollback: the template of the last sync is the one a release's rollback restored
+	// (k8s.ReleaseRestoredHashAnnotation): the fleet freeze does not hold it.
+	releaseRollback bool
 }
 
 // readNotify reads the notify annotation at a sync. An invalid one gets a Warning event

@@ -192,7 +192,7 @@ func (f *fakeCluster) countEvents(reason string) int {
 // the preview ready and the active Service on the old pods, with promote refused; after the
 // thaw it promotes.
 func TestFleetFreezeHoldsBlueGreenAutoPromotion(t *testing.T) {
-	f, svcs, h1, h2 := blueGreen(t, `{"activeService":"web","previewService":"web-preview","autoPromotionSeconds":600,"scaleDownDelaySeconds":60}`)
+	f, svcs, h1, h2 := blueGreenSetup(t, `{"activeService":"web","previewService":"web-preview","autoPromotionSeconds":600,"scaleDownDelaySeconds":60}`)
 	z := &fakeFreeze{}
 	z.set(true)
 	env := newEnv(t, f)

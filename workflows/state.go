@@ -5,13 +5,10 @@ import (
 	"sort"
 	"time"
 
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/workflow"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/temporal-rollout/rollout/activities"
-	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -132,66 +129,6 @@ type blueGreenState struct {
 	// Freeze: the fleet freeze the automatic promotion holds for (WaitingFor Freeze, Until the
 	// next look at it; freeze.go).
 	Freeze *FreezeHold `json:"freeze,omitempty"`
-}
-
-// newRollout builds a run from its input: the state the previous run handed over (or a new
-// one), and the runtime parts rebuilt around it. resumeWaits restarts the waits under way.
-func newRollout(ctx workflow.Context, in Input) *rollout {
-	r := &rollout{
-		in:       in,
-		trigger:  workflow.GetSignalChannel(ctx, SignalTrigger),
-		pause:    workflow.GetSignalChannel(ctx, SignalPause),
-		resume:   workflow.GetSignalChannel(ctx, SignalResume),
-		rollback: workflow.GetSignalChannel(ctx, SignalRollback),
-
-		updateState: updateState{kick: workflow.NewBufferedChannel(ctx, 1)},
-		stepState:   stepState{stepWaits: newPhaseWaits(ctx)},
-		bgState:     bgState{bgWaits: newPhaseWaits(ctx)},
-	}
-	if st := in.State; st != nil {
-		r.State = *st
-		// A sync is owed unless the previous run converged with nothing asked.
-		r.Dirty = !st.Idle || st.Dirty || st.RollbackTo != nil || st.Pause != nil || st.Abort != nil
-	} else {
-		r.Dirty = true
-	}
-	if r.Status.Phase == "" {
-		r.Status = Status{Phase: "Pending"}
-	}
-	r.Status.Namespace, r.Status.Name = in.Namespace, in.Name
-	r.fromRevision = r.Status.CurrentRevision
-	r.effects = effects{State: &r.State, dep: in.Input, status: r.queryStatus,
-		log: log.With(workflow.GetLogger(ctx), "namespace", in.Namespace, "deployment", in.Name)}
-	if in.Trigger != nil {
-		// Started by the watcher without a signal: the trigger it would have signalled.
-		r.AtLeast = append(r.AtLeast, in.Trigger.Versions...)
-	}
-	return r
-}
-
-// resumeWaits restarts, in a run continued from another, what the state says is under way: the
-// step's or blue-green phase's timer or analysis (a timer waits only what is left of it), and
-// the notifications the previous run did not deliver.
-func (r *rollout) resumeWaits(ctx workflow.Context) {
-	r.resumeStepWaits(ctx)
-	r.resumeBlueGreenWaits(ctx)
-	carried := r.Notifications
-	r.Notifications = nil
-	for i := range carried {
-		r.deliver(ctx, &carried[i])
-	}
-}
-
-// nextInput is the next run's input: this run's state, whole, with idle (the rollout converged
-// with nothing owed), the run counted, and the notifications not yet delivered.
-func (r *rollout) nextInput(idle bool) Input {
-	if r.in.State != nil {
-		r.Runs++
-	}
-	r.Idle = idle
-	r.Notifications = r.carriedNotifications()
-	st := r.State
-	return Input{Input: contract.Input{Namespace: r.in.Namespace, Name: r.in.Name, Cluster: r.in.Cluster}, State: &st}
 }
 
 // currentStep describes the current step.
@@ -324,4 +261,69 @@ func (s *State) returning(ask k8s.TrafficAsk) bool {
 	}
 	t := s.Traffic
 	return ask.Canary == ask.Stable && t != nil && t.Canary.Hash != "" && t.Canary.Hash != ask.Stable
+}
+
+// newerTemplate reports whether template a's ReplicaSet has a higher revision than b's (true
+// when b has none).
+func newerTemplate(rss []*appsv1.ReplicaSet, a, b string) bool {
+	rev := func(h string) int64 {
+		var out int64 = -1
+		for _, rs := range rss {
+			if h != "" && rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h {
+				v, _ := k8s.Revision(rs.Annotations)
+				out = max(out, v)
+			}
+		}
+		return out
+	}
+	rb := rev(b)
+	return rb < 0 || rev(a) > rb
+}
+
+// stableHash is the template of the revision a rollout would return to, when the workflow has
+// not seen one complete: the Deployment's own when it is complete, otherwise the newest other
+// ReplicaSet's ("" for a Deployment that never had another template).
+func stableHash(d *appsv1.Deployment, rss []*appsv1.ReplicaSet, hash string) string {
+	if k8s.DeploymentComplete(d, &d.Status) {
+		return hash
+	}
+	var best string
+	var bestRev int64 = -1
+	for _, rs := range rss {
+		h := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		if h == "" || h == hash {
+			continue
+		}
+		if rev, _ := k8s.Revision(rs.Annotations); rev > bestRev {
+			best, bestRev = h, rev
+		}
+	}
+	return best
+}
+
+// rolloutRevision is the revision of template hash's rollout: its ReplicaSet's when that is the
+// newest, otherwise the one the sync that makes it the new ReplicaSet gives it, as upstream
+// does (the highest other revision plus one). The Deployment's own annotation names the
+// previous revision until that sync's write, so it cannot say.
+func rolloutRevision(rss []*appsv1.ReplicaSet, hash string) int64 {
+	var own, others int64
+	for _, rs := range rss {
+		rev, _ := k8s.Revision(rs.Annotations)
+		if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash {
+			own = max(own, rev)
+		} else {
+			others = max(others, rev)
+		}
+	}
+	if own > others {
+		return own
+	}
+	return others + 1
+}
+
+func conditionMessage(st appsv1.DeploymentStatus) string {
+	if c := k8s.GetCondition(st, appsv1.DeploymentProgressing); c != nil {
+		return c.Message
+	}
+	return ""
 }

@@ -27,28 +27,6 @@ func checkTraffic(annotations map[string]string, steps []k8s.RolloutStep) error 
 	return k8s.TrafficSteps(spec, steps)
 }
 
-// enterTrafficStep enters a setHeaderRoute or setCanaryScale step. Since
-// changeTrafficStepPods it waits, as a setWeight step does, until the canary has its pods
-// available and the route carries what the step asks (trafficStepReached): a pause after it
-// starts only then, and a header route goes only to a canary with available pods. Before, it
-// passed at once (as Argo Rollouts does) and the sync that followed wrote the route or scaled
-// the canary. It reports whether step i was one.
-func (r *rollout) enterTrafficStep(ctx workflow.Context, i int, prefix string) bool {
-	step := r.StepList[i]
-	if step.SetHeaderRoute == nil && step.SetCanaryScale == nil {
-		return false
-	}
-	r.Dirty = true
-	if workflow.GetVersion(ctx, changeTrafficStepPods, workflow.DefaultVersion, 1) == 1 {
-		r.Steps.WaitingFor, r.Steps.Message = WaitingForWeight, prefix+": waiting for the canary's pods"
-		r.recordStep(ctx, "RolloutStep", r.Steps.Message)
-		return true
-	}
-	r.Steps.WaitingFor, r.Steps.Message = "", prefix+": set"
-	r.recordStep(ctx, "RolloutStep", r.Steps.Message)
-	r.enterStep(ctx, i+1)
-	return true
-}
 
 // syncTraffic moves the traffic for a sync's plan (nothing without a valid traffic
 // annotation, or while an invalid annotation holds the rollout).

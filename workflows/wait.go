@@ -27,9 +27,6 @@ type waitState struct {
 	// awaitLocal: the pending wait is the local one; awaitRemote: it ended without a move, so
 	// the next wait before a sync is the AwaitChange activity.
 	awaitLocal, awaitRemote bool
-	// recordUpdate: an update was applied; the next wait is the activity too, so the workflow
-	// task that accepted it completes and records it at once.
-	recordUpdate bool
 	// atRest: the last wait ended AwaitRest (the rollout is held at rest on the cluster): no
 	// wait runs until a signal, an update or a timer makes the next sync.
 	atRest bool

@@ -1,0 +1,131 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// The users' promote and abort updates: validated against the state by their handlers, queued
+// for the main loop (applyUpdates, deployment.go), and answered once applied and recorded.
+
+// updateState holds the users' updates: queued by their handlers (kick wakes the main loop),
+// applied by the main loop, answered once applied and recorded (returnUpdates).
+type updateState struct {
+	updates, applied []*update
+	updateSeq        int
+	kick             workflow.Channel
+	ended            bool
+	// recordUpdate: an update was applied; the next wait is the activity, so the workflow
+	// task that accepted it completes and records it at once.
+	recordUpdate bool
+	// st and status: the state the validators check, and the answer an update returns.
+	st     *State
+	status func() Status
+}
+
+// update is a promote or abort waiting for the main loop.
+type update struct {
+	seq     int
+	promote *PromoteRequest
+	abort   *AbortRequest
+	err     error
+	done    bool
+}
+
+// parseUpdate decodes an update's payload strictly: a JSON object with only the known fields.
+// No payload is {}.
+func parseUpdate(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytesReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("payload %s: %w", string(raw), err)
+	}
+	if dec.More() {
+		return fmt.Errorf("payload %s has data after the object", string(raw))
+	}
+	return nil
+}
+
+// register sets the promote and abort update handlers. Each validator rejects what makes
+// no sense now (promote with nothing paused, abort with nothing to abort); an accepted update
+// is applied by the main loop, and returns the status once it is applied and recorded.
+func (us *updateState) register(ctx workflow.Context) error {
+	promote := func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
+		var req PromoteRequest
+		if err := parseUpdate(raw, &req); err != nil {
+			return Status{}, err
+		}
+		return us.queue(ctx, &update{promote: &req})
+	}
+	validatePromote := func(ctx workflow.Context, raw json.RawMessage) error {
+		var req PromoteRequest
+		if err := parseUpdate(raw, &req); err != nil {
+			return err
+		}
+		return us.st.canPromote(req)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdatePromote, promote, workflow.UpdateHandlerOptions{Validator: validatePromote}); err != nil {
+		return fmt.Errorf("register promote: %w", err)
+	}
+	abort := func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
+		var req AbortRequest
+		if err := parseUpdate(raw, &req); err != nil {
+			return Status{}, err
+		}
+		return us.queue(ctx, &update{abort: &req})
+	}
+	validateAbort := func(ctx workflow.Context, raw json.RawMessage) error {
+		var req AbortRequest
+		if err := parseUpdate(raw, &req); err != nil {
+			return err
+		}
+		return us.st.canAbort()
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAbort, abort, workflow.UpdateHandlerOptions{Validator: validateAbort}); err != nil {
+		return fmt.Errorf("register abort: %w", err)
+	}
+	return nil
+}
+
+// queue queues an update for the main loop and waits until it was applied and synced.
+func (us *updateState) queue(ctx workflow.Context, u *update) (Status, error) {
+	us.updateSeq++
+	u.seq = us.updateSeq
+	us.updates = append(us.updates, u)
+	us.kick.SendAsync(true)
+	if err := workflow.Await(ctx, func() bool { return u.done || us.ended }); err != nil {
+		return Status{}, err
+	}
+	if u.err != nil {
+		return Status{}, u.err
+	}
+	if !u.done {
+		return Status{}, errors.New("the workflow ended before the update was applied")
+	}
+	return us.status(), nil
+}
+
+// answer answers the updates just applied, before the sync they call for: it marks
+// them done and ends the workflow task (a 1ms timer), whose completion carries their answers
+// to the caller. The sync then runs in the next task. Answered after the sync instead, an
+// update waited for the sync's writes, 300 to 400ms at QPS 200 while 100 Deployments rolled.
+func (us *updateState) answer(ctx workflow.Context) {
+	us.synced()
+	_ = workflow.Sleep(ctx, time.Millisecond)
+}
+
+// synced marks the updates applied before a sync as done, once it ran.
+func (us *updateState) synced() {
+	for _, u := range us.applied {
+		u.done = true
+		us.recordUpdate = true
+	}
+	us.applied = nil
+}
