@@ -27,7 +27,6 @@ func checkTraffic(annotations map[string]string, steps []k8s.RolloutStep) error 
 	return k8s.TrafficSteps(spec, steps)
 }
 
-
 // syncTraffic moves the traffic for a sync's plan (nothing without a valid traffic
 // annotation, or while an invalid annotation holds the rollout).
 func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
