@@ -85,10 +85,8 @@ type rollout struct {
 
 	trigger, pause, resume, rollback workflow.ReceiveChannel
 
-	// trafficAsk: what the last traffic move asked (k8s.DecideTraffic), for AwaitChange to
-	// weigh the route the same way; trafficChanges: the traffic change IDs asked in this run.
-	trafficAsk     *k8s.TrafficAsk
-	trafficChanges map[string]bool
+	// route moves the traffic (traffic.go).
+	route *router
 }
 
 // syncState is what the syncs need: the work owed, the Deployment as last seen, and the
@@ -151,6 +149,8 @@ func newRollout(ctx workflow.Context, in Input) *rollout {
 	r.effects = effects{State: &r.State, dep: in.Input, status: r.queryStatus,
 		log: log.With(workflow.GetLogger(ctx), "namespace", in.Namespace, "deployment", in.Name)}
 	r.updateState.st, r.updateState.status = &r.State, r.queryStatus
+	r.waitState.deployment = in.Namespace + "/" + in.Name
+	r.route = &router{effects: &r.effects}
 	r.canary = newCanary(ctx, &r.effects)
 	r.blueGreen = newBlueGreen(ctx, &r.effects, r.canary.end)
 	r.canary.abort, r.blueGreen.abort = r.startAbort, r.startAbort
@@ -523,7 +523,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	}
 	ref := activities.DeploymentRef{Namespace: d.Namespace, Name: d.Name, UID: d.UID}
 	// Traffic moves before the plan's writes: weights fall before pods go (traffic.go).
-	if err := r.syncTraffic(ctx, ref, obs.Snapshot, plan); err != nil {
+	if err := r.route.sync(ctx, ref, obs.Snapshot, plan); err != nil {
 		r.report(obs.Snapshot, plan)
 		return plan, true, err
 	}
@@ -868,7 +868,7 @@ func (r *rollout) afterSync(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Pl
 		r.canary.end()
 		return
 	}
-	r.canary.reached(ctx, plan, func() bool { return r.trafficStepReached(ctx, snap, plan) })
+	r.canary.reached(ctx, plan, func() bool { return r.route.stepReached(ctx, snap, plan) })
 	if plan.Phase == k8s.PhaseDeadlineExceeded && r.Abort == nil && r.StableHash != "" && r.LastHash != r.StableHash {
 		if auto, err := k8s.ParseAutoRollback(snap.Deployment.Annotations); err == nil && auto {
 			r.startAbort(ctx, "progress deadline exceeded ("+plan.Message+conditionMessage(plan.Status)+")")

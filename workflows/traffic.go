@@ -18,6 +18,17 @@ import (
 // before the canary ReplicaSet scales down. A Deployment without the annotation runs none of
 // this: histories recorded before it replay as they ran.
 
+// router moves a Deployment's traffic (its HTTPRoute and Services) for each sync.
+type router struct {
+	// effects, and through them the run's State (Traffic holds the route as the last move
+	// left it).
+	*effects
+	// ask: what the last traffic move asked (k8s.DecideTraffic), for AwaitChange to weigh the
+	// route the same way; changes: the traffic change IDs asked in this run.
+	ask     *k8s.TrafficAsk
+	changes map[string]bool
+}
+
 // checkTraffic validates the traffic annotation and the steps that need it.
 func checkTraffic(annotations map[string]string, steps []k8s.RolloutStep) error {
 	spec, err := k8s.ParseTraffic(annotations)
@@ -25,181 +36,6 @@ func checkTraffic(annotations map[string]string, steps []k8s.RolloutStep) error 
 		return err
 	}
 	return k8s.TrafficSteps(spec, steps)
-}
-
-// syncTraffic moves the traffic for a sync's plan (nothing without a valid traffic
-// annotation, or while an invalid annotation holds the rollout).
-func (r *rollout) syncTraffic(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
-	d := k8s.Effective(snap.Deployment)
-	spec, err := k8s.ParseTraffic(d.Annotations)
-	if spec == nil && err == nil && r.Traffic != nil && r.Traffic.Stable.Service != "" &&
-		workflow.GetVersion(ctx, changeTrafficRelease, workflow.DefaultVersion, 1) == 1 {
-		return r.releaseTraffic(ctx, ref)
-	}
-	if spec == nil || err != nil || r.AnnotationError != "" || plan.CanaryStale {
-		return nil
-	}
-	// The stable Service selects the stable template; the canary Service the new one during a
-	// rollout, the stable one otherwise. The template that completes in this sync is the
-	// stable one from here on.
-	stable, canary := r.StableHash, r.LastHash
-	if plan.Phase == k8s.PhaseComplete || stable == "" {
-		stable = canary
-	}
-	// The stable Service never moves to a template with no available pod while the pods it
-	// selects serve: a sync that takes the new template for the stable one before its
-	// ReplicaSet has a pod (the next image right after a rollout completed) leaves it where it
-	// is, and the new template is the canary's.
-	availNow, availAfter := k8s.AvailablePods(snap.ReplicaSets), k8s.AvailableAfter(snap.ReplicaSets, plan)
-	if cur := r.Traffic; cur != nil && cur.Stable.Hash != "" && stable != cur.Stable.Hash {
-		if availNow[stable] <= 0 && availNow[cur.Stable.Hash] > 0 && workflow.GetVersion(ctx, changeTrafficStableServes, workflow.DefaultVersion, 1) == 1 {
-			stable = cur.Stable.Hash
-		}
-	}
-	target := int32(100)
-	var headers []k8s.HeaderRoute
-	switch s := r.Steps; {
-	case r.Abort != nil || canary == stable:
-		target, canary = 0, stable
-	case s != nil && !s.Full && s.Step < len(r.StepList):
-		target = r.weight()
-		headers = k8s.ActiveHeaderRoutes(r.StepList, s.Step)
-		// A header route goes only to a canary with available pods, before and after the
-		// plan's writes.
-		if len(headers) > 0 && min(availNow[canary], availAfter[canary]) <= 0 &&
-			workflow.GetVersion(ctx, changeTrafficStepPods, workflow.DefaultVersion, 1) == 1 {
-			headers = nil
-		}
-	}
-	ask := k8s.TrafficAsk{Target: target, Stable: stable, Canary: canary}
-	if r.Abort != nil {
-		ask.Aborted = r.Abort.Hash
-	}
-	dec := k8s.DecideTraffic(ask, snap.ReplicaSets, plan, r.trafficChange(ctx))
-	canary, weight, avail, after, handover := dec.Canary, dec.Weight, dec.Available, dec.After, dec.Handover
-	want := k8s.TrafficState{StableHash: stable, CanaryHash: canary, Route: k8s.RouteState{CanaryWeight: weight, HeaderRoutes: headers}}
-	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after, Handover: handover,
-		Abort: dec.Abort || r.Abort != nil, SizesAfter: k8s.SizesAfter(snap.ReplicaSets, plan), KnownHeaderRoutes: knownHeaderRoutes(r.StepList)}
-	routeName := fmt.Sprintf("%s rule %d", spec.HTTPRoute.Name, spec.HTTPRoute.Rule)
-	changed := r.Traffic == nil || r.Traffic.Route != routeName || r.Traffic.CanaryWeight != want.Route.CanaryWeight ||
-		r.Traffic.Stable.Hash != stable || r.Traffic.Canary.Hash != canary || headerNames(r.Traffic.HeaderRoutes) != headerNames(headers)
-	if !changed && r.Traffic.Check == "holds" && r.Traffic.Hold == "" && sameHeaderRoutes(r.Traffic.HeaderRoutes, headers) &&
-		workflow.GetVersion(ctx, changeTrafficUnchanged, workflow.DefaultVersion, 1) == 1 {
-		// The route and the Services are as the last move left them and as wanted: no reads,
-		// no writes. Every sync re-reading them spent the client budget its writes needed
-		// (six routed Deployments at QPS 20 starved their own writes for minutes).
-		r.Traffic.Stable.Available, r.Traffic.Canary.Available = avail[stable], avail[canary]
-		r.trafficAsk = &ask
-		return nil
-	}
-	if changed {
-		in.Events = []k8s.Event{{Type: "Normal", Reason: "TrafficShifted", Message: trafficMessage(routeName, *spec, want, avail, target)}}
-	}
-	var res activities.SyncTrafficResult
-	err = workflow.ExecuteLocalActivity(ctx, a.SyncTraffic, in).Get(ctx, &res)
-	for _, m := range res.Moves {
-		if m.Check != "" {
-			r.recordStepWarning(ctx, "TrafficInvariant", "Traffic move on "+routeName+": "+m.Check)
-		}
-	}
-	if err != nil {
-		if r.returning(ask) && !activities.IsKind(err, activities.ErrStale) && !activities.IsKind(err, activities.ErrBusy) &&
-			workflow.GetVersion(ctx, changeTrafficErrorReturns, workflow.DefaultVersion, 1) == 1 {
-			// The way back to the stable template must not wait on a route that cannot be moved
-			// (deleted, unreadable, another rule on our Services): the Services select every
-			// pod of the Deployment, so whatever the route sends is served, and the plan
-			// restores the ReplicaSets.
-			return r.fallBackTraffic(ctx, ref, *spec, routeName, err)
-		}
-		return fmt.Errorf("sync traffic on httproute %s: %w", routeName, err)
-	}
-	st := &TrafficStatus{
-		Route: routeName, StableWeight: res.Stable.Weight, CanaryWeight: res.Canary.Weight,
-		Stable: res.Stable, Canary: res.Canary, HeaderRoutes: res.After.Route.HeaderRoutes, Check: "holds", Hold: res.Hold,
-	}
-	if res.Check != "" {
-		st.Check = res.Check
-	}
-	held := r.Traffic != nil && r.Traffic.Hold != ""
-	r.Traffic = st
-	r.trafficAsk = &ask
-	if changed || held != (res.Hold != "") {
-		r.upsertStepState(ctx)
-	}
-	return nil
-}
-
-// fallBackTraffic gives both Services their own selectors back (every pod of the Deployment)
-// when the route cannot be moved on the way back to the stable template, and says why in an
-// event. The next sync routes again once the route can be read.
-func (r *rollout) fallBackTraffic(ctx workflow.Context, ref activities.DeploymentRef, spec k8s.TrafficSpec, routeName string, cause error) error {
-	in := activities.ReleaseTrafficInput{Deployment: ref, Services: []string{spec.StableService, spec.CanaryService}, Events: []k8s.Event{{
-		Type: "Warning", Reason: "TrafficFallback",
-		Message: fmt.Sprintf("Returning to the stable template without moving httproute %s (%v): Services %s and %s select every pod of the Deployment until it can be moved",
-			routeName, cause, spec.StableService, spec.CanaryService),
-	}}}
-	var res activities.ReleaseTrafficResult
-	if err := workflow.ExecuteLocalActivity(ctx, a.ReleaseTraffic, in).Get(ctx, &res); err != nil {
-		return fmt.Errorf("sync traffic on httproute %s: %v; select every pod instead: %w", routeName, cause, err)
-	}
-	r.Traffic = &TrafficStatus{Route: routeName, Check: "holds", Hold: "route not moved, the Services select every pod: " + cause.Error(),
-		Stable: k8s.Backend{Service: spec.StableService}, Canary: k8s.Backend{Service: spec.CanaryService}}
-	r.trafficAsk = nil
-	r.upsertStepState(ctx)
-	return nil
-}
-
-// releaseTraffic gives the Services of a Deployment that lost its traffic annotation their
-// selectors back (activities.ReleaseTraffic) and forgets the route.
-func (r *rollout) releaseTraffic(ctx workflow.Context, ref activities.DeploymentRef) error {
-	t := r.Traffic
-	in := activities.ReleaseTrafficInput{Deployment: ref, Services: []string{t.Stable.Service, t.Canary.Service}, Events: []k8s.Event{{
-		Type: "Normal", Reason: "TrafficReleased",
-		Message: fmt.Sprintf("The %s annotation is gone: Services %s and %s select as their own selectors say again", k8s.TrafficAnnotation, t.Stable.Service, t.Canary.Service),
-	}}}
-	var res activities.ReleaseTrafficResult
-	if err := workflow.ExecuteLocalActivity(ctx, a.ReleaseTraffic, in).Get(ctx, &res); err != nil {
-		return fmt.Errorf("give the services their selectors back: %w", err)
-	}
-	r.Traffic, r.trafficAsk = nil, nil
-	r.upsertStepState(ctx)
-	return nil
-}
-
-// trafficChange is DecideTraffic's question for the run: is this change in force? It asks
-// workflow.GetVersion, and remembers the answer for AwaitChange (AwaitInput.Traffic), which
-// decides the same way.
-func (r *rollout) trafficChange(ctx workflow.Context) func(string) bool {
-	return func(change string) bool {
-		on := workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
-		if r.trafficChanges == nil {
-			r.trafficChanges = map[string]bool{}
-		}
-		r.trafficChanges[change] = on
-		return on
-	}
-}
-
-// trafficStepReached reports whether the route carries the current setWeight step's weight as
-// far as the ReplicaSets' sizes allow (k8s.TrafficStepReached): a step passes only then, as in
-// Argo Rollouts, so the pause or analysis after it sees the weight it asked for. True without
-// traffic routing.
-func (r *rollout) trafficStepReached(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Plan) bool {
-	ask := r.trafficAsk
-	if r.Traffic == nil || ask == nil || ask.Canary == ask.Stable {
-		return true
-	}
-	sizes := k8s.SizesAfter(snap.ReplicaSets, plan)
-	reached := k8s.TrafficStepReached(r.Traffic.CanaryWeight, ask.Target, sizes[ask.Canary], sizes[ask.Stable])
-	if r.headerStep() && sizes[ask.Canary] > 0 {
-		// A canary with no pods at this step gets its header route once it has some.
-		want := k8s.ActiveHeaderRoutes(r.StepList, r.Steps.Step)
-		reached = reached && headerNames(r.Traffic.HeaderRoutes) == headerNames(want)
-	}
-	if reached {
-		return true
-	}
-	return !r.trafficChange(ctx)(changeTrafficStepWeight)
 }
 
 // sameHeaderRoutes: the same header routes, names and matches, in the same order.
@@ -250,4 +86,179 @@ func knownHeaderRoutes(steps []k8s.RolloutStep) []k8s.HeaderRoute {
 		}
 	}
 	return out
+}
+
+// sync moves the traffic for a sync's plan (nothing without a valid traffic
+// annotation, or while an invalid annotation holds the rollout).
+func (rt *router) sync(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
+	d := k8s.Effective(snap.Deployment)
+	spec, err := k8s.ParseTraffic(d.Annotations)
+	if spec == nil && err == nil && rt.Traffic != nil && rt.Traffic.Stable.Service != "" &&
+		workflow.GetVersion(ctx, changeTrafficRelease, workflow.DefaultVersion, 1) == 1 {
+		return rt.release(ctx, ref)
+	}
+	if spec == nil || err != nil || rt.AnnotationError != "" || plan.CanaryStale {
+		return nil
+	}
+	// The stable Service selects the stable template; the canary Service the new one during a
+	// rollout, the stable one otherwise. The template that completes in this sync is the
+	// stable one from here on.
+	stable, canary := rt.StableHash, rt.LastHash
+	if plan.Phase == k8s.PhaseComplete || stable == "" {
+		stable = canary
+	}
+	// The stable Service never moves to a template with no available pod while the pods it
+	// selects serve: a sync that takes the new template for the stable one before its
+	// ReplicaSet has a pod (the next image right after a rollout completed) leaves it where it
+	// is, and the new template is the canary's.
+	availNow, availAfter := k8s.AvailablePods(snap.ReplicaSets), k8s.AvailableAfter(snap.ReplicaSets, plan)
+	if cur := rt.Traffic; cur != nil && cur.Stable.Hash != "" && stable != cur.Stable.Hash {
+		if availNow[stable] <= 0 && availNow[cur.Stable.Hash] > 0 && workflow.GetVersion(ctx, changeTrafficStableServes, workflow.DefaultVersion, 1) == 1 {
+			stable = cur.Stable.Hash
+		}
+	}
+	target := int32(100)
+	var headers []k8s.HeaderRoute
+	switch s := rt.Steps; {
+	case rt.Abort != nil || canary == stable:
+		target, canary = 0, stable
+	case s != nil && !s.Full && s.Step < len(rt.StepList):
+		target = rt.weight()
+		headers = k8s.ActiveHeaderRoutes(rt.StepList, s.Step)
+		// A header route goes only to a canary with available pods, before and after the
+		// plan's writes.
+		if len(headers) > 0 && min(availNow[canary], availAfter[canary]) <= 0 &&
+			workflow.GetVersion(ctx, changeTrafficStepPods, workflow.DefaultVersion, 1) == 1 {
+			headers = nil
+		}
+	}
+	ask := k8s.TrafficAsk{Target: target, Stable: stable, Canary: canary}
+	if rt.Abort != nil {
+		ask.Aborted = rt.Abort.Hash
+	}
+	dec := k8s.DecideTraffic(ask, snap.ReplicaSets, plan, rt.change(ctx))
+	canary, weight, avail, after, handover := dec.Canary, dec.Weight, dec.Available, dec.After, dec.Handover
+	want := k8s.TrafficState{StableHash: stable, CanaryHash: canary, Route: k8s.RouteState{CanaryWeight: weight, HeaderRoutes: headers}}
+	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after, Handover: handover,
+		Abort: dec.Abort || rt.Abort != nil, SizesAfter: k8s.SizesAfter(snap.ReplicaSets, plan), KnownHeaderRoutes: knownHeaderRoutes(rt.StepList)}
+	routeName := fmt.Sprintf("%s rule %d", spec.HTTPRoute.Name, spec.HTTPRoute.Rule)
+	changed := rt.Traffic == nil || rt.Traffic.Route != routeName || rt.Traffic.CanaryWeight != want.Route.CanaryWeight ||
+		rt.Traffic.Stable.Hash != stable || rt.Traffic.Canary.Hash != canary || headerNames(rt.Traffic.HeaderRoutes) != headerNames(headers)
+	if !changed && rt.Traffic.Check == "holds" && rt.Traffic.Hold == "" && sameHeaderRoutes(rt.Traffic.HeaderRoutes, headers) &&
+		workflow.GetVersion(ctx, changeTrafficUnchanged, workflow.DefaultVersion, 1) == 1 {
+		// The route and the Services are as the last move left them and as wanted: no reads,
+		// no writes. Every sync re-reading them spent the client budget its writes needed
+		// (six routed Deployments at QPS 20 starved their own writes for minutes).
+		rt.Traffic.Stable.Available, rt.Traffic.Canary.Available = avail[stable], avail[canary]
+		rt.ask = &ask
+		return nil
+	}
+	if changed {
+		in.Events = []k8s.Event{{Type: "Normal", Reason: "TrafficShifted", Message: trafficMessage(routeName, *spec, want, avail, target)}}
+	}
+	var res activities.SyncTrafficResult
+	err = workflow.ExecuteLocalActivity(ctx, a.SyncTraffic, in).Get(ctx, &res)
+	for _, m := range res.Moves {
+		if m.Check != "" {
+			rt.recordStepWarning(ctx, "TrafficInvariant", "Traffic move on "+routeName+": "+m.Check)
+		}
+	}
+	if err != nil {
+		if rt.returning(ask) && !activities.IsKind(err, activities.ErrStale) && !activities.IsKind(err, activities.ErrBusy) &&
+			workflow.GetVersion(ctx, changeTrafficErrorReturns, workflow.DefaultVersion, 1) == 1 {
+			// The way back to the stable template must not wait on a route that cannot be moved
+			// (deleted, unreadable, another rule on our Services): the Services select every
+			// pod of the Deployment, so whatever the route sends is served, and the plan
+			// restores the ReplicaSets.
+			return rt.fallBack(ctx, ref, *spec, routeName, err)
+		}
+		return fmt.Errorf("sync traffic on httproute %s: %w", routeName, err)
+	}
+	st := &TrafficStatus{
+		Route: routeName, StableWeight: res.Stable.Weight, CanaryWeight: res.Canary.Weight,
+		Stable: res.Stable, Canary: res.Canary, HeaderRoutes: res.After.Route.HeaderRoutes, Check: "holds", Hold: res.Hold,
+	}
+	if res.Check != "" {
+		st.Check = res.Check
+	}
+	held := rt.Traffic != nil && rt.Traffic.Hold != ""
+	rt.Traffic = st
+	rt.ask = &ask
+	if changed || held != (res.Hold != "") {
+		rt.upsertStepState(ctx)
+	}
+	return nil
+}
+
+// fallBack gives both Services their own selectors back (every pod of the Deployment)
+// when the route cannot be moved on the way back to the stable template, and says why in an
+// event. The next sync routes again once the route can be read.
+func (rt *router) fallBack(ctx workflow.Context, ref activities.DeploymentRef, spec k8s.TrafficSpec, routeName string, cause error) error {
+	in := activities.ReleaseTrafficInput{Deployment: ref, Services: []string{spec.StableService, spec.CanaryService}, Events: []k8s.Event{{
+		Type: "Warning", Reason: "TrafficFallback",
+		Message: fmt.Sprintf("Returning to the stable template without moving httproute %s (%v): Services %s and %s select every pod of the Deployment until it can be moved",
+			routeName, cause, spec.StableService, spec.CanaryService),
+	}}}
+	var res activities.ReleaseTrafficResult
+	if err := workflow.ExecuteLocalActivity(ctx, a.ReleaseTraffic, in).Get(ctx, &res); err != nil {
+		return fmt.Errorf("sync traffic on httproute %s: %v; select every pod instead: %w", routeName, cause, err)
+	}
+	rt.Traffic = &TrafficStatus{Route: routeName, Check: "holds", Hold: "route not moved, the Services select every pod: " + cause.Error(),
+		Stable: k8s.Backend{Service: spec.StableService}, Canary: k8s.Backend{Service: spec.CanaryService}}
+	rt.ask = nil
+	rt.upsertStepState(ctx)
+	return nil
+}
+
+// release gives the Services of a Deployment that lost its traffic annotation their
+// selectors back (activities.ReleaseTraffic) and forgets the route.
+func (rt *router) release(ctx workflow.Context, ref activities.DeploymentRef) error {
+	t := rt.Traffic
+	in := activities.ReleaseTrafficInput{Deployment: ref, Services: []string{t.Stable.Service, t.Canary.Service}, Events: []k8s.Event{{
+		Type: "Normal", Reason: "TrafficReleased",
+		Message: fmt.Sprintf("The %s annotation is gone: Services %s and %s select as their own selectors say again", k8s.TrafficAnnotation, t.Stable.Service, t.Canary.Service),
+	}}}
+	var res activities.ReleaseTrafficResult
+	if err := workflow.ExecuteLocalActivity(ctx, a.ReleaseTraffic, in).Get(ctx, &res); err != nil {
+		return fmt.Errorf("give the services their selectors back: %w", err)
+	}
+	rt.Traffic, rt.ask = nil, nil
+	rt.upsertStepState(ctx)
+	return nil
+}
+
+// change is DecideTraffic's question for the run: is this change in force? It asks
+// workflow.GetVersion, and remembers the answer for AwaitChange (AwaitInput.Traffic), which
+// decides the same way.
+func (rt *router) change(ctx workflow.Context) func(string) bool {
+	return func(change string) bool {
+		on := workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
+		if rt.changes == nil {
+			rt.changes = map[string]bool{}
+		}
+		rt.changes[change] = on
+		return on
+	}
+}
+
+// stepReached reports whether the route carries the current setWeight step's weight as
+// far as the ReplicaSets' sizes allow (k8s.TrafficStepReached): a step passes only then, as in
+// Argo Rollouts, so the pause or analysis after it sees the weight it asked for. True without
+// traffic routing.
+func (rt *router) stepReached(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Plan) bool {
+	ask := rt.ask
+	if rt.Traffic == nil || ask == nil || ask.Canary == ask.Stable {
+		return true
+	}
+	sizes := k8s.SizesAfter(snap.ReplicaSets, plan)
+	reached := k8s.TrafficStepReached(rt.Traffic.CanaryWeight, ask.Target, sizes[ask.Canary], sizes[ask.Stable])
+	if rt.headerStep() && sizes[ask.Canary] > 0 {
+		// A canary with no pods at this step gets its header route once it has some.
+		want := k8s.ActiveHeaderRoutes(rt.StepList, rt.Steps.Step)
+		reached = reached && headerNames(rt.Traffic.HeaderRoutes) == headerNames(want)
+	}
+	if reached {
+		return true
+	}
+	return !rt.change(ctx)(changeTrafficStepWeight)
 }

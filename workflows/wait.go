@@ -37,6 +37,8 @@ type waitState struct {
 	wakeAt     time.Time
 	wake       workflow.Future
 	cancelWake workflow.CancelFunc
+	// deployment names the Deployment ("namespace/name") in the timers' summaries.
+	deployment string
 }
 
 // waitForWork blocks until a signal or the wake timer.
@@ -115,9 +117,9 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 	in.Generation = r.generation
 	// With traffic routing, the wait also wakes the workflow when the route should move (the
 	// pods it weighs changed, k8s.DecideTraffic), so a held rollout keeps following them.
-	if r.Traffic != nil && r.trafficAsk != nil && r.trafficChange(ctx)(k8s.ChangeTrafficFollowsPods) {
+	if r.Traffic != nil && r.route.ask != nil && r.route.change(ctx)(k8s.ChangeTrafficFollowsPods) {
 		t := r.Traffic
-		in.Traffic = &activities.AwaitTraffic{Ask: *r.trafficAsk, Weight: t.CanaryWeight, Changes: r.trafficChanges, NeedsCanaryPods: r.headerStep(),
+		in.Traffic = &activities.AwaitTraffic{Ask: *r.route.ask, Weight: t.CanaryWeight, Changes: r.route.changes, NeedsCanaryPods: r.headerStep(),
 			Cur:       &k8s.TrafficState{StableHash: t.Stable.Hash, CanaryHash: t.Canary.Hash, Route: k8s.RouteState{CanaryWeight: t.CanaryWeight, HeaderRoutes: t.HeaderRoutes}},
 			Returning: r.Abort != nil}
 	}
@@ -153,36 +155,36 @@ func (r *rollout) startRetryAwait(ctx workflow.Context) {
 
 // stopAwait cancels a wait still running: a signal or timer came first, and the sync that
 // follows starts a new one on its own writes.
-func (r *rollout) stopAwait() {
-	if r.cancelAwait != nil {
-		r.cancelAwait()
+func (w *waitState) stopAwait() {
+	if w.cancelAwait != nil {
+		w.cancelAwait()
 	}
-	r.await, r.cancelAwait, r.awaitLocal = nil, nil, false
-}
-
-// scheduleWake keeps one timer for a converged Deployment: the recheck its plan asks for (a
-// progress deadline, minReadySeconds). A rollout under way is woken by AwaitChange, which also
-// wakes it at its progress deadline and after awaitMaxWait.
-func (r *rollout) scheduleWake(ctx workflow.Context, plan k8s.Plan) {
-	if !plan.Phase.Converged() || plan.RecheckAt == nil {
-		return
-	}
-	r.setWake(ctx, plan.RecheckAt.Time)
+	w.await, w.cancelAwait, w.awaitLocal = nil, nil, false
 }
 
 // setWake starts the timer unless one already fires no later than at (within a second).
-func (r *rollout) setWake(ctx workflow.Context, at time.Time) {
-	if r.wake != nil && !r.wakeAt.After(at.Add(time.Second)) {
+func (w *waitState) setWake(ctx workflow.Context, at time.Time) {
+	if w.wake != nil && !w.wakeAt.After(at.Add(time.Second)) {
 		return
 	}
-	if r.cancelWake != nil {
-		r.cancelWake()
+	if w.cancelWake != nil {
+		w.cancelWake()
 	}
 	d := at.Sub(workflow.Now(ctx))
 	if d < time.Second {
 		d = time.Second
 	}
 	tctx, cancel := workflow.WithCancel(ctx)
-	r.wake = workflow.NewTimerWithOptions(tctx, d, workflow.TimerOptions{Summary: fmt.Sprintf("sync %s/%s again at %s", r.in.Namespace, r.in.Name, at.UTC().Format(time.RFC3339))})
-	r.wakeAt, r.cancelWake = at, cancel
+	w.wake = workflow.NewTimerWithOptions(tctx, d, workflow.TimerOptions{Summary: fmt.Sprintf("sync %s again at %s", w.deployment, at.UTC().Format(time.RFC3339))})
+	w.wakeAt, w.cancelWake = at, cancel
+}
+
+// scheduleWake keeps one timer for a converged Deployment: the recheck its plan asks for (a
+// progress deadline, minReadySeconds). A rollout under way is woken by AwaitChange, which also
+// wakes it at its progress deadline and after awaitMaxWait.
+func (w *waitState) scheduleWake(ctx workflow.Context, plan k8s.Plan) {
+	if !plan.Phase.Converged() || plan.RecheckAt == nil {
+		return
+	}
+	w.setWake(ctx, plan.RecheckAt.Time)
 }
