@@ -12,7 +12,7 @@ import (
 )
 
 // Blue-green rollouts (temporal-rollout.io/blue-green, docs/blue-green.md), in Argo Rollouts'
-// blueGreen vocabulary. A new template runs through these phases:
+// blueGreenStrategy vocabulary. A new template runs through these phases:
 //
 //	Preview               the new ReplicaSet scales to its full size (previewReplicaCount)
 //	                      beside the old one; once all its pods are available the preview
@@ -37,27 +37,27 @@ import (
 // abortHoldTimer is what timerFor names while the timer is an abort's hold.
 const abortHoldTimer = "AbortHold"
 
-// blueGreen drives a blue-green rollout's phases (State.BlueGreen) and its Services on the
+// blueGreenStrategy drives a blue-green rollout's phases (State.BlueGreen) and its Services on the
 // shared phase machinery (phase.go).
-type blueGreen struct {
+type blueGreenStrategy struct {
 	phase
 	// spec: the annotation as the last sync read it.
 	spec *k8s.BlueGreenSpec
 	// version: the "blue-green" change's version, once asked in this run.
 	version      workflow.Version
 	versionKnown bool
-	// endSteps ends a stepped rollout (the canary's): a template rolls out one way.
-	endSteps func()
+	// endCanary ends a stepped rollout (the canary's): a template rolls out one way.
+	endCanary func()
 }
 
-func newBlueGreen(ctx workflow.Context, fx *effects, endSteps func()) *blueGreen {
-	b := &blueGreen{phase: newPhase(ctx, fx), endSteps: endSteps}
-	b.fired, b.verdict = b.timerFired, b.analysisDone
+func newBlueGreen(ctx workflow.Context, fx *effects, endCanary func()) *blueGreenStrategy {
+	b := &blueGreenStrategy{phase: newPhase(ctx, fx), endCanary: endCanary}
+	b.fired, b.verdict = b.phaseTimerFired, b.phaseVerdict
 	return b
 }
 
 // promote promotes (the promote update).
-func (b *blueGreen) promote(ctx workflow.Context, req PromoteRequest) {
+func (b *blueGreenStrategy) promoteBlueGreen(ctx workflow.Context, req PromoteRequest) {
 	b.promoteWhy(ctx, req, "Promoted")
 }
 
@@ -68,8 +68,8 @@ func replicasOf(d *appsv1.Deployment) int32 {
 	return *d.Spec.Replicas
 }
 
-func analysisName(phase string) string {
-	if phase == BlueGreenPostPromotionAnalysis {
+func analysisName(of string) string {
+	if of == BlueGreenPostPromotionAnalysis {
 		return "post-promotion analysis"
 	}
 	return "pre-promotion analysis"
@@ -110,7 +110,7 @@ func serviceSwitch(snap k8s.Snapshot, plan k8s.Plan, service, reason, role, hash
 
 // on reports whether this run drives blue-green rollouts: a run recorded before the
 // change ignored the annotation, and replays so.
-func (b *blueGreen) on(ctx workflow.Context) bool {
+func (b *blueGreenStrategy) blueGreenOn(ctx workflow.Context) bool {
 	if !b.versionKnown {
 		b.version = workflow.GetVersion(ctx, changeBlueGreen, workflow.DefaultVersion, 1)
 		b.versionKnown = true
@@ -122,18 +122,18 @@ func (b *blueGreen) on(ctx workflow.Context) bool {
 // stable one, as canary.request weighs the steps. handled is false without the annotation;
 // otherwise the cap for k8s.Decide: a freeze for an invalid annotation (warned about once per
 // value), nil once the scale-down delay passed (upstream scales the old ReplicaSets down).
-func (b *blueGreen) request(ctx workflow.Context, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, hash string) (c *k8s.Canary, handled bool) {
-	if _, ok := d.Annotations[k8s.BlueGreenAnnotation]; !ok || !b.on(ctx) {
-		b.end()
+func (b *blueGreenStrategy) blueGreenRequest(ctx workflow.Context, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, hash string) (c *k8s.Canary, handled bool) {
+	if _, ok := d.Annotations[k8s.BlueGreenAnnotation]; !ok || !b.blueGreenOn(ctx) {
+		b.endBlueGreen()
 		return nil, false
 	}
 	spec, err := k8s.ParseBlueGreen(d)
 	if err == nil {
 		_, err = k8s.ParseAutoRollback(d.Annotations)
 	}
-	b.endSteps()
+	b.endCanary()
 	if err != nil {
-		b.end()
+		b.endBlueGreen()
 		return b.holdInvalid(ctx, d, hash, err), true
 	}
 	b.Warned, b.AnnotationError = "", ""
@@ -150,10 +150,10 @@ func (b *blueGreen) request(ctx workflow.Context, d *appsv1.Deployment, rss []*a
 			b.recordStep(ctx, "BlueGreenPhase", fmt.Sprintf("Blue-green: new template %s while %s serves production; %s is the stable template", hash, prev.Hash, prev.Hash))
 			b.StableHash = prev.Hash
 		}
-		b.end()
+		b.endBlueGreen()
 		b.BlueGreen = &blueGreenState{Hash: hash, Revision: rev, StableHash: b.StableHash}
 		b.recordStep(ctx, "BlueGreenStarted", fmt.Sprintf("Rolling out template %s blue-green: active Service %s stays on %s until promoted", hash, spec.ActiveService, b.StableHash))
-		b.enter(ctx, BlueGreenPreview)
+		b.enterPhase(ctx, BlueGreenPreview)
 	}
 	bg := b.BlueGreen
 	bg.Spec = spec
@@ -176,14 +176,14 @@ func (b *blueGreen) request(ctx workflow.Context, d *appsv1.Deployment, rss []*a
 	return c, true
 }
 
-// enter makes phase current: it sets what the phase waits for and starts its timer
+// enterPhase makes phase to current: it sets what the phase waits for and starts its timer
 // or analysis.
-func (b *blueGreen) enter(ctx workflow.Context, phase string) {
+func (b *blueGreenStrategy) enterPhase(ctx workflow.Context, to string) {
 	bg, spec := b.BlueGreen, b.spec
 	b.stop()
-	bg.Phase, bg.Until, bg.Analysis, bg.AnalysisSpec, bg.Freeze = phase, nil, nil, nil, nil
+	bg.Phase, bg.Until, bg.Analysis, bg.AnalysisSpec, bg.Freeze = to, nil, nil, nil, nil
 	active, preview := spec.ActiveService, spec.PreviewService
-	switch phase {
+	switch to {
 	case BlueGreenPreview:
 		bg.WaitingFor = WaitingForReplicaSet
 		bg.Message = fmt.Sprintf("Blue-green: scaling up the new ReplicaSet (template %s)", bg.Hash)
@@ -193,12 +193,12 @@ func (b *blueGreen) enter(ctx workflow.Context, phase string) {
 	case BlueGreenPrePromotionAnalysis, BlueGreenPostPromotionAnalysis:
 		bg.AnalysisSpec = spec.PrePromotionAnalysis
 		step := 1
-		if phase == BlueGreenPostPromotionAnalysis {
+		if to == BlueGreenPostPromotionAnalysis {
 			bg.AnalysisSpec, step = spec.PostPromotionAnalysis, 2
 		}
 		bg.Analysis = &analysisState{Step: step - 1}
 		bg.WaitingFor = WaitingForAnalysis
-		bg.Message = fmt.Sprintf("Blue-green: %s (%s): measuring", analysisName(phase), bg.AnalysisSpec)
+		bg.Message = fmt.Sprintf("Blue-green: %s (%s): measuring", analysisName(to), bg.AnalysisSpec)
 		b.startAnalysis(ctx, b.BlueGreen.AnalysisSpec, b.BlueGreen.Analysis, b.BlueGreen.Hash)
 	case BlueGreenPaused:
 		if spec.AutoPromotionSeconds > 0 {
@@ -231,7 +231,7 @@ func (b *blueGreen) enter(ctx workflow.Context, phase string) {
 
 // after moves a blue-green rollout on from a sync: the preview is ready, the active
 // Service switched, or the rollout completed.
-func (b *blueGreen) after(ctx workflow.Context, plan k8s.Plan) {
+func (b *blueGreenStrategy) afterBlueGreen(ctx workflow.Context, plan k8s.Plan) {
 	bg, spec := b.BlueGreen, b.spec
 	if bg == nil || spec == nil || plan.CanaryStale {
 		return
@@ -242,41 +242,41 @@ func (b *blueGreen) after(ctx workflow.Context, plan k8s.Plan) {
 		if bg.Phase == BlueGreenScalingDown {
 			b.recordStep(ctx, "OldReplicaSetScaledDown", fmt.Sprintf("Blue-green: the old ReplicaSet is scaled down; template %s is complete", bg.Hash))
 		}
-		b.end()
+		b.endBlueGreen()
 	case bg.Phase == BlueGreenPreview && plan.CanaryReached && (spec.PreviewService == "" || sv != nil && sv.PreviewSelects == bg.Hash):
 		b.previewReady(ctx)
 	case bg.Phase == BlueGreenPromoting && sv != nil && sv.ActiveSelects == bg.Hash:
 		if spec.PostPromotionAnalysis != nil && !bg.Full {
-			b.enter(ctx, BlueGreenPostPromotionAnalysis)
+			b.enterPhase(ctx, BlueGreenPostPromotionAnalysis)
 			return
 		}
-		b.enter(ctx, BlueGreenScaleDownDelay)
+		b.enterPhase(ctx, BlueGreenScaleDownDelay)
 	}
 }
 
 // previewReady goes on from a ready preview: to the pre-promotion analysis, or to promotion.
-func (b *blueGreen) previewReady(ctx workflow.Context) {
+func (b *blueGreenStrategy) previewReady(ctx workflow.Context) {
 	bg, spec := b.BlueGreen, b.spec
 	switch {
 	case bg.Promoted:
-		b.enter(ctx, BlueGreenPromoting)
+		b.enterPhase(ctx, BlueGreenPromoting)
 	case spec.PrePromotionAnalysis != nil:
-		b.enter(ctx, BlueGreenPrePromotionAnalysis)
+		b.enterPhase(ctx, BlueGreenPrePromotionAnalysis)
 	case spec.AutoPromotes() && spec.AutoPromotionSeconds == 0:
 		b.autoPromote(ctx, "Promoted automatically (autoPromotionEnabled)")
 	default:
-		b.enter(ctx, BlueGreenPaused)
+		b.enterPhase(ctx, BlueGreenPaused)
 	}
 }
 
 // promoteWhy promotes: the active Service switches at the next sync once the new pods
 // are all available. During the post-promotion analysis it skips the analysis.
-func (b *blueGreen) promoteWhy(ctx workflow.Context, req PromoteRequest, why string) {
+func (b *blueGreenStrategy) promoteWhy(ctx workflow.Context, req PromoteRequest, why string) {
 	bg := b.BlueGreen
 	b.stop()
 	if bg.Phase == BlueGreenPostPromotionAnalysis {
 		b.recordStep(ctx, "RolloutPromoted", why+": the post-promotion analysis is skipped")
-		b.enter(ctx, BlueGreenScaleDownDelay)
+		b.enterPhase(ctx, BlueGreenScaleDownDelay)
 		return
 	}
 	bg.Promoted, bg.Full = true, req.Full
@@ -292,17 +292,17 @@ func (b *blueGreen) promoteWhy(ctx workflow.Context, req PromoteRequest, why str
 		b.Dirty = true
 		return
 	}
-	b.enter(ctx, BlueGreenPromoting)
+	b.enterPhase(ctx, BlueGreenPromoting)
 }
 
 // sync points the active and preview Services at their templates before the plan's
 // writes (nothing without a valid annotation, or while one holds the rollout). A Service
 // switches only to a ReplicaSet whose pods are all available; until then it keeps selecting
 // what it selects.
-func (b *blueGreen) sync(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
+func (b *blueGreenStrategy) syncServices(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
 	d := k8s.Effective(snap.Deployment)
 	_, annotated := d.Annotations[k8s.BlueGreenAnnotation]
-	if !annotated && b.BlueGreenServices == nil || plan.CanaryStale || b.AnnotationError != "" || !b.on(ctx) {
+	if !annotated && b.BlueGreenServices == nil || plan.CanaryStale || b.AnnotationError != "" || !b.blueGreenOn(ctx) {
 		return nil
 	}
 	var spec *k8s.BlueGreenSpec
@@ -316,7 +316,7 @@ func (b *blueGreen) sync(ctx workflow.Context, ref activities.DeploymentRef, sna
 		// ReplicaSet): the Services are pointed at the Deployment's template once, as at rest,
 		// and then left to the user.
 		spec = &k8s.BlueGreenSpec{ActiveService: b.BlueGreenServices.Active, PreviewService: b.BlueGreenServices.Preview}
-		b.end()
+		b.endBlueGreen()
 	}
 	stable, target := b.StableHash, b.LastHash
 	if b.Abort != nil && stable != "" {
@@ -354,7 +354,7 @@ func (b *blueGreen) sync(ctx workflow.Context, ref activities.DeploymentRef, sna
 }
 
 // startPhaseTimer waits for the automatic promotion or the end of the scale-down delay.
-func (b *blueGreen) startPhaseTimer(ctx workflow.Context) {
+func (b *blueGreenStrategy) startPhaseTimer(ctx workflow.Context) {
 	bg := b.BlueGreen
 	what := "blue-green scale-down delay"
 	if bg.Phase != BlueGreenScalingDown {
@@ -365,12 +365,12 @@ func (b *blueGreen) startPhaseTimer(ctx workflow.Context) {
 
 // startAbortHold starts the timer that ends an abort's hold (abortState.Until) on the phase
 // waits, which the aborted blue-green rollout no longer uses.
-func (b *blueGreen) startAbortHold(ctx workflow.Context) {
+func (b *blueGreenStrategy) startAbortHold(ctx workflow.Context) {
 	b.startTimer(ctx, abortHoldTimer, *b.Abort.Until, fmt.Sprintf("aborted blue-green of %s/%s keeps its pods until %s", b.dep.Namespace, b.dep.Name, b.Abort.Until.UTC().Format(time.RFC3339)))
 }
 
 // endAbortHold lets the aborted ReplicaSet go once its hold passed.
-func (b *blueGreen) endAbortHold(ctx workflow.Context) {
+func (b *blueGreenStrategy) endAbortHold(ctx workflow.Context) {
 	b.timerFor = ""
 	if ab := b.Abort; ab != nil && ab.Until != nil {
 		ab.Until = nil
@@ -381,7 +381,7 @@ func (b *blueGreen) endAbortHold(ctx workflow.Context) {
 
 // resume restarts, in a run continued from another, the timer or analysis the
 // phase waits for, or an abort's hold: a timer waits only what is left of it.
-func (b *blueGreen) resume(ctx workflow.Context) {
+func (b *blueGreenStrategy) resumeBlueGreen(ctx workflow.Context) {
 	if ab := b.Abort; ab != nil && ab.Until != nil {
 		b.startAbortHold(ctx)
 		return
@@ -399,9 +399,9 @@ func (b *blueGreen) resume(ctx workflow.Context) {
 	}
 }
 
-// timerFired: an abort's hold passed, the automatic promotion is due, the scale-down delay
+// phaseTimerFired: an abort's hold passed, the automatic promotion is due, the scale-down delay
 // passed, or a held promotion's next look at the fleet freeze.
-func (b *blueGreen) timerFired(ctx workflow.Context) {
+func (b *blueGreenStrategy) phaseTimerFired(ctx workflow.Context) {
 	if b.timerFor == abortHoldTimer {
 		b.endAbortHold(ctx)
 		return
@@ -412,7 +412,7 @@ func (b *blueGreen) timerFired(ctx workflow.Context) {
 	}
 	if bg.WaitingFor == WaitingForFreeze && bg.Phase == BlueGreenPaused {
 		bg.Until = nil
-		if !b.recheckFreeze(ctx, &bg.Freeze, &bg.Message, func() string { return blueGreenFrozenMessage(bg.Freeze) }, b.startFreezeLook, "promoting") {
+		if !b.recheckFreeze(ctx, &bg.Freeze, &bg.Message, func() string { return blueGreenFrozenMessage(bg.Freeze) }, b.phaseFreezeLook, "promoting") {
 			b.promoteWhy(ctx, PromoteRequest{}, "Promoted automatically after the fleet freeze")
 			b.Dirty = true
 		}
@@ -425,12 +425,12 @@ func (b *blueGreen) timerFired(ctx workflow.Context) {
 	case BlueGreenPaused:
 		b.autoPromote(ctx, fmt.Sprintf("Promoted automatically after autoPromotionSeconds %d", b.spec.AutoPromotionSeconds))
 	case BlueGreenScaleDownDelay:
-		b.enter(ctx, BlueGreenScalingDown)
+		b.enterPhase(ctx, BlueGreenScalingDown)
 	}
 }
 
-// analysisDone goes on from the pre- or post-promotion analysis's verdict.
-func (b *blueGreen) analysisDone(ctx workflow.Context, res analysisResult) {
+// phaseVerdict goes on from the pre- or post-promotion analysis's verdict.
+func (b *blueGreenStrategy) phaseVerdict(ctx workflow.Context, res analysisResult) {
 	bg := b.BlueGreen
 	if bg == nil || bg.WaitingFor != WaitingForAnalysis || b.spec == nil {
 		return
@@ -438,7 +438,7 @@ func (b *blueGreen) analysisDone(ctx workflow.Context, res analysisResult) {
 	name := analysisName(bg.Phase)
 	b.analysisVerdict(ctx, res, "Blue-green: "+name, name+" failed: ", &bg.WaitingFor, &bg.Message, func() {
 		if bg.Phase == BlueGreenPostPromotionAnalysis {
-			b.enter(ctx, BlueGreenScaleDownDelay)
+			b.enterPhase(ctx, BlueGreenScaleDownDelay)
 		} else {
 			b.afterPrePromotion(ctx)
 		}
@@ -447,17 +447,17 @@ func (b *blueGreen) analysisDone(ctx workflow.Context, res analysisResult) {
 
 // afterPrePromotion goes on once the pre-promotion analysis passed: to promotion, at once or
 // after autoPromotionSeconds, or to a pause until promoted.
-func (b *blueGreen) afterPrePromotion(ctx workflow.Context) {
+func (b *blueGreenStrategy) afterPrePromotion(ctx workflow.Context) {
 	spec := b.spec
 	if spec.AutoPromotes() && spec.AutoPromotionSeconds == 0 {
 		b.autoPromote(ctx, "Promoted automatically (autoPromotionEnabled)")
 		return
 	}
-	b.enter(ctx, BlueGreenPaused)
+	b.enterPhase(ctx, BlueGreenPaused)
 }
 
 // end forgets the blue-green rollout.
-func (b *blueGreen) end() {
+func (b *blueGreenStrategy) endBlueGreen() {
 	if b.BlueGreen != nil {
 		b.stop()
 	}
@@ -467,7 +467,7 @@ func (b *blueGreen) end() {
 // autoPromote promotes a blue-green rollout automatically, unless the fleet is frozen: then
 // it holds in the Paused phase (the preview ready, the active Service where it is), asking
 // again on a timer.
-func (b *blueGreen) autoPromote(ctx workflow.Context, why string) {
+func (b *blueGreenStrategy) autoPromote(ctx workflow.Context, why string) {
 	f := b.freezeHold(ctx)
 	if f == nil {
 		b.promoteWhy(ctx, PromoteRequest{}, why)
@@ -477,14 +477,14 @@ func (b *blueGreen) autoPromote(ctx workflow.Context, why string) {
 	b.stop()
 	bg.Phase, bg.Analysis, bg.AnalysisSpec, bg.Freeze = BlueGreenPaused, nil, nil, f
 	bg.WaitingFor, bg.Message = WaitingForFreeze, blueGreenFrozenMessage(f)
-	b.startFreezeLook(ctx)
+	b.phaseFreezeLook(ctx)
 	b.recordStepWarning(ctx, "RolloutFrozen", bg.Message)
 	b.Dirty = true
 }
 
-// startFreezeLook: the held promotion's next look at the freeze (Until is that look, so a
+// phaseFreezeLook: the held promotion's next look at the freeze (Until is that look, so a
 // continued run resumes it).
-func (b *blueGreen) startFreezeLook(ctx workflow.Context) {
+func (b *blueGreenStrategy) phaseFreezeLook(ctx workflow.Context) {
 	at := nextLook(ctx, b.BlueGreen.Freeze)
 	b.BlueGreen.Until = &at
 	b.startPhaseTimer(ctx)

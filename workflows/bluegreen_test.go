@@ -182,7 +182,7 @@ func TestBlueGreenCanPromote(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &rollout{in: input()}
+			r := &deploymentRun{in: input()}
 			r.BlueGreen = &blueGreenState{Phase: tt.phase}
 			err := r.canPromote(PromoteRequest{Full: tt.full})
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {

@@ -80,7 +80,7 @@ func changes() []change {
 		},
 		{
 			ID:     changeFleetFreezeHold,
-			Branch: "freezeChecked: at a step's end, a blue-green automatic promotion and before a promote, the FleetFreeze local activity, and a hold on a timer while frozen",
+			Branch: "freezeHold, promoteFrozen: at a step's end, a blue-green automatic promotion and before a promote, the FleetFreeze local activity, and a hold on a timer while frozen",
 			Old:    []string{"deployment-e2e-teststepsweights-4329-web-8d9406cd", "deployment-e2e-testbluegreen-analyses-0479-web-33226bfe"},
 			New:    []string{"deployment-e2e-teststepsheldbyfleetfreeze-3040-web-b9351a3f", "deployment-e2e-testbluegreenheldbyfleetfreeze-2839-web-11a0b502"},
 		},
@@ -133,18 +133,18 @@ func changes() []change {
 		},
 		{
 			ID:     changeTrafficStepWeight,
-			Branch: "trafficStepReached: a setWeight step with traffic routing passes once the route carries its weight",
+			Branch: "stepReached: a setWeight step with traffic routing passes once the route carries its weight",
 			Old:    []string{"deployment-e2e-testtrafficrouting-8229-web-fc18955e"},
 		},
 		{
 			ID:     changeTrafficStepPods,
-			Branch: "enterTrafficStep, syncTraffic: setCanaryScale and setHeaderRoute steps wait for the canary's pods; a header route goes only to a canary with available pods",
+			Branch: "enterTraffic, syncRoute: setCanaryScale and setHeaderRoute steps wait for the canary's pods; a header route goes only to a canary with available pods",
 			Old:    []string{"deployment-e2e-testtrafficrouting-8229-web-fc18955e"},
 			New:    []string{"deployment-e2e-testtrafficrouting-7267-web-c40dff87"},
 		},
 		{
 			ID:     changeTrafficRelease,
-			Branch: "syncTraffic: a Deployment whose traffic annotation is gone gets its Services' selectors back (the ReleaseTraffic local activity)",
+			Branch: "syncRoute: a Deployment whose traffic annotation is gone gets its Services' selectors back (the ReleaseTraffic local activity)",
 			Old:    []string{"deployment-e2e-testtrafficrouting-8229-web-fc18955e", "deployment-e2e-testtrafficrouting-7267-web-c40dff87"},
 		},
 		{
@@ -154,18 +154,18 @@ func changes() []change {
 		},
 		{
 			ID:     changeTrafficUnchanged,
-			Branch: "syncTraffic: a sync whose route and Services are already as wanted runs no SyncTraffic",
+			Branch: "syncRoute: a sync whose route and Services are already as wanted runs no SyncTraffic",
 			Old:    []string{"deployment-e2e-testtrafficdataplane-7596-web-39fbe494"},
 			New:    []string{"deployment-e2e-testtrafficdataplane-4637-web-7ddf8348"},
 		},
 		{
 			ID:     changeBlueGreenUnchanged,
-			Branch: "syncBlueGreen: a sync whose Services already select what it would switch them to runs no SyncBlueGreen",
+			Branch: "syncServices: a sync whose Services already select what it would switch them to runs no SyncBlueGreen",
 			Old:    []string{"deployment-e2e-testbluegreen-abort-before-promotion-2041-web-30da17d0"},
 		},
 		{
 			ID:     changeTrafficStableServes,
-			Branch: "syncTraffic: the stable Service never moves to a template with no available pod while the pods it selects serve",
+			Branch: "syncRoute: the stable Service never moves to a template with no available pod while the pods it selects serve",
 			Old:    []string{"deployment-e2e-testtrafficdataplane-7596-web-626876d4"},
 		},
 		{
@@ -175,7 +175,7 @@ func changes() []change {
 		},
 		{
 			ID:     changeTrafficErrorReturns,
-			Branch: "syncTraffic: during an abort or a rollback a traffic error releases both Services (ReleaseTraffic) and the plan goes on",
+			Branch: "syncRoute: during an abort or a rollback a traffic error releases both Services (ReleaseTraffic) and the plan goes on",
 			Old:    []string{"deployment-e2e-testtrafficrouting-8229-web-fc18955e"},
 		},
 		{
@@ -198,7 +198,7 @@ func changes() []change {
 		},
 		{
 			ID:     changeReleaseRollbackUnfrozen,
-			Branch: "unfrozenRollback: a rollout to the template a release's rollback restored is not held by the fleet freeze; asked only when frozen and the rollout is such a rollback",
+			Branch: "freezeHold: a rollout to the template a release's rollback restored is not held by the fleet freeze; asked only when frozen and the rollout is such a rollback",
 			Old:    []string{"deployment-e2e-teststepsheldbyfleetfreeze-3040-web-b9351a3f"},
 		},
 	}

@@ -81,8 +81,8 @@ func historiesAsking(t *testing.T, id string, version int) []string {
 }
 
 // TestChangeIDsFromTable scans workflows/ and k8s/ (not their tests): every workflow.GetVersion
-// names a constant of the table, except in router.change, which asks on k8s.DecideTraffic's
-// behalf; every question put through router.change or DecideTraffic's on(...) names one too; a
+// names a constant of the table, except in router.trafficChange, which asks on k8s.DecideTraffic's
+// behalf; every question put through router.trafficChange or DecideTraffic's on(...) names one too; a
 // change ID is spelled as a string once, in its constant; and every entry of the table is asked
 // somewhere.
 func TestChangeIDsFromTable(t *testing.T) {
@@ -133,12 +133,12 @@ func TestChangeIDsFromTable(t *testing.T) {
 				case *ast.CallExpr:
 					switch {
 					case isSelector(n.Fun, "workflow", "GetVersion") && len(n.Args) > 1:
-						if id, ok := n.Args[1].(*ast.Ident); ok && p.name == "workflows" && fn == "change" && id.Name == "change" {
+						if id, ok := n.Args[1].(*ast.Ident); ok && p.name == "workflows" && fn == "trafficChange" && id.Name == "change" {
 							return true
 						}
 						check(p.name, p.fset, n.Args[1], "workflow.GetVersion")
 					case p.name == "workflows" && isTrafficChangeCall(n) && len(n.Args) == 1:
-						check(p.name, p.fset, n.Args[0], "router.change")
+						check(p.name, p.fset, n.Args[0], "router.trafficChange")
 					case p.name == "k8s" && isIdent(n.Fun, "on") && len(n.Args) == 1:
 						check(p.name, p.fset, n.Args[0], "on")
 					}
@@ -275,12 +275,12 @@ func isIdent(e ast.Expr, name string) bool {
 	return ok && id.Name == name
 }
 
-// isTrafficChangeCall: rt.change(ctx)(X), r.route.change(ctx)(X).
+// isTrafficChangeCall: rt.trafficChange(ctx)(X), r.route.trafficChange(ctx)(X).
 func isTrafficChangeCall(c *ast.CallExpr) bool {
 	inner, ok := c.Fun.(*ast.CallExpr)
 	if !ok {
 		return false
 	}
 	s, ok := inner.Fun.(*ast.SelectorExpr)
-	return ok && s.Sel.Name == "change"
+	return ok && s.Sel.Name == "trafficChange"
 }

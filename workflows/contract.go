@@ -10,15 +10,6 @@ import (
 	"github.com/temporal-rollout/rollout/contract"
 )
 
-// Input is the workflow's input: the contract's (what a user or the watcher starts it with) and
-// the state a run hands to the next. Its JSON is contract.Input's with "carry" after it.
-type Input struct {
-	contract.Input
-	// State is the previous run's state, whole, handed over by Continue-As-New (state.go).
-	// Users leave it out.
-	State *State `json:"carry,omitempty"`
-}
-
 // The contract's names, as this package's code uses them.
 const (
 	WorkflowType     = contract.WorkflowType

@@ -1,13 +1,11 @@
 package workflows
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,36 +17,12 @@ import (
 )
 
 const (
-	maxBackoff = 5 * time.Minute
 	// staleRetries: stale decisions synced again at once, from a live read, in a row before
 	// backing off (see failed).
 	staleRetries = 10
 	// maxSyncsPerRun bounds one run's history; past it the run continues as new.
 	maxSyncsPerRun = 200
 )
-
-var a *activities.Activities
-
-// awaitMaxWait bounds one AwaitChange: a rollout under way is synced at least this often.
-const awaitMaxWait = 5 * time.Minute
-
-// awaitOptions: AwaitChange is a regular activity (it may wait minutes), heartbeating so that a
-// dead worker's wait fails within the heartbeat timeout and the workflow syncs instead. It is
-// not retried: the workflow decides what comes next.
-var awaitOptions = workflow.ActivityOptions{
-	ScheduleToCloseTimeout: awaitMaxWait + time.Minute,
-	HeartbeatTimeout:       20 * time.Second,
-	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
-}
-
-// localAwaitOptions: a local wait (see rollout.localWait) is not retried; on any error the
-// AwaitChange activity waits.
-func localAwaitOptions(window time.Duration) workflow.LocalActivityOptions {
-	return workflow.LocalActivityOptions{
-		StartToCloseTimeout: window + 10*time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-	}
-}
 
 // localActivityOptions: every Kubernetes read and write is a local activity, recorded as one
 // marker event, so a rollout's history stays small. Each is idempotent, so a retry after a
@@ -64,68 +38,10 @@ var localActivityOptions = workflow.LocalActivityOptions{
 	},
 }
 
-// rollout is one run: its State, whole (state.go), and the runtime parts rebuilt around it
-// (newRollout): the effects every part shares (effects.go), what the syncs need (syncState,
-// here), the wait for a rollout's next move (waitState, wait.go), the users' updates
-// (updateState, updates.go), and the two strategies on the shared phase machinery (phase.go):
-// canary steps (steps.go) and blue-green (bluegreen.go).
-type rollout struct {
-	in Input
-	// State is the run's state, whole (state.go): what it started from and hands on.
-	State
-	// effects: events, notifications, memo and search attributes (effects.go).
-	effects
-
-	syncState
-	waitState
-	updateState
-
-	canary    *canary
-	blueGreen *blueGreen
-
-	trigger, pause, resume, rollback workflow.ReceiveChannel
-
-	// route moves the traffic (traffic.go).
-	route *router
-}
-
-// syncState is what the syncs need: the work owed, the Deployment as last seen, and the
-// versions the next Observe must see.
-type syncState struct {
-	fromRevision int64
-	// canaryReq: the cap the last sync decided with (canaryRequest); rolloutAnnotations:
-	// k8s.RolloutAnnotations at the last sync. Both go to AwaitChange.
-	canaryReq          *k8s.Canary
-	rolloutAnnotations string
-	// aborted: the abort that the last sync completed (its outcome is Aborted).
-	aborted *abortState
-	// generation: the Deployment's generation the last sync decided on.
-	generation int64
-	// inlineMoves: scale moves AwaitChange made itself in this run (AwaitResult.Moves).
-	inlineMoves int
-	// pauseBlocked: the last SetPaused failed; wait for the backoff timer or a signal.
-	pauseBlocked bool
-	// recordRollback: a sync rolled back; the sync that rolls the restored template out and
-	// any local wait come after the workflow task that rolled back completed, with the
-	// rollback recorded. A rollback to "the previous revision" is not idempotent once the next
-	// sync has bumped the restored ReplicaSet's revision: re-run from before it (a lost task,
-	// or a continue-as-new that a late signal rejects, re-runs the task's local activities on
-	// the cluster as it then is), it would roll back once more.
-	recordRollback bool
-
-	failures   int
-	progressed bool
-	startedAt  time.Time
-	syncs      int
-	// syncStart: when the sync under way began (workflow time, which local activities
-	// advance): its writes' Spent (see activities.Activities.busy).
-	syncStart time.Time
-}
-
 // newRollout builds a run from its input: the state the previous run handed over (or a new
 // one), and the runtime parts rebuilt around it. resumeWaits restarts the waits under way.
-func newRollout(ctx workflow.Context, in Input) *rollout {
-	r := &rollout{
+func newRollout(ctx workflow.Context, in Input) *deploymentRun {
+	r := &deploymentRun{
 		in:       in,
 		trigger:  workflow.GetSignalChannel(ctx, SignalTrigger),
 		pause:    workflow.GetSignalChannel(ctx, SignalPause),
@@ -152,7 +68,7 @@ func newRollout(ctx workflow.Context, in Input) *rollout {
 	r.waitState.deployment = in.Namespace + "/" + in.Name
 	r.route = &router{effects: &r.effects}
 	r.canary = newCanary(ctx, &r.effects)
-	r.blueGreen = newBlueGreen(ctx, &r.effects, r.canary.end)
+	r.blueGreen = newBlueGreen(ctx, &r.effects, r.canary.endSteps)
 	r.canary.abort, r.blueGreen.abort = r.startAbort, r.startAbort
 	if in.Trigger != nil {
 		// Started by the watcher without a signal: the trigger it would have signalled.
@@ -264,13 +180,13 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 }
 
 // pendingWork drains signals that arrived during the sync and reports whether any work is owed.
-func (r *rollout) pendingWork(ctx workflow.Context) bool {
+func (r *deploymentRun) pendingWork(ctx workflow.Context) bool {
 	r.drainSignals(ctx)
 	return r.Dirty || r.commandPending()
 }
 
 // commandPending reports whether a user's pause, resume, rollback or update waits to be applied.
-func (r *rollout) commandPending() bool {
+func (r *deploymentRun) commandPending() bool {
 	return r.Pause != nil || r.RollbackTo != nil || len(r.updates) > 0
 }
 
@@ -278,14 +194,14 @@ func (r *rollout) commandPending() bool {
 // signalled alone (a trigger: a new template, say), which the next run takes. A pause, a
 // rollback or an update stays in this run, as before (a paused rollout keeps its run, and an
 // update is not refused for a run that ends).
-func (r *rollout) nextChangeOnly(ctx workflow.Context) bool {
+func (r *deploymentRun) nextChangeOnly(ctx workflow.Context) bool {
 	return r.Dirty && !r.commandPending() &&
 		workflow.GetVersion(ctx, changeFinishBeforeNext, workflow.DefaultVersion, 1) == 1
 }
 
 // endRun lets every update handler finish before the run ends: one queued but not applied is
 // told to try again (the next run takes it).
-func (r *rollout) endRun(ctx workflow.Context) {
+func (r *deploymentRun) endRun(ctx workflow.Context) {
 	r.flushStepState(ctx)
 	for _, u := range r.updates {
 		u.err, u.done = errors.New("the run ended before this update was applied; send it again"), true
@@ -297,7 +213,7 @@ func (r *rollout) endRun(ctx workflow.Context) {
 }
 
 // queryStatus is the status query's answer.
-func (r *rollout) queryStatus() Status {
+func (r *deploymentRun) queryStatus() Status {
 	st := r.Status
 	st.Cluster = r.in.Cluster
 	st.PendingRollback = r.RollbackTo
@@ -314,7 +230,7 @@ func (r *rollout) queryStatus() Status {
 	return st
 }
 
-func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
+func (r *deploymentRun) continueAsNew(ctx workflow.Context, idle bool) error {
 	next := r.nextInput(idle)
 	r.stopAwait()
 	r.endRun(ctx)
@@ -322,7 +238,7 @@ func (r *rollout) continueAsNew(ctx workflow.Context, idle bool) error {
 }
 
 // drainSignals handles every signal already delivered, without blocking.
-func (r *rollout) drainSignals(ctx workflow.Context) {
+func (r *deploymentRun) drainSignals(ctx workflow.Context) {
 	for {
 		sel := workflow.NewSelector(ctx)
 		r.addSignals(ctx, sel)
@@ -333,118 +249,7 @@ func (r *rollout) drainSignals(ctx workflow.Context) {
 	}
 }
 
-func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
-	sel.AddReceive(r.trigger, func(c workflow.ReceiveChannel, _ bool) {
-		raw, _ := receive(ctx, c)
-		versions := ParseTrigger(raw)
-		r.AtLeast = append(r.AtLeast, versions...)
-		if len(versions) == 0 && workflow.GetVersion(ctx, changePlainTriggerReadsLive, workflow.DefaultVersion, 1) == 1 {
-			// A trigger naming no version (the watcher's for a deleted Deployment, `starter
-			// sync`): the next sync reads live, not a snapshot a wait took before it. One
-			// that came in the task of the wait's return was lost otherwise: the sync
-			// decided on the wait's snapshot, found the rollout converged, and the run
-			// continued as new, idle, for a Deployment already gone.
-			r.LiveNext = true
-		}
-		if r.await != nil {
-			// AwaitChange sees every change the watcher can signal (it weighs the
-			// Deployment, its ReplicaSets and pods on the worker's cache) and returns when
-			// a sync would write: a trigger adds nothing but history.
-			return
-		}
-		r.Dirty = true
-	})
-	sel.AddReceive(r.pause, func(c workflow.ReceiveChannel, _ bool) {
-		receive(ctx, c)
-		t := true
-		r.Pause = &t
-		r.log.Info("Pause requested")
-	})
-	sel.AddReceive(r.resume, func(c workflow.ReceiveChannel, _ bool) {
-		receive(ctx, c)
-		f := false
-		r.Pause = &f
-		r.log.Info("Resume requested")
-	})
-	sel.AddReceive(r.rollback, func(c workflow.ReceiveChannel, _ bool) {
-		raw, err := receive(ctx, c)
-		var rev int64
-		if err == nil {
-			rev, err = ParseRollback(raw)
-		}
-		if err != nil {
-			r.Status.IgnoredSignal = "rollback: " + err.Error()
-			r.log.Warn("Ignoring malformed rollback signal", "payload", string(raw), "error", err)
-			return
-		}
-		r.RollbackTo = &rev
-		r.Dirty = true
-		r.log.Info("Rollback requested", "revision", rev)
-	})
-	sel.AddReceive(r.kick, func(c workflow.ReceiveChannel, _ bool) {
-		var v bool
-		c.Receive(ctx, &v)
-	})
-	r.canary.addTo(ctx, sel)
-	r.blueGreen.addTo(ctx, sel)
-}
-
-// receive takes the next value off a signal channel as raw JSON. It receives the payload
-// undecoded, so a payload the data converter cannot decode (another codec, a proto) is taken
-// off the channel and reported here instead of being dropped by the SDK while the receive
-// blocks for the next signal, which would stall every sync, timer and signal behind it.
-func receive(ctx workflow.Context, c workflow.ReceiveChannel) (json.RawMessage, error) {
-	var v converter.RawValue
-	c.Receive(ctx, &v)
-	p := v.Payload()
-	if p == nil {
-		return nil, nil
-	}
-	switch enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc {
-	case converter.MetadataEncodingJSON:
-		return p.GetData(), nil
-	case converter.MetadataEncodingNil:
-		return nil, nil
-	default:
-		return nil, fmt.Errorf("payload encoding %q is not JSON (%d bytes)", enc, len(p.GetData()))
-	}
-}
-
-// ParseTrigger reads the versions a trigger signal carries. Any other payload, or none, is a
-// plain trigger.
-func ParseTrigger(raw json.RawMessage) []k8s.ObjectVersion {
-	var t Trigger
-	if len(raw) == 0 || json.Unmarshal(raw, &t) != nil {
-		return nil
-	}
-	return t.Versions
-}
-
-// ParseRollback validates a rollback payload: an object with a non-negative integer
-// "revision" and nothing else.
-func ParseRollback(raw json.RawMessage) (int64, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0, errors.New(`payload is empty; want {"revision": N}`)
-	}
-	var req RollbackRequest
-	dec := json.NewDecoder(bytesReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return 0, fmt.Errorf(`payload %s is not {"revision": N}: %w`, string(raw), err)
-	}
-	if dec.More() {
-		return 0, fmt.Errorf(`payload %s has data after {"revision": N}`, string(raw))
-	}
-	if req.Revision == nil {
-		return 0, fmt.Errorf(`payload %s has no "revision"; want {"revision": N}`, string(raw))
-	}
-	if *req.Revision < 0 {
-		return 0, fmt.Errorf("revision %d is negative", *req.Revision)
-	}
-	return *req.Revision, nil
-}
-
-func (r *rollout) applyPause(ctx workflow.Context) {
+func (r *deploymentRun) applyPause(ctx workflow.Context) {
 	paused := *r.Pause
 	var res activities.SetPausedResult
 	err := workflow.ExecuteLocalActivity(ctx, a.SetPaused, activities.SetPausedInput{
@@ -464,7 +269,7 @@ func (r *rollout) applyPause(ctx workflow.Context) {
 	r.Dirty = true
 }
 
-func (r *rollout) setImage(ctx workflow.Context) error {
+func (r *deploymentRun) setImage(ctx workflow.Context) error {
 	var res activities.SetImageResult
 	err := workflow.ExecuteLocalActivity(ctx, a.SetImage, activities.SetImageInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, Images: r.in.Image, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID,
@@ -480,7 +285,7 @@ func (r *rollout) setImage(ctx workflow.Context) error {
 }
 
 // sync is one pass of the controller: observe, decide, act.
-func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
+func (r *deploymentRun) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	r.syncs++
 	r.syncStart = workflow.Now(ctx)
 	var obs activities.ObserveResult
@@ -523,11 +328,11 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	}
 	ref := activities.DeploymentRef{Namespace: d.Namespace, Name: d.Name, UID: d.UID}
 	// Traffic moves before the plan's writes: weights fall before pods go (traffic.go).
-	if err := r.route.sync(ctx, ref, obs.Snapshot, plan); err != nil {
+	if err := r.route.syncRoute(ctx, ref, obs.Snapshot, plan); err != nil {
 		r.report(obs.Snapshot, plan)
 		return plan, true, err
 	}
-	if err := r.blueGreen.sync(ctx, ref, obs.Snapshot, plan); err != nil {
+	if err := r.blueGreen.syncServices(ctx, ref, obs.Snapshot, plan); err != nil {
 		r.report(obs.Snapshot, plan)
 		return plan, true, err
 	}
@@ -557,7 +362,7 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	}
 	r.report(obs.Snapshot, plan)
 	r.Status.LastError = ""
-	r.blueGreen.after(ctx, plan)
+	r.blueGreen.afterBlueGreen(ctx, plan)
 	r.afterSync(ctx, obs.Snapshot, plan)
 	workflow.SetCurrentDetails(ctx, r.details())
 	// After a rollback (PhaseRollingBack) the restored template is rolled out by the next
@@ -565,24 +370,14 @@ func (r *rollout) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	return plan, true, nil
 }
 
-// markProgressed notes the run's first write of a rollout: a sync's, or a move its wait made.
-func (r *rollout) markProgressed(ctx workflow.Context) {
-	if r.progressed {
-		return
-	}
-	r.progressed = true
-	r.startedAt = workflow.Now(ctx)
-	workflow.GetMetricsHandler(ctx).Counter("rollout_rollouts_started").Inc(1)
-}
-
 // execute carries out one step. It reports whether the sync must start over (a hash
 // collision bumped collisionCount).
-func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d *appsv1.Deployment, step k8s.Step) (bool, error) {
+func (r *deploymentRun) execute(ctx workflow.Context, ref activities.DeploymentRef, d *appsv1.Deployment, step k8s.Step) (bool, error) {
 	// A sync that rolls back carries out a user's command: its writes (the new ReplicaSet that
 	// upstream creates before a rollback, the status) go under the commands' budget too.
 	cmd := r.RollbackTo != nil
 	spent := workflow.Now(ctx).Sub(r.syncStart)
-	ctx = withSummary(ctx, stepSummary(d, step))
+	ctx = withSummary(ctx, writeSummary(d, step))
 	switch step.Kind {
 	case k8s.StepEvent:
 		return false, workflow.ExecuteLocalActivity(ctx, a.RecordEvent, activities.RecordEventInput{Deployment: ref, Events: step.Events}).Get(ctx, nil)
@@ -637,17 +432,9 @@ func (r *rollout) execute(ctx workflow.Context, ref activities.DeploymentRef, d 
 	return false, temporal.NewNonRetryableApplicationError("unknown step "+string(step.Kind), activities.ErrInvalid, nil)
 }
 
-// withSummary names the local activities started with ctx in the Temporal UI (metadata, not a
-// command: histories replay unchanged).
-func withSummary(ctx workflow.Context, summary string) workflow.Context {
-	o := workflow.GetLocalActivityOptions(ctx)
-	o.Summary = summary
-	return workflow.WithLocalActivityOptions(ctx, o)
-}
-
-// stepSummary says in one line what a plan's write does: which object, from what to what
+// writeSummary says in one line what a plan's write does: which object, from what to what
 // ("scale web-5667b58498 2 → 3").
-func stepSummary(d *appsv1.Deployment, step k8s.Step) string {
+func writeSummary(d *appsv1.Deployment, step k8s.Step) string {
 	name := d.Namespace + "/" + d.Name
 	rs := func() string {
 		if step.ReplicaSet == nil {
@@ -696,7 +483,7 @@ func stepSummary(d *appsv1.Deployment, step k8s.Step) string {
 
 // wrote waits for a write and remembers the versions it produced, so the next Observe does not
 // decide on a cache that has not seen them yet.
-func (r *rollout) wrote(ctx workflow.Context, f workflow.Future) error {
+func (r *deploymentRun) wrote(ctx workflow.Context, f workflow.Future) error {
 	var res struct {
 		Wrote []k8s.ObjectVersion `json:"wrote"`
 	}
@@ -710,7 +497,7 @@ func (r *rollout) wrote(ctx workflow.Context, f workflow.Future) error {
 // failed records an error and schedules the next attempt: once the client budget admits it
 // after a write refused as busy, at once after a stale decision (from the second in a row,
 // once the budget admits it), otherwise after an exponential backoff.
-func (r *rollout) failed(ctx workflow.Context, err error) {
+func (r *deploymentRun) failed(ctx workflow.Context, err error) {
 	if activities.IsKind(err, activities.ErrBusy) && workflow.GetVersion(ctx, changeBusyWriteDeferred, workflow.DefaultVersion, 1) == 1 {
 		// Nothing was written: the budget is saturated. End the task (its slot, and what was
 		// sent to this workflow meanwhile, wait for it) and sync once the budget admits it.
@@ -749,12 +536,7 @@ func (r *rollout) failed(ctx workflow.Context, err error) {
 	r.setWake(ctx, workflow.Now(ctx).Add(backoff))
 }
 
-// backoffFor is 2s, 4s, 8s ... up to maxBackoff.
-func backoffFor(failures int) time.Duration {
-	return min(time.Second<<min(max(failures, 1), 9), maxBackoff)
-}
-
-func (r *rollout) finishRollout(ctx workflow.Context, outcome string) {
+func (r *deploymentRun) finishRollout(ctx workflow.Context, outcome string) {
 	r.upsertSearchAttributes(ctx, outcome, r.fromRevision)
 	r.notifyOutcome(ctx, outcome)
 	if !r.progressed {
@@ -766,7 +548,7 @@ func (r *rollout) finishRollout(ctx workflow.Context, outcome string) {
 }
 
 // details is the line the Temporal UI shows as the run's current details.
-func (r *rollout) details() string {
+func (r *deploymentRun) details() string {
 	st := r.Status
 	line := fmt.Sprintf("**%s/%s** %s: revision %d → %d", st.Namespace, st.Name, st.Phase, r.fromRevision, st.TargetRevision)
 	if r.Steps != nil || r.Abort != nil || r.BlueGreen != nil {
@@ -787,19 +569,19 @@ func (r *rollout) details() string {
 	return line
 }
 
-// promote promotes the rollout under way (the promote update, validated): blue-green or steps.
-func (r *rollout) promote(ctx workflow.Context, req PromoteRequest) {
+// applyPromote promotes the rollout under way (the promote update, validated): blue-green or steps.
+func (r *deploymentRun) applyPromote(ctx workflow.Context, req PromoteRequest) {
 	if r.BlueGreen != nil {
-		r.blueGreen.promote(ctx, req)
+		r.blueGreen.promoteBlueGreen(ctx, req)
 		return
 	}
-	r.canary.promote(ctx, req)
+	r.canary.promoteSteps(ctx, req)
 }
 
 // canaryRequest weighs a snapshot's steps before a decision and returns the cap for
 // k8s.Decide (nil: roll out as upstream does). It starts a stepped rollout for a new template,
 // and reports an invalid annotation once per value, freezing the rollout until it is fixed.
-func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Canary {
+func (r *deploymentRun) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Canary {
 	// A parked Deployment (managed mode) is weighed as its user wrote it.
 	d := k8s.Effective(snap.Deployment)
 	hash := snap.TemplateHash
@@ -833,26 +615,26 @@ func (r *rollout) canaryRequest(ctx workflow.Context, snap k8s.Snapshot) *k8s.Ca
 	if ab := r.Abort; ab != nil && ab.Until != nil && hash == r.StableHash {
 		// Back on the stable template, the aborted ReplicaSet keeps its pods until the hold
 		// ends (a blue-green cap on the stable template scales nothing down).
-		r.canary.end()
-		r.blueGreen.end()
+		r.canary.endSteps()
+		r.blueGreen.endBlueGreen()
 		return &k8s.Canary{Hash: hash, BlueGreen: true, Hold: true, Message: fmt.Sprintf(
 			"Blue-green: aborted; the aborted ReplicaSet keeps its pods until %s (abortScaleDownDelaySeconds %d)", ab.Until.Format(time.RFC3339), ab.Delay)}
 	}
 	if r.Abort != nil || hash == r.StableHash || r.StableHash == "" {
-		r.canary.end()
-		r.blueGreen.end()
+		r.canary.endSteps()
+		r.blueGreen.endBlueGreen()
 		return nil
 	}
-	if c, ok := r.blueGreen.request(ctx, d, snap.ReplicaSets, hash); ok {
+	if c, ok := r.blueGreen.blueGreenRequest(ctx, d, snap.ReplicaSets, hash); ok {
 		return c
 	}
-	return r.canary.request(ctx, d, snap.ReplicaSets, hash)
+	return r.canary.stepsRequest(ctx, d, snap.ReplicaSets, hash)
 }
 
 // afterSync moves a stepped rollout on from a sync's plan: a setWeight step whose weight is
 // reached passes; a complete rollout makes its template the stable one; a deadline exceeded
 // with auto-rollback aborts.
-func (r *rollout) afterSync(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Plan) {
+func (r *deploymentRun) afterSync(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Plan) {
 	if plan.CanaryStale {
 		r.Dirty = true
 		return
@@ -865,10 +647,10 @@ func (r *rollout) afterSync(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Pl
 			r.Abort = nil
 		}
 		r.StableHash = r.LastHash
-		r.canary.end()
+		r.canary.endSteps()
 		return
 	}
-	r.canary.reached(ctx, plan, func() bool { return r.route.stepReached(ctx, snap, plan) })
+	r.canary.weightReached(ctx, plan, func() bool { return r.route.stepReached(ctx, snap, plan) })
 	if plan.Phase == k8s.PhaseDeadlineExceeded && r.Abort == nil && r.StableHash != "" && r.LastHash != r.StableHash {
 		if auto, err := k8s.ParseAutoRollback(snap.Deployment.Annotations); err == nil && auto {
 			r.startAbort(ctx, "progress deadline exceeded ("+plan.Message+conditionMessage(plan.Status)+")")
@@ -878,7 +660,7 @@ func (r *rollout) afterSync(ctx workflow.Context, snap k8s.Snapshot, plan k8s.Pl
 
 // startAbort returns the Deployment to the stable revision at full speed, skipping all steps:
 // a rollback to it, which restores its template as `kubectl rollout undo` does.
-func (r *rollout) startAbort(ctx workflow.Context, reason string) {
+func (r *deploymentRun) startAbort(ctx workflow.Context, reason string) {
 	rev := int64(0)
 	for _, rs := range r.Status.ReplicaSets {
 		if rs.Hash == r.StableHash {
@@ -887,8 +669,8 @@ func (r *rollout) startAbort(ctx workflow.Context, reason string) {
 	}
 	spec := r.blueGreen.spec
 	blueGreen := r.BlueGreen != nil && spec != nil
-	r.canary.end()
-	r.blueGreen.end()
+	r.canary.endSteps()
+	r.blueGreen.endBlueGreen()
 	r.Abort = &abortState{Reason: reason, Hash: r.LastHash}
 	if blueGreen {
 		if d := spec.AbortScaleDownDelay(); d > 0 && workflow.GetVersion(ctx, changeBlueGreenAbortDelay, workflow.DefaultVersion, 1) >= 1 {
@@ -912,7 +694,7 @@ func (r *rollout) startAbort(ctx workflow.Context, reason string) {
 
 // applyUpdates applies queued updates (main loop only). Each is validated again: the state may
 // have moved since its validator ran.
-func (r *rollout) applyUpdates(ctx workflow.Context) bool {
+func (r *deploymentRun) applyUpdates(ctx workflow.Context) bool {
 	applied := len(r.applied)
 	for len(r.updates) > 0 {
 		u := r.updates[0]
@@ -923,7 +705,7 @@ func (r *rollout) applyUpdates(ctx workflow.Context) bool {
 				u.err = r.promoteFrozen(ctx)
 			}
 			if u.err == nil {
-				r.promote(ctx, *u.promote)
+				r.applyPromote(ctx, *u.promote)
 			}
 		case u.abort != nil:
 			if u.err = r.canAbort(); u.err == nil {
@@ -945,7 +727,7 @@ func (r *rollout) applyUpdates(ctx workflow.Context) bool {
 }
 
 // promoteFrozen refuses a promote during a fleet freeze (main loop only: it asks).
-func (r *rollout) promoteFrozen(ctx workflow.Context) error {
+func (r *deploymentRun) promoteFrozen(ctx workflow.Context) error {
 	if (r.BlueGreen == nil && r.Steps == nil) || !freezeChecked(ctx) {
 		return nil
 	}
@@ -958,9 +740,9 @@ func (r *rollout) promoteFrozen(ctx workflow.Context) error {
 // resumeWaits restarts, in a run continued from another, what the state says is under way: the
 // step's or blue-green phase's timer or analysis (a timer waits only what is left of it), and
 // the notifications the previous run did not deliver.
-func (r *rollout) resumeWaits(ctx workflow.Context) {
-	r.canary.resume(ctx)
-	r.blueGreen.resume(ctx)
+func (r *deploymentRun) resumeWaits(ctx workflow.Context) {
+	r.canary.resumeSteps(ctx)
+	r.blueGreen.resumeBlueGreen(ctx)
 	carried := r.Notifications
 	r.Notifications = nil
 	for i := range carried {
@@ -970,7 +752,7 @@ func (r *rollout) resumeWaits(ctx workflow.Context) {
 
 // nextInput is the next run's input: this run's state, whole, with idle (the rollout converged
 // with nothing owed), the run counted, and the notifications not yet delivered.
-func (r *rollout) nextInput(idle bool) Input {
+func (r *deploymentRun) nextInput(idle bool) Input {
 	if r.in.State != nil {
 		r.Runs++
 	}
@@ -978,4 +760,34 @@ func (r *rollout) nextInput(idle bool) Input {
 	r.Notifications = r.carriedNotifications()
 	st := r.State
 	return Input{Input: contract.Input{Namespace: r.in.Namespace, Name: r.in.Name, Cluster: r.in.Cluster}, State: &st}
+}
+
+// released ends the run of a Deployment that is kube-controller-manager's (k8s.PhaseReleased):
+// it opted out and was handed back, never opted in, or cannot be parked, which a
+// ManagedStrategyUnsupported warning says on the Deployment.
+func (r *deploymentRun) released(ctx workflow.Context, plan k8s.Plan) Result {
+	if plan.Message != "" {
+		ref := activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID}
+		events := []k8s.Event{{Type: "Warning", Reason: "ManagedStrategyUnsupported", Message: plan.Message + "; left to the Deployment controller"}}
+		if err := workflow.ExecuteLocalActivity(ctx, a.RecordEvent, activities.RecordEventInput{Deployment: ref, Events: events}).Get(ctx, nil); err != nil {
+			r.log.Warn("Recording the ManagedStrategyUnsupported event failed", "error", err)
+		}
+	}
+	r.finishRollout(ctx, OutcomeReleased)
+	r.log.Info("Deployment is not driven in managed mode, workflow ends", "reason", plan.Message)
+	r.endRun(ctx)
+	return Result{Outcome: OutcomeReleased, Revision: r.Status.CurrentRevision, Message: plan.Message}
+}
+
+// releaseOnCancel hands the Deployment back when the run is canceled in managed mode: a parked
+// Deployment nobody drives would stay paused.
+func (r *deploymentRun) releaseOnCancel(ctx workflow.Context) {
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	dctx = workflow.WithLocalActivityOptions(dctx, workflow.LocalActivityOptions{StartToCloseTimeout: 30 * time.Second})
+	ref := activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID}
+	events := []k8s.Event{{Type: "Normal", Reason: "Released", Message: "Workflow canceled: spec.paused and spec.strategy restored, handed back to the Deployment controller"}}
+	if err := workflow.ExecuteLocalActivity(dctx, a.ReleaseDeployment, activities.ParkInput{Deployment: ref, Events: events}).Get(dctx, nil); err != nil {
+		r.log.Warn("Handing the deployment back after cancellation failed", "error", err)
+	}
 }

@@ -235,7 +235,7 @@ func (fx *effects) writeStepState(ctx workflow.Context, summary string, final []
 	if err := workflow.UpsertMemo(ctx, memo); err != nil {
 		fx.log.Warn("Upsert memo failed", "error", err)
 	}
-	waiting := waitingFor(st.Holds)
+	waiting := waitingForAttr(st.Holds)
 	updates := final
 	if fx.waitingSA != waiting {
 		updates = append(updates, saWaitingFor.ValueSet(waiting))

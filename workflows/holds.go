@@ -9,46 +9,43 @@ import (
 
 // Why a rollout waits, in one place (as Argo Rollouts' pauseContext): holds lists every reason
 // from the state, and every view of it is read from that list: the status query (Status.Holds),
-// the RolloutWaitingFor search attribute (waitingFor), the run's current details in the
+// the RolloutWaitingFor search attribute (waitingForAttr), the run's current details in the
 // Temporal UI, and what promote and abort accept (canPromote, canAbort).
-
-// Hold is one reason a rollout waits (contract.Hold).
-type Hold = contract.Hold
 
 // holds lists why the rollout waits, first what must end first; id is the workflow's ID, for
 // the commands a hold names.
-func (s *State) holds(id string) []Hold {
+func (s *State) holds(id string) []contract.Hold {
 	ns, name := s.Status.Namespace, s.Status.Name
-	update := func(u, input string) string {
+	updateCmd := func(u, input string) string {
 		return fmt.Sprintf("temporal workflow update execute --workflow-id %s --name %s --input '%s'", id, u, input)
 	}
-	promote, abort := update(UpdatePromote, `{}`), update(UpdateAbort, `{"reason":"..."}`)
-	var hs []Hold
+	promoteCmd, abortCmd := updateCmd(UpdatePromote, `{}`), updateCmd(UpdateAbort, `{"reason":"..."}`)
+	var hs []contract.Hold
 	if ab := s.Abort; ab != nil {
-		hs = append(hs, Hold{Kind: contract.HoldAbort, Message: "aborting: " + ab.Reason, Until: ab.Until})
+		hs = append(hs, contract.Hold{Kind: contract.HoldAbort, Message: "aborting: " + ab.Reason, Until: ab.Until})
 	}
 	if s.AnnotationError != "" {
-		hs = append(hs, Hold{Kind: contract.HoldInvalidAnnotation, Message: s.AnnotationError,
+		hs = append(hs, contract.Hold{Kind: contract.HoldInvalidAnnotation, Message: s.AnnotationError,
 			Do: fmt.Sprintf("kubectl edit deployment/%s -n %s (fix the temporal-rollout.io annotation)", name, ns)})
 	}
 	if (s.Pause != nil && *s.Pause) || (s.Pause == nil && s.Status.Paused) {
-		hs = append(hs, Hold{Kind: contract.HoldPaused, Message: "paused (spec.paused)", Do: fmt.Sprintf("kubectl rollout resume deployment/%s -n %s", name, ns)})
+		hs = append(hs, contract.Hold{Kind: contract.HoldPaused, Message: "paused (spec.paused)", Do: fmt.Sprintf("kubectl rollout resume deployment/%s -n %s", name, ns)})
 	}
 	if t := s.Traffic; t != nil && t.Hold != "" {
-		hs = append(hs, Hold{Kind: WaitingForTrafficGate, Message: "traffic gate: " + t.Hold})
+		hs = append(hs, contract.Hold{Kind: WaitingForTrafficGate, Message: "traffic gate: " + t.Hold})
 	}
 	if b := s.BlueGreenServices; b != nil && b.Hold != "" {
-		hs = append(hs, Hold{Kind: WaitingForTrafficGate, Message: "traffic gate: " + b.Hold})
+		hs = append(hs, contract.Hold{Kind: WaitingForTrafficGate, Message: "traffic gate: " + b.Hold})
 	}
-	phase := func(waiting, msg string, until *time.Time, freeze *FreezeHold) {
-		h := Hold{Kind: waiting, Message: msg, Until: until}
+	addPhase := func(waiting, msg string, until *time.Time, freeze *FreezeHold) {
+		h := contract.Hold{Kind: waiting, Message: msg, Until: until}
 		switch waiting {
 		case WaitingForPromote, WaitingForTimer, WaitingForAnalysis:
-			h.Do = promote + " (or abort: " + abort + ")"
+			h.Do = promoteCmd + " (or abort: " + abortCmd + ")"
 		case WaitingForWeight:
-			h.Do = update(UpdatePromote, `{"full":true}`) + " skips the remaining steps"
+			h.Do = updateCmd(UpdatePromote, `{"full":true}`) + " skips the remaining steps"
 		case WaitingForFreeze:
-			h.Do = "starter thaw (abort still works: " + abort + ")"
+			h.Do = "starter thaw (abort still works: " + abortCmd + ")"
 			if freeze != nil {
 				u := freeze.Until
 				h.Until = &u
@@ -58,19 +55,19 @@ func (s *State) holds(id string) []Hold {
 	}
 	if st := s.Steps; st != nil {
 		if st.WaitingFor != "" {
-			phase(st.WaitingFor, st.Message, st.PauseUntil, st.Freeze)
+			addPhase(st.WaitingFor, st.Message, st.PauseUntil, st.Freeze)
 		}
 	} else if bg := s.BlueGreen; bg != nil && bg.WaitingFor != "" {
-		phase(bg.WaitingFor, bg.Message, bg.Until, bg.Freeze)
+		addPhase(bg.WaitingFor, bg.Message, bg.Until, bg.Freeze)
 	}
 	return hs
 }
 
-// waitingFor is the RolloutWaitingFor search attribute: the first hold it names (a step's or
+// waitingForAttr is the RolloutWaitingFor search attribute: the first hold it names (a step's or
 // blue-green phase's wait, or the traffic gate), empty when none. An abort, an invalid
 // annotation and a user's pause are in the status and the details only: the attribute's
 // values are those recorded histories wrote.
-func waitingFor(hs []Hold) string {
+func waitingForAttr(hs []contract.Hold) string {
 	for _, h := range hs {
 		switch h.Kind {
 		case contract.HoldAbort, contract.HoldInvalidAnnotation, contract.HoldPaused:

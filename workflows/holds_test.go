@@ -57,8 +57,8 @@ func TestHolds(t *testing.T) {
 			if strings.Join(kinds, ",") != strings.Join(tt.kinds, ",") {
 				t.Errorf("holds: got %v, want %v", kinds, tt.kinds)
 			}
-			if got := waitingFor(hs); got != tt.waiting {
-				t.Errorf("waitingFor: got %q, want %q", got, tt.waiting)
+			if got := waitingForAttr(hs); got != tt.waiting {
+				t.Errorf("waitingForAttr: got %q, want %q", got, tt.waiting)
 			}
 			if tt.do != "" && (len(hs) == 0 || !strings.HasPrefix(hs[0].Do, tt.do)) {
 				t.Errorf("first hold's command: got %+v, want it to start %q", hs, tt.do)

@@ -66,8 +66,8 @@ func (p *phase) startAnalysis(ctx workflow.Context, spec *k8s.AnalysisStep, st *
 // analysisVerdict does what an analysis's verdict says, for the analysis label names ("Step 2
 // of 4 (analysis ...): analysis", "Blue-green: pre-promotion analysis"): passed, the event and
 // then passed; failed, the event and an abort (abortReason and the verdict's message);
-// inconclusive, the phase waits for promote or abort (waitingFor, message).
-func (p *phase) analysisVerdict(ctx workflow.Context, res analysisResult, label, abortReason string, waitingFor, message *string, passed func()) {
+// inconclusive, the phase waits for promote or abort (waits, message).
+func (p *phase) analysisVerdict(ctx workflow.Context, res analysisResult, label, abortReason string, waits, message *string, passed func()) {
 	switch res.verdict {
 	case analysisSuccessful:
 		p.recordStep(ctx, "AnalysisSuccessful", label+" passed: "+res.message)
@@ -76,7 +76,7 @@ func (p *phase) analysisVerdict(ctx workflow.Context, res analysisResult, label,
 		p.recordStepWarning(ctx, "AnalysisFailed", label+" failed: "+res.message)
 		p.abort(ctx, abortReason+res.message)
 	default:
-		*waitingFor, *message = WaitingForPromote, label+" inconclusive, paused until promoted or aborted: "+res.message
+		*waits, *message = WaitingForPromote, label+" inconclusive, paused until promoted or aborted: "+res.message
 		p.recordStepWarning(ctx, "AnalysisInconclusive", *message)
 	}
 	p.Dirty = true
@@ -144,18 +144,18 @@ func nextLook(ctx workflow.Context, f *FreezeHold) time.Time {
 
 // phaseWaits are the durable waits of the phase a rollout holds at (a stepped rollout's step,
 // a blue-green phase): its timer and its analysis. The analysis runs in a goroutine and
-// reports its verdict on analysisDone with the generation it started at; stop cancels both and
+// reports its verdict on verdicts with the generation it started at; stop cancels both and
 // makes a report of an earlier generation stale.
 type phaseWaits struct {
 	timer          workflow.Future
 	cancelTimer    workflow.CancelFunc
 	cancelAnalysis workflow.CancelFunc
 	analysisGen    int
-	analysisDone   workflow.Channel
+	verdicts       workflow.Channel
 }
 
 func newPhaseWaits(ctx workflow.Context) phaseWaits {
-	return phaseWaits{analysisDone: workflow.NewBufferedChannel(ctx, 4)}
+	return phaseWaits{verdicts: workflow.NewBufferedChannel(ctx, 4)}
 }
 
 // startTimer waits until until (at least a millisecond); summary names the timer in the
@@ -173,7 +173,7 @@ func (w *phaseWaits) startAnalysis(ctx workflow.Context, meas *measurer) {
 	gen := w.analysisGen
 	workflow.Go(actx, func(gctx workflow.Context) {
 		meas.run(gctx, func(verdict, msg string) {
-			w.analysisDone.Send(gctx, analysisResult{gen: gen, verdict: verdict, message: msg})
+			w.verdicts.Send(gctx, analysisResult{gen: gen, verdict: verdict, message: msg})
 		})
 	})
 }
@@ -203,7 +203,7 @@ func (w *phaseWaits) addTo(ctx workflow.Context, sel workflow.Selector, fired fu
 			}
 		})
 	}
-	sel.AddReceive(w.analysisDone, func(c workflow.ReceiveChannel, _ bool) {
+	sel.AddReceive(w.verdicts, func(c workflow.ReceiveChannel, _ bool) {
 		var res analysisResult
 		c.Receive(ctx, &res)
 		if res.gen != w.analysisGen {

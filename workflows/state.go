@@ -9,8 +9,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
+
+// Input is the workflow's input: the contract's (what a user or the watcher starts it with) and
+// the state a run hands to the next. Its JSON is contract.Input's with "carry" after it.
+type Input struct {
+	contract.Input
+	// State is the previous run's state, whole, handed over by Continue-As-New (state.go).
+	// Users leave it out.
+	State *State `json:"carry,omitempty"`
+}
 
 // State is one run's state, whole: a run starts from it (Input.State) and hands it, as it
 // then is, to the next run through Continue-As-New. The rollout works on it in place (it is

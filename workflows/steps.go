@@ -21,15 +21,15 @@ import (
 // the stable template (abort, rollback, `kubectl rollout undo` to it) skips them, as does the
 // first rollout of a new Deployment.
 
-// canary drives a stepped rollout's steps (State.Steps, State.StepList) on the shared phase
+// canaryStrategy drives a stepped rollout's steps (State.Steps, State.StepList) on the shared phase
 // machinery (phase.go): which step comes next, what each waits for, and promote.
-type canary struct {
+type canaryStrategy struct {
 	phase
 }
 
-func newCanary(ctx workflow.Context, fx *effects) *canary {
-	c := &canary{phase: newPhase(ctx, fx)}
-	c.fired, c.verdict = c.timerFired, c.analysisDone
+func newCanary(ctx workflow.Context, fx *effects) *canaryStrategy {
+	c := &canaryStrategy{phase: newPhase(ctx, fx)}
+	c.fired, c.verdict = c.stepTimerFired, c.stepVerdict
 	return c
 }
 
@@ -37,7 +37,7 @@ func newCanary(ctx workflow.Context, fx *effects) *canary {
 // (canaryRequest has ruled out the rest): the cap for k8s.Decide, nil to roll out as upstream
 // does. It starts a stepped rollout for a new template, and holds the rollout for an invalid
 // annotation until it is fixed.
-func (c *canary) request(ctx workflow.Context, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, hash string) *k8s.Canary {
+func (c *canaryStrategy) stepsRequest(ctx workflow.Context, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, hash string) *k8s.Canary {
 	steps, err := k8s.ParseSteps(d.Annotations)
 	if err == nil && len(steps) > 0 {
 		err = k8s.StepsApply(d)
@@ -49,23 +49,23 @@ func (c *canary) request(ctx workflow.Context, d *appsv1.Deployment, rss []*apps
 		err = checkTraffic(d.Annotations, steps)
 	}
 	if err != nil {
-		c.end()
+		c.endSteps()
 		return c.holdInvalid(ctx, d, hash, err)
 	}
 	c.Warned, c.AnnotationError = "", ""
 	if len(steps) == 0 {
-		c.end()
+		c.endSteps()
 		return nil
 	}
 	// Set at every sync: a run continued from one recorded before rolloutRevision took the
 	// Deployment's annotation.
 	rev := rolloutRevision(rss, hash)
 	if c.Steps == nil || c.Steps.Hash != hash {
-		c.end()
+		c.endSteps()
 		c.StepList = steps
 		c.Steps = &stepsState{Hash: hash, Revision: rev}
 		c.recordStep(ctx, "RolloutStepsStarted", fmt.Sprintf("Rolling out template %s in %d steps", hash, len(steps)))
-		c.enter(ctx, 0)
+		c.enterStep(ctx, 0)
 	}
 	c.StepList = steps
 	s := c.Steps
@@ -83,7 +83,7 @@ func (c *canary) request(ctx workflow.Context, d *appsv1.Deployment, rss []*apps
 // enter makes step i current: a setWeight waits for its weight, a pause starts its timer or
 // waits for promote, an analysis starts measuring. Past the last step the rollout goes to
 // 100%.
-func (c *canary) enter(ctx workflow.Context, i int) {
+func (c *canaryStrategy) enterStep(ctx workflow.Context, i int) {
 	s := c.Steps
 	c.stop()
 	s.Step, s.PauseUntil, s.Analysis, s.Freeze = i, nil, nil, nil
@@ -117,12 +117,12 @@ func (c *canary) enter(ctx workflow.Context, i int) {
 }
 
 // enterTraffic enters a setHeaderRoute or setCanaryScale step. Since changeTrafficStepPods it
-// waits, as a setWeight step does, until the canary has its pods available and the route
+// waits, as a setWeight step does, until the canaryStrategy has its pods available and the route
 // carries what the step asks (router.stepReached): a pause after it starts only then, and a
-// header route goes only to a canary with available pods. Before, it passed at once (as Argo
+// header route goes only to a canaryStrategy with available pods. Before, it passed at once (as Argo
 // Rollouts does) and the sync that followed wrote the route or scaled the canary. It reports
 // whether step i was one.
-func (c *canary) enterTraffic(ctx workflow.Context, i int, prefix string) bool {
+func (c *canaryStrategy) enterTraffic(ctx workflow.Context, i int, prefix string) bool {
 	step := c.StepList[i]
 	if step.SetHeaderRoute == nil && step.SetCanaryScale == nil {
 		return false
@@ -135,39 +135,39 @@ func (c *canary) enterTraffic(ctx workflow.Context, i int, prefix string) bool {
 	}
 	c.Steps.WaitingFor, c.Steps.Message = "", prefix+": set"
 	c.recordStep(ctx, "RolloutStep", c.Steps.Message)
-	c.enter(ctx, i+1)
+	c.enterStep(ctx, i+1)
 	return true
 }
 
 // next passes the current step: it enters the next one, or, while the fleet is frozen, holds
 // before it, asking again on a timer.
-func (c *canary) next(ctx workflow.Context) {
+func (c *canaryStrategy) nextStep(ctx workflow.Context) {
 	s := c.Steps
 	f := c.freezeHold(ctx)
 	if f == nil {
-		c.enter(ctx, s.Step+1)
+		c.enterStep(ctx, s.Step+1)
 		return
 	}
 	c.stop()
 	s.PauseUntil, s.Freeze = nil, f
 	s.WaitingFor, s.Message = WaitingForFreeze, c.frozenMessage()
-	c.startFreezeLook(ctx)
+	c.stepFreezeLook(ctx)
 	c.recordStepWarning(ctx, "RolloutFrozen", s.Message)
 }
 
 // reached passes a setWeight (or traffic) step once the sync's plan reached its weight and
-// stepReached says the route carries it.
-func (c *canary) reached(ctx workflow.Context, plan k8s.Plan, stepReached func() bool) {
-	if s := c.Steps; s != nil && !s.Full && s.WaitingFor == WaitingForWeight && plan.CanaryReached && stepReached() {
+// routeReached says the route carries it.
+func (c *canaryStrategy) weightReached(ctx workflow.Context, plan k8s.Plan, routeReached func() bool) {
+	if s := c.Steps; s != nil && !s.Full && s.WaitingFor == WaitingForWeight && plan.CanaryReached && routeReached() {
 		c.recordStep(ctx, "RolloutStepReached", fmt.Sprintf("Step %d of %d (%s) reached", s.Step+1, len(c.StepList), c.currentStep()))
-		c.next(ctx)
+		c.nextStep(ctx)
 		c.Dirty = true
 	}
 }
 
 // resume restarts, in a run continued from another, the timer or analysis the step waits for:
 // a timed pause waits only what is left of it.
-func (c *canary) resume(ctx workflow.Context) {
+func (c *canaryStrategy) resumeSteps(ctx workflow.Context) {
 	s := c.Steps
 	if s == nil || s.Full {
 		return
@@ -178,32 +178,32 @@ func (c *canary) resume(ctx workflow.Context) {
 	case WaitingForAnalysis:
 		c.startAnalysis(ctx, c.StepList[s.Step].Analysis, s.Analysis, s.Hash)
 	case WaitingForFreeze:
-		c.startFreezeLook(ctx)
+		c.stepFreezeLook(ctx)
 	}
 }
 
-func (c *canary) startPauseTimer(ctx workflow.Context) {
+func (c *canaryStrategy) startPauseTimer(ctx workflow.Context) {
 	s := c.Steps
 	c.startTimer(ctx, strconv.Itoa(s.Step), *s.PauseUntil, fmt.Sprintf("pause at step %d of %d of %s/%s until %s", s.Step+1, len(c.StepList), c.dep.Namespace, c.dep.Name, s.PauseUntil.UTC().Format(time.RFC3339)))
 }
 
-// startFreezeLook starts the held rollout's next look at the freeze.
-func (c *canary) startFreezeLook(ctx workflow.Context) {
+// stepFreezeLook starts the held rollout's next look at the freeze.
+func (c *canaryStrategy) stepFreezeLook(ctx workflow.Context) {
 	s := c.Steps
 	c.startTimer(ctx, strconv.Itoa(s.Step), nextLook(ctx, s.Freeze), fmt.Sprintf("fleet freeze: %s/%s asks again before step %d", c.dep.Namespace, c.dep.Name, s.Step+1))
 }
 
-// timerFired: the step's pause passed (the next step), or a frozen rollout's next look at the
+// stepTimerFired: the step's pause passed (the next step), or a frozen rollout's next look at the
 // freeze (on, or hold on).
-func (c *canary) timerFired(ctx workflow.Context) {
+func (c *canaryStrategy) stepTimerFired(ctx workflow.Context) {
 	s := c.Steps
 	if s == nil || strconv.Itoa(s.Step) != c.timerFor {
 		return
 	}
 	switch s.WaitingFor {
 	case WaitingForFreeze:
-		if !c.recheckFreeze(ctx, &s.Freeze, &s.Message, c.frozenMessage, c.startFreezeLook, fmt.Sprintf("going on past step %d of %d", s.Step+1, len(c.StepList))) {
-			c.enter(ctx, s.Step+1)
+		if !c.recheckFreeze(ctx, &s.Freeze, &s.Message, c.frozenMessage, c.stepFreezeLook, fmt.Sprintf("going on past step %d of %d", s.Step+1, len(c.StepList))) {
+			c.enterStep(ctx, s.Step+1)
 			c.Dirty = true
 		}
 		return
@@ -212,22 +212,22 @@ func (c *canary) timerFired(ctx workflow.Context) {
 		return
 	}
 	c.recordStep(ctx, "RolloutStepReached", fmt.Sprintf("Step %d of %d (%s) done", s.Step+1, len(c.StepList), c.currentStep()))
-	c.next(ctx)
+	c.nextStep(ctx)
 	c.Dirty = true
 }
 
-// analysisDone goes on from an analysis step's verdict.
-func (c *canary) analysisDone(ctx workflow.Context, res analysisResult) {
+// stepVerdict goes on from an analysis step's verdict.
+func (c *canaryStrategy) stepVerdict(ctx workflow.Context, res analysisResult) {
 	s := c.Steps
 	if s == nil || s.WaitingFor != WaitingForAnalysis {
 		return
 	}
 	prefix := fmt.Sprintf("Step %d of %d (%s)", s.Step+1, len(c.StepList), c.currentStep())
-	c.analysisVerdict(ctx, res, prefix+": analysis", "analysis failed at step "+fmt.Sprint(s.Step+1)+": ", &s.WaitingFor, &s.Message, func() { c.next(ctx) })
+	c.analysisVerdict(ctx, res, prefix+": analysis", "analysis failed at step "+fmt.Sprint(s.Step+1)+": ", &s.WaitingFor, &s.Message, func() { c.nextStep(ctx) })
 }
 
 // promote goes past the step the rollout waits at, or ({"full":true}) skips every step left.
-func (c *canary) promote(ctx workflow.Context, req PromoteRequest) {
+func (c *canaryStrategy) promoteSteps(ctx workflow.Context, req PromoteRequest) {
 	s := c.Steps
 	c.stop()
 	if req.Full {
@@ -237,11 +237,11 @@ func (c *canary) promote(ctx workflow.Context, req PromoteRequest) {
 		return
 	}
 	c.recordStep(ctx, "RolloutPromoted", fmt.Sprintf("Promoted past step %d of %d (%s)", s.Step+1, len(c.StepList), c.currentStep()))
-	c.enter(ctx, s.Step+1)
+	c.enterStep(ctx, s.Step+1)
 }
 
 // end forgets the stepped rollout.
-func (c *canary) end() {
+func (c *canaryStrategy) endSteps() {
 	if c.Steps != nil {
 		c.stop()
 	}

@@ -24,9 +24,9 @@ type router struct {
 	// left it).
 	*effects
 	// ask: what the last traffic move asked (k8s.DecideTraffic), for AwaitChange to weigh the
-	// route the same way; changes: the traffic change IDs asked in this run.
-	ask     *k8s.TrafficAsk
-	changes map[string]bool
+	// route the same way; asked: the traffic change IDs asked in this run.
+	ask   *k8s.TrafficAsk
+	asked map[string]bool
 }
 
 // checkTraffic validates the traffic annotation and the steps that need it.
@@ -88,9 +88,9 @@ func knownHeaderRoutes(steps []k8s.RolloutStep) []k8s.HeaderRoute {
 	return out
 }
 
-// sync moves the traffic for a sync's plan (nothing without a valid traffic
+// syncRoute moves the traffic for a sync's plan (nothing without a valid traffic
 // annotation, or while an invalid annotation holds the rollout).
-func (rt *router) sync(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
+func (rt *router) syncRoute(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
 	d := k8s.Effective(snap.Deployment)
 	spec, err := k8s.ParseTraffic(d.Annotations)
 	if spec == nil && err == nil && rt.Traffic != nil && rt.Traffic.Stable.Service != "" &&
@@ -136,7 +136,7 @@ func (rt *router) sync(ctx workflow.Context, ref activities.DeploymentRef, snap 
 	if rt.Abort != nil {
 		ask.Aborted = rt.Abort.Hash
 	}
-	dec := k8s.DecideTraffic(ask, snap.ReplicaSets, plan, rt.change(ctx))
+	dec := k8s.DecideTraffic(ask, snap.ReplicaSets, plan, rt.trafficChange(ctx))
 	canary, weight, avail, after, handover := dec.Canary, dec.Weight, dec.Available, dec.After, dec.Handover
 	want := k8s.TrafficState{StableHash: stable, CanaryHash: canary, Route: k8s.RouteState{CanaryWeight: weight, HeaderRoutes: headers}}
 	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after, Handover: handover,
@@ -227,16 +227,16 @@ func (rt *router) release(ctx workflow.Context, ref activities.DeploymentRef) er
 	return nil
 }
 
-// change is DecideTraffic's question for the run: is this change in force? It asks
+// trafficChange is DecideTraffic's question for the run: is this change in force? It asks
 // workflow.GetVersion, and remembers the answer for AwaitChange (AwaitInput.Traffic), which
 // decides the same way.
-func (rt *router) change(ctx workflow.Context) func(string) bool {
+func (rt *router) trafficChange(ctx workflow.Context) func(string) bool {
 	return func(change string) bool {
 		on := workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
-		if rt.changes == nil {
-			rt.changes = map[string]bool{}
+		if rt.asked == nil {
+			rt.asked = map[string]bool{}
 		}
-		rt.changes[change] = on
+		rt.asked[change] = on
 		return on
 	}
 }
@@ -260,5 +260,5 @@ func (rt *router) stepReached(ctx workflow.Context, snap k8s.Snapshot, plan k8s.
 	if reached {
 		return true
 	}
-	return !rt.change(ctx)(changeTrafficStepWeight)
+	return !rt.trafficChange(ctx)(changeTrafficStepWeight)
 }

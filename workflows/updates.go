@@ -15,7 +15,7 @@ import (
 // updateState holds the users' updates: queued by their handlers (kick wakes the main loop),
 // applied by the main loop, answered once applied and recorded (returnUpdates).
 type updateState struct {
-	updates, applied []*update
+	updates, applied []*queuedUpdate
 	updateSeq        int
 	kick             workflow.Channel
 	ended            bool
@@ -27,8 +27,8 @@ type updateState struct {
 	status func() Status
 }
 
-// update is a promote or abort waiting for the main loop.
-type update struct {
+// queuedUpdate is a promote or abort waiting for the main loop.
+type queuedUpdate struct {
 	seq     int
 	promote *PromoteRequest
 	abort   *AbortRequest
@@ -57,12 +57,12 @@ func parseUpdate(raw json.RawMessage, v any) error {
 // no sense now (promote with nothing paused, abort with nothing to abort); an accepted update
 // is applied by the main loop, and returns the status once it is applied and recorded.
 func (us *updateState) register(ctx workflow.Context) error {
-	promote := func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
+	onPromote := func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
 		var req PromoteRequest
 		if err := parseUpdate(raw, &req); err != nil {
 			return Status{}, err
 		}
-		return us.queue(ctx, &update{promote: &req})
+		return us.queue(ctx, &queuedUpdate{promote: &req})
 	}
 	validatePromote := func(ctx workflow.Context, raw json.RawMessage) error {
 		var req PromoteRequest
@@ -71,15 +71,15 @@ func (us *updateState) register(ctx workflow.Context) error {
 		}
 		return us.st.canPromote(req)
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdatePromote, promote, workflow.UpdateHandlerOptions{Validator: validatePromote}); err != nil {
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdatePromote, onPromote, workflow.UpdateHandlerOptions{Validator: validatePromote}); err != nil {
 		return fmt.Errorf("register promote: %w", err)
 	}
-	abort := func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
+	onAbort := func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
 		var req AbortRequest
 		if err := parseUpdate(raw, &req); err != nil {
 			return Status{}, err
 		}
-		return us.queue(ctx, &update{abort: &req})
+		return us.queue(ctx, &queuedUpdate{abort: &req})
 	}
 	validateAbort := func(ctx workflow.Context, raw json.RawMessage) error {
 		var req AbortRequest
@@ -88,14 +88,14 @@ func (us *updateState) register(ctx workflow.Context) error {
 		}
 		return us.st.canAbort()
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAbort, abort, workflow.UpdateHandlerOptions{Validator: validateAbort}); err != nil {
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAbort, onAbort, workflow.UpdateHandlerOptions{Validator: validateAbort}); err != nil {
 		return fmt.Errorf("register abort: %w", err)
 	}
 	return nil
 }
 
 // queue queues an update for the main loop and waits until it was applied and synced.
-func (us *updateState) queue(ctx workflow.Context, u *update) (Status, error) {
+func (us *updateState) queue(ctx workflow.Context, u *queuedUpdate) (Status, error) {
 	us.updateSeq++
 	u.seq = us.updateSeq
 	us.updates = append(us.updates, u)

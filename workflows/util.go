@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"io"
 
+	"github.com/temporal-rollout/rollout/activities"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 )
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
@@ -16,3 +18,14 @@ var (
 	saOutcome    = temporal.NewSearchAttributeKeyKeyword(SearchAttrOutcome)
 	saWaitingFor = temporal.NewSearchAttributeKeyKeyword(SearchAttrWaitingFor)
 )
+
+// a names the activities for workflow.ExecuteActivity and ExecuteLocalActivity (never called).
+var a *activities.Activities
+
+// withSummary names the local activities started with ctx in the Temporal UI (metadata, not a
+// command: histories replay unchanged).
+func withSummary(ctx workflow.Context, summary string) workflow.Context {
+	o := workflow.GetLocalActivityOptions(ctx)
+	o.Summary = summary
+	return workflow.WithLocalActivityOptions(ctx, o)
+}

@@ -4,45 +4,15 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
-// waitState is the wait between two syncs: for a rollout under way, AwaitChange (as an
-// activity, or first inside the workflow task with --local-wait); for a converged one, the
-// wake timer of its plan's recheck or a backoff.
-type waitState struct {
-	// rolling: the last sync left a rollout under way; AwaitChange waits for its next move.
-	rolling     bool
-	await       workflow.Future
-	cancelAwait workflow.CancelFunc
-	// localWait is the worker's --local-wait, as its last Observe reported it (so a replay
-	// decides as the run did): how long the wait for a rollout's next move runs first inside
-	// the workflow task, as a local AwaitChange. 0: the wait is always the AwaitChange
-	// activity, and the workflow task completes after every sync. Signals, updates and
-	// queries that arrive during a local wait are delivered when it ends.
-	localWait time.Duration
-	// awaitLocal: the pending wait is the local one; awaitRemote: it ended without a move, so
-	// the next wait before a sync is the AwaitChange activity.
-	awaitLocal, awaitRemote bool
-	// atRest: the last wait ended AwaitRest (the rollout is held at rest on the cluster): no
-	// wait runs until a signal, an update or a timer makes the next sync.
-	atRest bool
-	// observed: the snapshot AwaitChange decided on; the next sync uses it instead of an
-	// Observe of its own.
-	observed *k8s.Snapshot
-
-	wakeAt     time.Time
-	wake       workflow.Future
-	cancelWake workflow.CancelFunc
-	// deployment names the Deployment ("namespace/name") in the timers' summaries.
-	deployment string
-}
-
 // waitForWork blocks until a signal or the wake timer.
-func (r *rollout) waitForWork(ctx workflow.Context) {
+func (r *deploymentRun) waitForWork(ctx workflow.Context) {
 	sel := workflow.NewSelector(ctx)
 	r.addSignals(ctx, sel)
 	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
@@ -95,7 +65,7 @@ func (r *rollout) waitForWork(ctx workflow.Context) {
 
 // startAwait starts AwaitChange for the rollout under way, with the versions the next sync
 // must see and the request it would sync with.
-func (r *rollout) startAwait(ctx workflow.Context) {
+func (r *deploymentRun) startAwait(ctx workflow.Context) {
 	in := activities.AwaitInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID, AtLeast: r.AtLeast,
 		Request: k8s.Request{RollbackTo: r.RollbackTo, Canary: r.canaryReq, Managed: r.Managed}, MaxWait: awaitMaxWait,
@@ -117,9 +87,9 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 	in.Generation = r.generation
 	// With traffic routing, the wait also wakes the workflow when the route should move (the
 	// pods it weighs changed, k8s.DecideTraffic), so a held rollout keeps following them.
-	if r.Traffic != nil && r.route.ask != nil && r.route.change(ctx)(k8s.ChangeTrafficFollowsPods) {
+	if r.Traffic != nil && r.route.ask != nil && r.route.trafficChange(ctx)(k8s.ChangeTrafficFollowsPods) {
 		t := r.Traffic
-		in.Traffic = &activities.AwaitTraffic{Ask: *r.route.ask, Weight: t.CanaryWeight, Changes: r.route.changes, NeedsCanaryPods: r.headerStep(),
+		in.Traffic = &activities.AwaitTraffic{Ask: *r.route.ask, Weight: t.CanaryWeight, Changes: r.route.asked, NeedsCanaryPods: r.headerStep(),
 			Cur:       &k8s.TrafficState{StableHash: t.Stable.Hash, CanaryHash: t.Canary.Hash, Route: k8s.RouteState{CanaryWeight: t.CanaryWeight, HeaderRoutes: t.HeaderRoutes}},
 			Returning: r.Abort != nil}
 	}
@@ -146,7 +116,7 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 
 // startRetryAwait starts AwaitChange for a stale decision's retry (AwaitInput.Retry): the
 // workflow task ends, and the retry's sync follows once the client budget admits it.
-func (r *rollout) startRetryAwait(ctx workflow.Context) {
+func (r *deploymentRun) startRetryAwait(ctx workflow.Context) {
 	r.stopAwait()
 	in := activities.AwaitInput{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID, Retry: true, MaxWait: awaitMaxWait}
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitOptions))
@@ -187,4 +157,99 @@ func (w *waitState) scheduleWake(ctx workflow.Context, plan k8s.Plan) {
 		return
 	}
 	w.setWake(ctx, plan.RecheckAt.Time)
+}
+
+// awaitMaxWait bounds one AwaitChange: a rollout under way is synced at least this often.
+const awaitMaxWait = 5 * time.Minute
+
+// awaitOptions: AwaitChange is a regular activity (it may wait minutes), heartbeating so that a
+// dead worker's wait fails within the heartbeat timeout and the workflow syncs instead. It is
+// not retried: the workflow decides what comes next.
+var awaitOptions = workflow.ActivityOptions{
+	ScheduleToCloseTimeout: awaitMaxWait + time.Minute,
+	HeartbeatTimeout:       20 * time.Second,
+	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+}
+
+// localAwaitOptions: a local wait (see rollout.localWait) is not retried; on any error the
+// AwaitChange activity waits.
+func localAwaitOptions(window time.Duration) workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		StartToCloseTimeout: window + 10*time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	}
+}
+
+func (r *deploymentRun) addSignals(ctx workflow.Context, sel workflow.Selector) {
+	sel.AddReceive(r.trigger, func(c workflow.ReceiveChannel, _ bool) {
+		raw, _ := receive(ctx, c)
+		versions := ParseTrigger(raw)
+		r.AtLeast = append(r.AtLeast, versions...)
+		if len(versions) == 0 && workflow.GetVersion(ctx, changePlainTriggerReadsLive, workflow.DefaultVersion, 1) == 1 {
+			// A trigger naming no version (the watcher's for a deleted Deployment, `starter
+			// sync`): the next sync reads live, not a snapshot a wait took before it. One
+			// that came in the task of the wait's return was lost otherwise: the sync
+			// decided on the wait's snapshot, found the rollout converged, and the run
+			// continued as new, idle, for a Deployment already gone.
+			r.LiveNext = true
+		}
+		if r.await != nil {
+			// AwaitChange sees every change the watcher can signal (it weighs the
+			// Deployment, its ReplicaSets and pods on the worker's cache) and returns when
+			// a sync would write: a trigger adds nothing but history.
+			return
+		}
+		r.Dirty = true
+	})
+	sel.AddReceive(r.pause, func(c workflow.ReceiveChannel, _ bool) {
+		receive(ctx, c)
+		t := true
+		r.Pause = &t
+		r.log.Info("Pause requested")
+	})
+	sel.AddReceive(r.resume, func(c workflow.ReceiveChannel, _ bool) {
+		receive(ctx, c)
+		f := false
+		r.Pause = &f
+		r.log.Info("Resume requested")
+	})
+	sel.AddReceive(r.rollback, func(c workflow.ReceiveChannel, _ bool) {
+		raw, err := receive(ctx, c)
+		var rev int64
+		if err == nil {
+			rev, err = ParseRollback(raw)
+		}
+		if err != nil {
+			r.Status.IgnoredSignal = "rollback: " + err.Error()
+			r.log.Warn("Ignoring malformed rollback signal", "payload", string(raw), "error", err)
+			return
+		}
+		r.RollbackTo = &rev
+		r.Dirty = true
+		r.log.Info("Rollback requested", "revision", rev)
+	})
+	sel.AddReceive(r.kick, func(c workflow.ReceiveChannel, _ bool) {
+		var v bool
+		c.Receive(ctx, &v)
+	})
+	r.canary.addTo(ctx, sel)
+	r.blueGreen.addTo(ctx, sel)
+}
+
+// markProgressed notes the run's first write of a rollout: a sync's, or a move its wait made.
+func (r *deploymentRun) markProgressed(ctx workflow.Context) {
+	if r.progressed {
+		return
+	}
+	r.progressed = true
+	r.startedAt = workflow.Now(ctx)
+	workflow.GetMetricsHandler(ctx).Counter("rollout_rollouts_started").Inc(1)
+}
+
+// maxBackoff bounds the wait before a sync after failures.
+const maxBackoff = 5 * time.Minute
+
+// backoffFor is 2s, 4s, 8s ... up to maxBackoff.
+func backoffFor(failures int) time.Duration {
+	return min(time.Second<<min(max(failures, 1), 9), maxBackoff)
 }
