@@ -412,7 +412,7 @@ func (b *blueGreenStrategy) phaseTimerFired(ctx workflow.Context) {
 	}
 	if bg.WaitingFor == WaitingForFreeze && bg.Phase == BlueGreenPaused {
 		bg.Until = nil
-		if !b.recheckFreeze(ctx, &bg.Freeze, &bg.Message, func() string { return blueGreenFrozenMessage(bg.Freeze) }, b.phaseFreezeLook, "promoting") {
+		if !b.recheckFreeze(ctx, &bg.PhaseWait, func() string { return blueGreenFrozenMessage(bg.Freeze) }, b.phaseFreezeLook, "promoting") {
 			b.promoteWhy(ctx, PromoteRequest{}, "Promoted automatically after the fleet freeze")
 			b.Dirty = true
 		}
@@ -436,7 +436,7 @@ func (b *blueGreenStrategy) phaseVerdict(ctx workflow.Context, res analysisResul
 		return
 	}
 	name := analysisName(bg.Phase)
-	b.analysisVerdict(ctx, res, "Blue-green: "+name, name+" failed: ", &bg.WaitingFor, &bg.Message, func() {
+	b.analysisVerdict(ctx, res, "Blue-green: "+name, name+" failed: ", &bg.PhaseWait, func() {
 		if bg.Phase == BlueGreenPostPromotionAnalysis {
 			b.enterPhase(ctx, BlueGreenScaleDownDelay)
 		} else {

@@ -37,17 +37,17 @@ func (s *State) holds(id string) []contract.Hold {
 	if b := s.BlueGreenServices; b != nil && b.Hold != "" {
 		hs = append(hs, contract.Hold{Kind: WaitingForTrafficGate, Message: "traffic gate: " + b.Hold})
 	}
-	addPhase := func(waiting, msg string, until *time.Time, freeze *FreezeHold) {
-		h := contract.Hold{Kind: waiting, Message: msg, Until: until}
-		switch waiting {
+	addPhase := func(w PhaseWait, until *time.Time) {
+		h := contract.Hold{Kind: w.WaitingFor, Message: w.Message, Until: until}
+		switch w.WaitingFor {
 		case WaitingForPromote, WaitingForTimer, WaitingForAnalysis:
 			h.Do = promoteCmd + " (or abort: " + abortCmd + ")"
 		case WaitingForWeight:
 			h.Do = updateCmd(UpdatePromote, `{"full":true}`) + " skips the remaining steps"
 		case WaitingForFreeze:
 			h.Do = "starter thaw (abort still works: " + abortCmd + ")"
-			if freeze != nil {
-				u := freeze.Until
+			if w.Freeze != nil {
+				u := w.Freeze.Until
 				h.Until = &u
 			}
 		}
@@ -55,10 +55,10 @@ func (s *State) holds(id string) []contract.Hold {
 	}
 	if st := s.Steps; st != nil {
 		if st.WaitingFor != "" {
-			addPhase(st.WaitingFor, st.Message, st.PauseUntil, st.Freeze)
+			addPhase(st.PhaseWait, st.PauseUntil)
 		}
 	} else if bg := s.BlueGreen; bg != nil && bg.WaitingFor != "" {
-		addPhase(bg.WaitingFor, bg.Message, bg.Until, bg.Freeze)
+		addPhase(bg.PhaseWait, bg.Until)
 	}
 	return hs
 }

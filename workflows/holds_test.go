@@ -23,11 +23,11 @@ func TestHolds(t *testing.T) {
 	}{
 		{"nothing", func(*State) {}, nil, "", ""},
 		{"step paused until promoted", func(s *State) {
-			s.Steps = &stepsState{WaitingFor: WaitingForPromote, Message: "Step 2 of 3 (pause): paused until promoted"}
+			s.Steps = &stepsState{PhaseWait: PhaseWait{WaitingFor: WaitingForPromote, Message: "Step 2 of 3 (pause): paused until promoted"}}
 		}, []string{WaitingForPromote}, WaitingForPromote, "temporal workflow update execute --workflow-id deployment/shop/web --name promote --input '{}'"},
 		{"user pause over a timed step", func(s *State) {
 			s.Status.Paused = true
-			s.Steps = &stepsState{WaitingFor: WaitingForTimer, PauseUntil: &until}
+			s.Steps = &stepsState{PhaseWait: PhaseWait{WaitingFor: WaitingForTimer}, PauseUntil: &until}
 		}, []string{contract.HoldPaused, WaitingForTimer}, WaitingForTimer, "kubectl rollout resume deployment/web -n shop"},
 		{"resume asked while spec.paused", func(s *State) { s.Status.Paused, s.Pause = true, &no }, nil, "", ""},
 		{"pause asked", func(s *State) { s.Pause = &yes }, []string{contract.HoldPaused}, "", "kubectl rollout resume deployment/web -n shop"},
@@ -38,11 +38,11 @@ func TestHolds(t *testing.T) {
 		{"invalid annotation", func(s *State) { s.AnnotationError = "Rollout held: invalid annotation: x" },
 			[]string{contract.HoldInvalidAnnotation}, "", "kubectl edit deployment/web -n shop (fix the temporal-rollout.io annotation)"},
 		{"blue-green frozen", func(s *State) {
-			s.BlueGreen = &blueGreenState{WaitingFor: WaitingForFreeze, Freeze: &FreezeHold{Until: until, Reason: "sale"}}
+			s.BlueGreen = &blueGreenState{PhaseWait: PhaseWait{WaitingFor: WaitingForFreeze, Freeze: &FreezeHold{Until: until, Reason: "sale"}}}
 		}, []string{WaitingForFreeze}, WaitingForFreeze, "starter thaw"},
 		{"steps passed, blue-green state ignored", func(s *State) {
 			s.Steps = &stepsState{Full: true}
-			s.BlueGreen = &blueGreenState{WaitingFor: WaitingForPromote}
+			s.BlueGreen = &blueGreenState{PhaseWait: PhaseWait{WaitingFor: WaitingForPromote}}
 		}, nil, "", ""},
 	}
 	for _, tt := range tests {

@@ -66,8 +66,8 @@ func (p *phase) startAnalysis(ctx workflow.Context, spec *k8s.AnalysisStep, st *
 // analysisVerdict does what an analysis's verdict says, for the analysis label names ("Step 2
 // of 4 (analysis ...): analysis", "Blue-green: pre-promotion analysis"): passed, the event and
 // then passed; failed, the event and an abort (abortReason and the verdict's message);
-// inconclusive, the phase waits for promote or abort (waits, message).
-func (p *phase) analysisVerdict(ctx workflow.Context, res analysisResult, label, abortReason string, waits, message *string, passed func()) {
+// inconclusive, the phase (w) waits for promote or abort.
+func (p *phase) analysisVerdict(ctx workflow.Context, res analysisResult, label, abortReason string, w *PhaseWait, passed func()) {
 	switch res.verdict {
 	case analysisSuccessful:
 		p.recordStep(ctx, "AnalysisSuccessful", label+" passed: "+res.message)
@@ -76,8 +76,8 @@ func (p *phase) analysisVerdict(ctx workflow.Context, res analysisResult, label,
 		p.recordStepWarning(ctx, "AnalysisFailed", label+" failed: "+res.message)
 		p.abort(ctx, abortReason+res.message)
 	default:
-		*waits, *message = WaitingForPromote, label+" inconclusive, paused until promoted or aborted: "+res.message
-		p.recordStepWarning(ctx, "AnalysisInconclusive", *message)
+		w.WaitingFor, w.Message = WaitingForPromote, label+" inconclusive, paused until promoted or aborted: "+res.message
+		p.recordStepWarning(ctx, "AnalysisInconclusive", w.Message)
 	}
 	p.Dirty = true
 }
@@ -111,23 +111,23 @@ func (p *phase) freezeHold(ctx workflow.Context) *FreezeHold {
 	return f
 }
 
-// recheckFreeze asks the freeze again for a phase it holds (*held): still frozen, the phase
+// recheckFreeze asks the freeze again for a phase it holds (w.Freeze): still frozen, the phase
 // holds on (text says how, look starts the next look, the event is recorded again only when
 // the freeze changed) and it returns true; over, it records the thaw ("...: " + then) and
 // returns false for the strategy to go on.
-func (p *phase) recheckFreeze(ctx workflow.Context, held **FreezeHold, message *string, text func() string, look func(workflow.Context), then string) bool {
+func (p *phase) recheckFreeze(ctx workflow.Context, w *PhaseWait, text func() string, look func(workflow.Context), then string) bool {
 	if f := p.fleetFreeze(ctx); f != nil {
-		changed := *f != **held
-		*held = f
-		*message = text()
+		changed := *f != *w.Freeze
+		w.Freeze = f
+		w.Message = text()
 		look(ctx)
 		if changed {
-			p.recordStepWarning(ctx, "RolloutFrozen", *message)
+			p.recordStepWarning(ctx, "RolloutFrozen", w.Message)
 		}
 		return true
 	}
-	was := *held
-	*held = nil
+	was := w.Freeze
+	w.Freeze = nil
 	p.recordStep(ctx, "RolloutThawed", fmt.Sprintf("Fleet freeze over (was until %s: %s): %s", was.Until.Format(time.RFC3339), was.Reason, then))
 	return false
 }

@@ -94,13 +94,21 @@ type stepsState struct {
 	Step int `json:"step"`
 	// Full: promote {"full":true} skipped the remaining steps.
 	Full       bool       `json:"full,omitempty"`
-	WaitingFor string     `json:"waitingFor,omitempty"`
-	Message    string     `json:"message,omitempty"`
 	PauseUntil *time.Time `json:"pauseUntil,omitempty"`
-	// Analysis is the current analysis step's measurements.
-	Analysis *analysisState `json:"analysis,omitempty"`
-	// Freeze: the fleet freeze the rollout holds for before its next step (freeze.go).
-	Freeze *FreezeHold `json:"freeze,omitempty"`
+	// PhaseWait: what the step waits for; its Analysis is an analysis step's measurements,
+	// its Freeze the fleet freeze the rollout holds for before its next step.
+	PhaseWait
+}
+
+// PhaseWait is what a phase waits for, a step's and a blue-green phase's alike (holds.go
+// reads it): the wait (a WaitingFor value, empty when the phase goes on by itself), what it
+// says, the analysis under way and the fleet freeze that holds the phase. Its fields are its
+// holder's in JSON.
+type PhaseWait struct {
+	WaitingFor string         `json:"waitingFor,omitempty"`
+	Message    string         `json:"message,omitempty"`
+	Analysis   *analysisState `json:"analysis,omitempty"`
+	Freeze     *FreezeHold    `json:"freeze,omitempty"`
 }
 
 // abortState is an abort under way: the rollback to the stable revision, until it completes.
@@ -122,23 +130,20 @@ type blueGreenState struct {
 	Revision   int64  `json:"revision,omitempty"`
 	StableHash string `json:"stableHash,omitempty"`
 	Phase      string `json:"phase"`
-	WaitingFor string `json:"waitingFor,omitempty"`
-	Message    string `json:"message,omitempty"`
+	// PhaseWait: what the phase waits for; its Analysis is the pre- or post-promotion
+	// analysis under way (AnalysisSpec), its Freeze the fleet freeze the automatic promotion
+	// holds for (WaitingFor Freeze, Until the next look at it; freeze.go).
+	PhaseWait
 	// Promoted: promote (or the automatic promotion) happened; Full: promote {"full":true}
 	// skipped the analyses.
 	Promoted bool `json:"promoted,omitempty"`
 	Full     bool `json:"full,omitempty"`
 	// Until ends the automatic promotion's wait or the scale-down delay.
 	Until *time.Time `json:"until,omitempty"`
-	// Analysis and AnalysisSpec: the pre- or post-promotion analysis under way.
-	Analysis     *analysisState    `json:"analysis,omitempty"`
 	AnalysisSpec *k8s.AnalysisStep `json:"analysisSpec,omitempty"`
 	// Spec is the annotation as the last sync read it, so a run continued from this one acts
 	// on a timer or an analysis that ends before its first sync.
 	Spec *k8s.BlueGreenSpec `json:"spec,omitempty"`
-	// Freeze: the fleet freeze the automatic promotion holds for (WaitingFor Freeze, Until the
-	// next look at it; freeze.go).
-	Freeze *FreezeHold `json:"freeze,omitempty"`
 }
 
 // currentStep describes the current step.

@@ -202,7 +202,7 @@ func (c *canaryStrategy) stepTimerFired(ctx workflow.Context) {
 	}
 	switch s.WaitingFor {
 	case WaitingForFreeze:
-		if !c.recheckFreeze(ctx, &s.Freeze, &s.Message, c.frozenMessage, c.stepFreezeLook, fmt.Sprintf("going on past step %d of %d", s.Step+1, len(c.StepList))) {
+		if !c.recheckFreeze(ctx, &s.PhaseWait, c.frozenMessage, c.stepFreezeLook, fmt.Sprintf("going on past step %d of %d", s.Step+1, len(c.StepList))) {
 			c.enterStep(ctx, s.Step+1)
 			c.Dirty = true
 		}
@@ -223,7 +223,7 @@ func (c *canaryStrategy) stepVerdict(ctx workflow.Context, res analysisResult) {
 		return
 	}
 	prefix := fmt.Sprintf("Step %d of %d (%s)", s.Step+1, len(c.StepList), c.currentStep())
-	c.analysisVerdict(ctx, res, prefix+": analysis", "analysis failed at step "+fmt.Sprint(s.Step+1)+": ", &s.WaitingFor, &s.Message, func() { c.nextStep(ctx) })
+	c.analysisVerdict(ctx, res, prefix+": analysis", "analysis failed at step "+fmt.Sprint(s.Step+1)+": ", &s.PhaseWait, func() { c.nextStep(ctx) })
 }
 
 // promote goes past the step the rollout waits at, or ({"full":true}) skips every step left.

@@ -217,7 +217,7 @@ func TestContinuedRunRecordsStepEvents(t *testing.T) {
 	in := input()
 	in.State = &State{
 		Idle: true, UID: testUID, StableHash: k8s.PodTemplateHash(&v1, nil), StepList: list,
-		Steps: &stepsState{Hash: k8s.PodTemplateHash(&v2, nil), Revision: 2, Step: 1, WaitingFor: WaitingForTimer, PauseUntil: &until},
+		Steps: &stepsState{Hash: k8s.PodTemplateHash(&v2, nil), Revision: 2, Step: 1, PhaseWait: PhaseWait{WaitingFor: WaitingForTimer}, PauseUntil: &until},
 	}
 	env.ExecuteWorkflow(WorkflowType, in)
 	continuedAsNew(t, env)

@@ -57,39 +57,31 @@ func parseUpdate(raw json.RawMessage, v any) error {
 // no sense now (promote with nothing paused, abort with nothing to abort); an accepted update
 // is applied by the main loop, and returns the status once it is applied and recorded.
 func (us *updateState) register(ctx workflow.Context) error {
-	onPromote := func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
-		var req PromoteRequest
+	if err := handleUpdate(ctx, us, UpdatePromote, us.st.canPromote, func(req *PromoteRequest) *queuedUpdate { return &queuedUpdate{promote: req} }); err != nil {
+		return err
+	}
+	return handleUpdate(ctx, us, UpdateAbort, func(AbortRequest) error { return us.st.canAbort() }, func(req *AbortRequest) *queuedUpdate { return &queuedUpdate{abort: req} })
+}
+
+// handleUpdate registers the update name: its payload decoded strictly (parseUpdate), checked
+// by valid in the validator and again by the main loop, and queued as queued says.
+func handleUpdate[Req any](ctx workflow.Context, us *updateState, name string, valid func(Req) error, queued func(*Req) *queuedUpdate) error {
+	run := func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
+		var req Req
 		if err := parseUpdate(raw, &req); err != nil {
 			return Status{}, err
 		}
-		return us.queue(ctx, &queuedUpdate{promote: &req})
+		return us.queue(ctx, queued(&req))
 	}
-	validatePromote := func(ctx workflow.Context, raw json.RawMessage) error {
-		var req PromoteRequest
+	validate := func(ctx workflow.Context, raw json.RawMessage) error {
+		var req Req
 		if err := parseUpdate(raw, &req); err != nil {
 			return err
 		}
-		return us.st.canPromote(req)
+		return valid(req)
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdatePromote, onPromote, workflow.UpdateHandlerOptions{Validator: validatePromote}); err != nil {
-		return fmt.Errorf("register promote: %w", err)
-	}
-	onAbort := func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
-		var req AbortRequest
-		if err := parseUpdate(raw, &req); err != nil {
-			return Status{}, err
-		}
-		return us.queue(ctx, &queuedUpdate{abort: &req})
-	}
-	validateAbort := func(ctx workflow.Context, raw json.RawMessage) error {
-		var req AbortRequest
-		if err := parseUpdate(raw, &req); err != nil {
-			return err
-		}
-		return us.st.canAbort()
-	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAbort, onAbort, workflow.UpdateHandlerOptions{Validator: validateAbort}); err != nil {
-		return fmt.Errorf("register abort: %w", err)
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, name, run, workflow.UpdateHandlerOptions{Validator: validate}); err != nil {
+		return fmt.Errorf("register %s: %w", name, err)
 	}
 	return nil
 }
