@@ -139,7 +139,7 @@ type blueGreenState struct {
 	Promoted bool `json:"promoted,omitempty"`
 	Full     bool `json:"full,omitempty"`
 	// Until ends the automatic promotion's wait or the scale-down delay.
-	Until *time.Time `json:"until,omitempty"`
+	Until        *time.Time        `json:"until,omitempty"`
 	AnalysisSpec *k8s.AnalysisStep `json:"analysisSpec,omitempty"`
 	// Spec is the annotation as the last sync read it, so a run continued from this one acts
 	// on a timer or an analysis that ends before its first sync.
