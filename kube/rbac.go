@@ -23,7 +23,7 @@ type Permission struct {
 // user may read (system:public-info-viewer), so it needs no rule.
 var Permissions = []Permission{
 	{"apps", "deployments", []string{"get"},
-		"a fresh read before a write: `UpdateDeploymentStatus`, `SetPaused`, `SetImage`, `ClaimReplicaSets`, `updateStatusWith`, `restoreFromDeployment`, `observeLive`, `currentDeployment`; managed mode's `rewriteDeployment`, `annotateReplicaSets`; releases' `ReadTargets`, `updateTemplate`, `AwaitRolloutDone`"},
+		"a fresh read before a write: `writeStatus` (a conflict's retry), `SetPaused`, `SetImage`, `ClaimReplicaSets`, `restoreFromDeployment`, `observeLive`, `currentDeployment`; managed mode's `rewriteDeployment`, `annotateReplicaSets`; releases' `ReadTargets`, `updateTemplate`, `AwaitRolloutDone`"},
 	{"apps", "deployments", []string{"list", "watch"},
 		"the informer (`kube.NewCache`, worker and watcher); list also releases' `ReadTargets` (a target's label selector)"},
 	{"apps", "deployments", []string{"update"},
@@ -31,7 +31,7 @@ var Permissions = []Permission{
 	{"apps", "deployments", []string{"patch"},
 		"`SetPaused` (pause, resume), `setParked`"},
 	{"apps", "deployments/status", []string{"update"},
-		"`UpdateDeploymentStatus` (the worker's syncs, the watcher's status refreshes), `updateStatusWith`"},
+		"`writeStatus`, the one writer, for `UpdateDeploymentStatus` (the worker's syncs, the watcher's status refreshes) and `updateStatusWith` (a create's collision count and failure condition)"},
 	{"apps", "replicasets", []string{"get"},
 		"`CreateReplicaSet` (one of that name exists), `writeReplicaSet` (a fresh read on a conflict)"},
 	{"apps", "replicasets", []string{"list", "watch"},
