@@ -12,8 +12,8 @@ type Permission struct {
 }
 
 // Permissions is every Kubernetes API call of the worker (with --watch, --releases and every
-// mode) and of `starter watch`, audited from activities/, kube/, watcher/, worker/ and
-// starter/watch.go. deploy/base/rbac.yaml's ClusterRole grants exactly these, nothing more
+// mode) and of `starter watch`, audited from activities/, kube/, watcher/, worker/,
+// internal/startup (the start-up both share) and starter/watch.go. deploy/base/rbac.yaml's ClusterRole grants exactly these, nothing more
 // (TestRBACGrantsWhatTheCodeCalls in internal/packaging checks both ways), and
 // docs/operations.md's table is rendered from it (TestRBACDocs). A call added to the code
 // without its verb here fails the end-to-end test that makes it: the suite's worker and
