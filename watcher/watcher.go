@@ -488,12 +488,17 @@ func (w *Watcher) processNext(ctx context.Context) bool {
 
 // processStart starts a new Deployment's workflow (see startsEagerly), from the starts queue.
 func (w *Watcher) processStart(ctx context.Context) bool {
-	key, quit := w.starts.Get()
+	return processOne(ctx, w.starts, func(ctx context.Context, key string) { w.send(ctx, key) })
+}
+
+// processOne handles one key of q; false once q shuts down.
+func processOne(ctx context.Context, q workqueue.TypedInterface[string], handle func(context.Context, string)) bool {
+	key, quit := q.Get()
 	if quit {
 		return false
 	}
-	defer w.starts.Done(key)
-	w.send(ctx, key)
+	defer q.Done(key)
+	handle(ctx, key)
 	return true
 }
 
@@ -587,14 +592,9 @@ func (w *Watcher) refreshStatus(ctx context.Context, key string) {
 	}
 }
 
+// processTemplate writes one template change's status refresh, from the templates queue.
 func (w *Watcher) processTemplate(ctx context.Context) bool {
-	key, quit := w.templates.Get()
-	if quit {
-		return false
-	}
-	defer w.templates.Done(key)
-	w.refreshTemplate(ctx, key)
-	return true
+	return processOne(ctx, w.templates, w.refreshTemplate)
 }
 
 // refreshTemplate writes the status a new pod template calls for at once
