@@ -169,7 +169,7 @@ const (
 // ReplicaSet status change) is written here at once, with the Deployment's resourceVersion as
 // precondition, and costs the history nothing: `kubectl rollout status` stays live while a
 // 10-replica rollout's history stays a few syncs long. So is the status write that completes
-// a plain rollout (see completion): `kubectl rollout status` returns as soon as the last old
+// a plain rollout (k8s.SyncNeed): `kubectl rollout status` returns as soon as the last old
 // pod is gone, not after a round trip through the Temporal server; the wait then returns
 // AwaitDecide, with Completed, once its cache holds that write, and the workflow's sync on it
 // finds nothing to write and converges. Anything else returns AwaitDecide and the workflow
@@ -259,24 +259,25 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				routeMoves, reached = in.Traffic.moves(snap.ReplicaSets, plan)
 				stepReached = stepReached && reached
 			}
+			need := k8s.SyncNeed(plan, d, in.Request, k8s.UnderWay)
 			switch {
 			case plan.CanaryStale || stepReached || annotated || routeMoves:
 				// The template changed under a stepped rollout, or the rollout reached its
 				// step's weight: the workflow takes its next step.
 				return res.decide(plan, a.redactSnapshot(snap)), nil
-			case len(plan.Steps) == 0 && (res.Completed || plan.Phase.Converged()):
+			case need == k8s.NeedNothing && (res.Completed || plan.Phase.Converged()):
 				// Our completing write (below) is in the cache, or the rollout had converged
 				// before this wait began (a wait run again after its workflow task was lost,
 				// whose first run wrote the completing status): the workflow syncs on it,
 				// finds nothing to write, and converges.
 				return res.decide(plan, a.redactSnapshot(snap)), nil
-			case len(plan.Steps) == 0 && in.Rest && a.RestWatched && plan.RecheckAt == nil && k8s.HeldAtRest(d, snap.ReplicaSets):
+			case need == k8s.NeedNothing && in.Rest && a.RestWatched && plan.RecheckAt == nil && k8s.HeldAtRest(d, snap.ReplicaSets):
 				// Held, and nothing moves without a change the watcher signals: the workflow
 				// waits without this activity and its heartbeats.
 				res.Reason = AwaitRest
 				return res, nil
-			case len(plan.Steps) == 0:
-			case statusRefresh(plan, d) || completion(plan, d, in.Request):
+			case need == k8s.NeedNothing:
+			case need == k8s.NeedStatus:
 				res.Completed = plan.Phase == k8s.PhaseComplete
 				wr, err := a.UpdateDeploymentStatus(ctx, DeploymentWriteInput{Deployment: plan.Steps[0].Deployment})
 				if err != nil {
@@ -365,7 +366,7 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 // A local wait (--local-wait) makes none: its workflow task syncs at once anyway.
 func inlineMoves(plan k8s.Plan, d *appsv1.Deployment, in AwaitInput, local bool) ([]k8s.Step, bool) {
 	canary := inlineCanary(in)
-	if !in.Inline || local || in.Generation == 0 || d.Generation != in.Generation || !(plainRollout(in.Request) || canary) ||
+	if !in.Inline || local || in.Generation == 0 || d.Generation != in.Generation || !(k8s.PlainRollout(in.Request) || canary) ||
 		in.Request.RollbackTo != nil || d.Spec.Paused || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType ||
 		plan.Phase != k8s.PhaseProgressing {
 		return nil, false
@@ -383,7 +384,7 @@ func inlineMoves(plan k8s.Plan, d *appsv1.Deployment, in AwaitInput, local bool)
 	for _, st := range steps {
 		switch {
 		case (st.Kind == k8s.StepScaleUp || st.Kind == k8s.StepScaleDown) && st.ReplicaSet != nil:
-			if canary && st.Deployment != nil && holdChanges(d, st.Deployment) {
+			if canary && st.Deployment != nil && k8s.HoldChanges(d, st.Deployment) {
 				return nil, false
 			}
 			for _, e := range st.Events {
@@ -461,63 +462,8 @@ func (res AwaitResult) decide(plan k8s.Plan, recorded k8s.Snapshot) AwaitResult 
 	return res
 }
 
-// statusRefresh reports whether a plan only writes the Deployment's status, with no event and
-// no end to the rollout: what AwaitChange writes itself. A stepped rollout's hold starting or
-// ending (the Progressing condition turning to or from CanaryPaused) is the workflow's to
-// write: a wait whose workflow already moved on (a promote, an abort; its cancellation reaches
-// the activity only with its next heartbeat) would otherwise write its old hold back over the
-// sync's, and the two would make each other's writes stale until then.
-func statusRefresh(plan k8s.Plan, cur *appsv1.Deployment) bool {
-	if plan.Phase != k8s.PhaseProgressing || !StatusOnly(plan) {
-		return false
-	}
-	return !holdChanges(cur, plan.Steps[0].Deployment)
-}
-
-// completion reports whether a plan's one write is the status that completes a rollout with
-// no steps (full mode): the counts and the Progressing condition turning NewReplicaSetAvailable,
-// with no event (upstream records none for it). Stepped rollouts and managed mode keep their
-// completing write in the workflow, which has bookkeeping of its own to do at the end.
-func completion(plan k8s.Plan, cur *appsv1.Deployment, req k8s.Request) bool {
-	if plan.Phase != k8s.PhaseComplete || !plainRollout(req) || !StatusOnly(plan) {
-		return false
-	}
-	return !holdChanges(cur, plan.Steps[0].Deployment)
-}
-
 // inlineCanary: the wait may make a stepped rollout's moves within its step (InlineCanary).
 func inlineCanary(in AwaitInput) bool {
 	c := in.Request.Canary
 	return in.InlineCanary && c != nil && !c.BlueGreen && !in.Request.Managed && in.Request.RollbackTo == nil && in.Traffic == nil
-}
-
-// plainRollout: a full-mode rollout with no steps.
-func plainRollout(req k8s.Request) bool { return !req.Managed && req.Canary == nil }
-
-// holdChanges reports whether the Progressing condition enters or leaves a stepped rollout's
-// hold between two Deployments.
-func holdChanges(from, to *appsv1.Deployment) bool {
-	reason := func(d *appsv1.Deployment) string {
-		if d == nil {
-			return ""
-		}
-		if c := k8s.GetCondition(d.Status, appsv1.DeploymentProgressing); c != nil {
-			return c.Reason
-		}
-		return ""
-	}
-	a, b := reason(from), reason(to)
-	return a != b && (a == k8s.CanaryPausedReason || b == k8s.CanaryPausedReason)
-}
-
-// StatusOnly reports whether a plan's one write is the Deployment's status, with no event:
-// derived data that upstream rewrites on every ReplicaSet status change, which the watcher
-// (for a Deployment at rest) and AwaitChange (for a rollout under way) write at once rather
-// than through a recorded sync.
-func StatusOnly(plan k8s.Plan) bool {
-	if len(plan.Steps) != 1 {
-		return false
-	}
-	st := plan.Steps[0]
-	return st.Kind == k8s.StepUpdateStatus && len(st.Events) == 0 && st.Deployment != nil
 }

@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -616,38 +615,6 @@ func TestAwaitChangeInvalid(t *testing.T) {
 	}
 }
 
-func TestStatusRefresh(t *testing.T) {
-	d := testDeployment()
-	status := k8s.Step{Kind: k8s.StepUpdateStatus, Deployment: d}
-	held := d.DeepCopy()
-	k8s.SetCondition(&held.Status, k8s.NewCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, k8s.CanaryPausedReason, "held", metav1.Now()))
-	tests := []struct {
-		name string
-		give k8s.Plan
-		want bool
-	}{
-		{name: "one status write while progressing", give: k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{status}}, want: true},
-		{
-			name: "a status write with an event",
-			give: k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{{Kind: k8s.StepUpdateStatus, Deployment: d, Events: []k8s.Event{{Reason: "X"}}}}},
-		},
-		{name: "a status write that completes the rollout", give: k8s.Plan{Phase: k8s.PhaseComplete, Steps: []k8s.Step{status}}},
-		{name: "a status write past the deadline", give: k8s.Plan{Phase: k8s.PhaseDeadlineExceeded, Steps: []k8s.Step{status}}},
-		{name: "a status write without a deployment", give: k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{{Kind: k8s.StepUpdateStatus}}}},
-		{name: "a scale", give: k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{{Kind: k8s.StepScaleUp}}}},
-		{name: "a scale and a status write", give: k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{{Kind: k8s.StepScaleDown}, status}}},
-		{name: "nothing", give: k8s.Plan{Phase: k8s.PhaseProgressing}},
-		{name: "a stepped rollout's hold starts", give: k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{{Kind: k8s.StepUpdateStatus, Deployment: held}}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := statusRefresh(tt.give, d); got != tt.want {
-				t.Errorf("statusRefresh(%+v) = %t, want %t", tt.give, got, tt.want)
-			}
-		})
-	}
-}
-
 // Run as a local activity, AwaitChange takes one of LocalWaits' slots for as long as it waits,
 // and returns Busy at once when none is free; the workflow then waits in the activity.
 func TestAwaitChangeLocalSlots(t *testing.T) {
@@ -689,34 +656,6 @@ func TestAwaitChangeLocalSlots(t *testing.T) {
 	res, err := runAwait(t, f.a, in)
 	if err != nil || res.Reason != AwaitResync {
 		t.Fatalf("as an activity with no free local slot: %+v, %v; want %q", res, err, AwaitResync)
-	}
-}
-
-// TestCompletion: only a plain full-mode rollout's completing status write, with no event, is
-// AwaitChange's to make.
-func TestCompletion(t *testing.T) {
-	d := rolloutDeployment(3, "nginx:2")
-	status := func(events ...k8s.Event) k8s.Step {
-		return k8s.Step{Kind: k8s.StepUpdateStatus, Deployment: d, Events: events}
-	}
-	complete := k8s.Plan{Phase: k8s.PhaseComplete, Steps: []k8s.Step{status()}}
-	tests := []struct {
-		name string
-		plan k8s.Plan
-		req  k8s.Request
-		want bool
-	}{
-		{"plain rollout", complete, k8s.Request{}, true},
-		{"stepped rollout", complete, k8s.Request{Canary: &k8s.Canary{Weight: 100}}, false},
-		{"managed mode", complete, k8s.Request{Managed: true}, false},
-		{"still progressing", k8s.Plan{Phase: k8s.PhaseProgressing, Steps: []k8s.Step{status()}}, k8s.Request{}, false},
-		{"with an event", k8s.Plan{Phase: k8s.PhaseComplete, Steps: []k8s.Step{status(k8s.Event{Type: "Normal", Reason: "X"})}}, k8s.Request{}, false},
-		{"with a cleanup", k8s.Plan{Phase: k8s.PhaseComplete, Steps: []k8s.Step{{Kind: k8s.StepCleanup}, status()}}, k8s.Request{}, false},
-	}
-	for _, tt := range tests {
-		if got := completion(tt.plan, d, tt.req); got != tt.want {
-			t.Errorf("%s: completion = %t, want %t", tt.name, got, tt.want)
-		}
 	}
 }
 

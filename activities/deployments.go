@@ -60,7 +60,6 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 	if want == nil || want.Name == "" {
 		return DeploymentWriteResult{}, nonRetryable(ErrInvalid, "update status of deployment: no deployment given")
 	}
-	dc := a.client(ctx).AppsV1().Deployments(want.Namespace)
 	var have *appsv1.Deployment
 	if a.Cache != nil {
 		if d, err := a.Cache.Deployment(want.Namespace, want.Name); err == nil && d.UID == want.UID && d.ResourceVersion == want.ResourceVersion {
@@ -72,19 +71,10 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 		// the decision did not see.
 		have = want
 	}
-	for i := 0; ; i++ {
-		if have == nil {
-			fresh, err := dc.Get(ctx, want.Name, metav1.GetOptions{})
-			if err != nil {
-				return DeploymentWriteResult{}, classify("get deployment "+want.Namespace+"/"+want.Name, err)
-			}
-			have = fresh
+	updated, err := a.writeStatus(ctx, wctx, want.Namespace, want.Name, have, in.Strict, func(obj *appsv1.Deployment) (bool, error) {
+		if obj.UID != want.UID || obj.Generation != want.Generation {
+			return false, nonRetryable(ErrStale, "deployment %s/%s changed since the decision (generation %d, decided on %d)", want.Namespace, want.Name, obj.Generation, want.Generation)
 		}
-		if have.UID != want.UID || have.Generation != want.Generation {
-			return DeploymentWriteResult{}, nonRetryable(ErrStale, "deployment %s/%s changed since the decision (generation %d, decided on %d)", want.Namespace, want.Name, have.Generation, want.Generation)
-		}
-		obj := have.DeepCopy()
-		obj.ManagedFields = nil
 		obj.Status = want.Status
 		for _, k := range []string{k8s.RevisionAnnotation, k8s.StableAnnotation} {
 			if v, ok := want.Annotations[k]; ok {
@@ -94,25 +84,74 @@ func (a *Activities) UpdateDeploymentStatus(ctx context.Context, in DeploymentWr
 				obj.Annotations[k] = v
 			}
 		}
+		return true, nil
+	})
+	if err != nil {
+		return DeploymentWriteResult{}, err
+	}
+	a.record(refOf(want), in.Events)
+	return DeploymentWriteResult{Wrote: []k8s.ObjectVersion{k8s.DeploymentVersion(updated)}}, nil
+}
+
+// updateStatusWith reads the Deployment live, applies mutate and writes its status (see
+// writeStatus), retrying conflicts: the create path's collision count and FailedCreate
+// condition, which are not a sync's decision.
+func (a *Activities) updateStatusWith(ctx context.Context, ref DeploymentRef, mutate func(*appsv1.Deployment) bool) error {
+	_, err := a.writeStatus(ctx, ctx, ref.Namespace, ref.Name, nil, false, func(d *appsv1.Deployment) (bool, error) {
+		if ref.UID != "" && d.UID != ref.UID {
+			return false, nonRetryable(ErrStale, "update status of deployment %s: uid changed to %s", ref, d.UID)
+		}
+		return mutate(d), nil
+	})
+	return err
+}
+
+// writeStatus is the one writer of a Deployment's status (the deployments/status
+// subresource): the syncs' status writes and the wait's and the watcher's refreshes
+// (UpdateDeploymentStatus), and the create path's (updateStatusWith). It writes onto the
+// Deployment as it is now, have when given (the cache's copy at the decision's version), else
+// read live, with that object's resourceVersion as precondition, as our field manager, and
+// counts the write (Activities.countWrite). set puts the status on a copy (managedFields
+// cleared: they stay the server's), or says there is nothing to write (nil, nil), or that the
+// Deployment is not the one decided on (its error is returned as is). A conflict is retried on
+// a fresh read, at most conflictRetries times; with strict it is stale (ErrStale): the write
+// lands on have or not at all. wctx carries the write's client-budget token (Activities.busy);
+// a retry is the same write and uses ctx.
+func (a *Activities) writeStatus(ctx, wctx context.Context, namespace, name string, have *appsv1.Deployment, strict bool,
+	set func(*appsv1.Deployment) (bool, error)) (*appsv1.Deployment, error) {
+	what := "update status of deployment " + namespace + "/" + name
+	dc := a.client(ctx).AppsV1().Deployments(namespace)
+	for i := 0; ; i++ {
+		if have == nil {
+			fresh, err := dc.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return nil, classify("get deployment "+namespace+"/"+name, err)
+			}
+			have = fresh
+		}
+		obj := have.DeepCopy()
+		obj.ManagedFields = nil
+		if write, err := set(obj); err != nil || !write {
+			return nil, err
+		}
 		updated, err := dc.UpdateStatus(wctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
-		if refused := writeRefused("update status of deployment "+want.Namespace+"/"+want.Name, err); refused != nil && wctx != ctx {
-			return DeploymentWriteResult{}, refused
+		if refused := writeRefused(what, err); refused != nil && wctx != ctx {
+			return nil, refused
 		}
 		wctx = ctx // a conflict's retry is the same write, its token already spent
 		if errors.Is(err, kube.ErrBudgetBusy) {
 			// Not sent (kube.IfBudgetWithin): not a write.
-			return DeploymentWriteResult{}, fmt.Errorf("update status of deployment %s/%s: %w", want.Namespace, want.Name, err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		a.countWrite("update", "deployments/status", err)
 		if err == nil {
-			a.record(refOf(want), in.Events)
-			return DeploymentWriteResult{Wrote: []k8s.ObjectVersion{k8s.DeploymentVersion(updated)}}, nil
+			return updated, nil
 		}
-		if in.Strict && apierrors.IsConflict(err) {
-			return DeploymentWriteResult{}, nonRetryable(ErrStale, "deployment %s/%s written since the decision (resourceVersion %s): %v", want.Namespace, want.Name, want.ResourceVersion, err)
+		if strict && apierrors.IsConflict(err) {
+			return nil, nonRetryable(ErrStale, "deployment %s/%s written since the decision (resourceVersion %s): %v", namespace, name, have.ResourceVersion, err)
 		}
 		if !apierrors.IsConflict(err) || i >= conflictRetries {
-			return DeploymentWriteResult{}, classify("update status of deployment "+want.Namespace+"/"+want.Name, err)
+			return nil, classify(what, err)
 		}
 		have = nil
 	}

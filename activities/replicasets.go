@@ -214,28 +214,6 @@ func (a *Activities) bumpCollisionCount(ctx context.Context, ref DeploymentRef) 
 	})
 }
 
-// updateStatusWith reads the Deployment, applies mutate and writes status, retrying conflicts.
-func (a *Activities) updateStatusWith(ctx context.Context, ref DeploymentRef, mutate func(*appsv1.Deployment) bool) error {
-	dc := a.client(ctx).AppsV1().Deployments(ref.Namespace)
-	for i := 0; ; i++ {
-		d, err := dc.Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			return classify("get deployment "+ref.String(), err)
-		}
-		if ref.UID != "" && d.UID != ref.UID {
-			return nonRetryable(ErrStale, "update status of deployment %s: uid changed to %s", ref, d.UID)
-		}
-		if !mutate(d) {
-			return nil
-		}
-		_, err = dc.UpdateStatus(ctx, d, metav1.UpdateOptions{FieldManager: fieldManager})
-		a.countWrite("update", "deployments/status", err)
-		if err == nil || !apierrors.IsConflict(err) || i >= conflictRetries {
-			return classify("update status of deployment "+ref.String(), err)
-		}
-	}
-}
-
 // WriteReplicaSetInput is the whole desired ReplicaSet; only spec.replicas,
 // spec.minReadySeconds and annotations are taken from it.
 type WriteReplicaSetInput struct {
@@ -276,8 +254,10 @@ func (a *Activities) UpdateReplicaSet(ctx context.Context, in WriteReplicaSetInp
 	return a.writeReplicaSet(ctx, in)
 }
 
-// writeReplicaSet sets a ReplicaSet's size, minReadySeconds and our annotations to the decided
-// target. It writes onto the ReplicaSet as it is now (from the cache at the snapshot's version,
+// writeReplicaSet is the one writer of a ReplicaSet's spec.replicas: the syncs' scale and
+// update steps (ScaleUpReplicaSet, ScaleDownReplicaSet, UpdateReplicaSet) and AwaitChange's
+// inline moves (moveInline). It sets a ReplicaSet's size, minReadySeconds and our annotations
+// to the decided target. It writes onto the ReplicaSet as it is now (from the cache at the snapshot's version,
 // else live), with that object's resourceVersion as precondition, and only while what the
 // decision read of it is unchanged: its generation, spec.replicas and status counts. A change
 // to those (its availability dropped, say) makes the decision stale: the workflow decides again

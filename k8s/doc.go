@@ -20,4 +20,6 @@
 //   - managed.go: managed mode, a Deployment parked beside the built-in controller
 //     (DecideManaged);
 //   - version.go: the object-version freshness token a sync waits for.
+//   - need.go: SyncNeed, whether a change the cache saw needs a sync, a status refresh
+//     or nothing: the one question the watcher and the worker's wait (AwaitChange) ask.
 package k8s

@@ -15,11 +15,8 @@ import (
 // unless the rollout already timed out.
 func (p *planner) checkPausedConditions() {
 	d := p.d
-	if !HasProgressDeadline(d) {
-		return
-	}
-	cond := GetCondition(d.Status, appsv1.DeploymentProgressing)
-	if cond != nil && cond.Reason == TimedOutReason {
+	cond, ok := p.progressCondition()
+	if !ok {
 		return
 	}
 	pausedCond := cond != nil && cond.Reason == PausedDeployReason
@@ -31,17 +28,24 @@ func (p *planner) checkPausedConditions() {
 	}
 }
 
+// progressCondition is the Progressing condition that a pause or a stepped rollout's hold may
+// change, and whether it may: not without a progress deadline, nor once the rollout timed out.
+func (p *planner) progressCondition() (*appsv1.DeploymentCondition, bool) {
+	if !HasProgressDeadline(p.d) {
+		return nil, false
+	}
+	cond := GetCondition(p.d.Status, appsv1.DeploymentProgressing)
+	return cond, cond == nil || cond.Reason != TimedOutReason
+}
+
 // checkCanaryConditions is checkPausedConditions for a stepped rollout's holds: while the
 // rollout waits at a step, the Progressing condition is Unknown with reason CanaryPaused and
 // the step's message, so the progress deadline does not run; once it goes on, CanaryResumed,
 // so the deadline counts from then.
 func (p *planner) checkCanaryConditions() {
 	d := p.d
-	if !HasProgressDeadline(d) {
-		return
-	}
-	cond := GetCondition(d.Status, appsv1.DeploymentProgressing)
-	if cond != nil && cond.Reason == TimedOutReason {
+	cond, ok := p.progressCondition()
+	if !ok {
 		return
 	}
 	held := cond != nil && cond.Reason == CanaryPausedReason

@@ -12,8 +12,8 @@ type Permission struct {
 }
 
 // Permissions is every Kubernetes API call of the worker (with --watch, --releases and every
-// mode) and of `starter watch`, audited from activities/, kube/, watcher/, worker/ and
-// starter/watch.go. deploy/base/rbac.yaml's ClusterRole grants exactly these, nothing more
+// mode) and of `starter watch`, audited from activities/, kube/, watcher/, worker/,
+// internal/startup (the start-up both share) and starter/watch.go. deploy/base/rbac.yaml's ClusterRole grants exactly these, nothing more
 // (TestRBACGrantsWhatTheCodeCalls in internal/packaging checks both ways), and
 // docs/operations.md's table is rendered from it (TestRBACDocs). A call added to the code
 // without its verb here fails the end-to-end test that makes it: the suite's worker and
@@ -23,7 +23,7 @@ type Permission struct {
 // user may read (system:public-info-viewer), so it needs no rule.
 var Permissions = []Permission{
 	{"apps", "deployments", []string{"get"},
-		"a fresh read before a write: `UpdateDeploymentStatus`, `SetPaused`, `SetImage`, `ClaimReplicaSets`, `updateStatusWith`, `restoreFromDeployment`, `observeLive`, `currentDeployment`; managed mode's `rewriteDeployment`, `annotateReplicaSets`; releases' `ReadTargets`, `updateTemplate`, `AwaitRolloutDone`"},
+		"a fresh read before a write: `writeStatus` (a conflict's retry), `SetPaused`, `SetImage`, `ClaimReplicaSets`, `restoreFromDeployment`, `observeLive`, `currentDeployment`; managed mode's `rewriteDeployment`, `annotateReplicaSets`; releases' `ReadTargets`, `updateTemplate`, `AwaitRolloutDone`"},
 	{"apps", "deployments", []string{"list", "watch"},
 		"the informer (`kube.NewCache`, worker and watcher); list also releases' `ReadTargets` (a target's label selector)"},
 	{"apps", "deployments", []string{"update"},
@@ -31,7 +31,7 @@ var Permissions = []Permission{
 	{"apps", "deployments", []string{"patch"},
 		"`SetPaused` (pause, resume), `setParked`"},
 	{"apps", "deployments/status", []string{"update"},
-		"`UpdateDeploymentStatus` (the worker's syncs, the watcher's status refreshes), `updateStatusWith`"},
+		"`writeStatus`, the one writer, for `UpdateDeploymentStatus` (the worker's syncs, the watcher's status refreshes) and `updateStatusWith` (a create's collision count and failure condition)"},
 	{"apps", "replicasets", []string{"get"},
 		"`CreateReplicaSet` (one of that name exists), `writeReplicaSet` (a fresh read on a conflict)"},
 	{"apps", "replicasets", []string{"list", "watch"},

@@ -272,7 +272,35 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// onTarget runs fn with the config of fs, a Temporal client and the Deployment of args[0].
+// targetCommand is a command on one Deployment (NAMESPACE/NAME), of the rollout group.
+type targetCommand struct {
+	// settings adds the settings it reads: startFlags (it may start the workflow) or
+	// temporalFlags.
+	settings func(*cobra.Command) *pflag.FlagSet
+	// check validates the command's own flags, before any setting is read or anything dialled
+	// (nil: none).
+	check func() error
+	// run does the work, once the settings are loaded, the target parsed and Temporal dialled.
+	run func(ctx context.Context, tc client.Client, cfg config.Config, in contract.Input) error
+}
+
+// build finishes cmd, which holds its texts (Use without the target) and its own flags.
+func (t targetCommand) build(cmd *cobra.Command) *cobra.Command {
+	cmd.Use += targetUse
+	cmd.Args, cmd.ValidArgsFunction, cmd.GroupID = oneTarget, cobra.NoFileCompletions, "rollout"
+	fs := t.settings(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if t.check != nil {
+			if err := t.check(); err != nil {
+				return err
+			}
+		}
+		return onTarget(cmd, fs, args, t.run)
+	}
+	return cmd
+}
+
+// onTarget loads the settings of fs, parses the target and dials Temporal, then runs fn.
 func onTarget(cmd *cobra.Command, fs *pflag.FlagSet, args []string, fn func(ctx context.Context, tc client.Client, cfg config.Config, in contract.Input) error) error {
 	cfg, err := loadConfig(fs)
 	if err != nil {
@@ -293,31 +321,36 @@ func onTarget(cmd *cobra.Command, fs *pflag.FlagSet, args []string, fn func(ctx 
 
 const targetUse = " NAMESPACE/NAME"
 
+// signalCommand signals the Deployment's workflow (payload may be nil), starting it first if
+// none is open.
+func signalCommand(signal string, payload any) targetCommand {
+	return targetCommand{settings: startFlags, run: func(ctx context.Context, tc client.Client, cfg config.Config, in contract.Input) error {
+		return signalWithStart(ctx, tc, cfg, in, signal, payload)
+	}}
+}
+
+// updateCommand runs a Workflow Update on the Deployment's workflow and prints the status.
+func updateCommand(cmd *cobra.Command, name string, payload any) targetCommand {
+	return targetCommand{settings: temporalFlags, run: func(ctx context.Context, tc client.Client, _ config.Config, in contract.Input) error {
+		return update(ctx, tc, cmd.OutOrStdout(), in.WorkflowID(), name, payload)
+	}}
+}
+
 func newSyncCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "sync" + targetUse,
+	return signalCommand(contract.SignalTrigger, nil).build(&cobra.Command{
+		Use:   "sync",
 		Short: "Sync the Deployment now (signal-with-start)",
 		Long: `Send the Deployment's workflow the trigger signal (a sync), starting the workflow first if none
 is open.
 The watcher does this on every change; sync is for a Deployment it has not seen yet, or to
 make the workflow look again at once.`,
 		Example: `  starter sync shop/web`,
-		Args:    oneTarget, ValidArgsFunction: cobra.NoFileCompletions, GroupID: "rollout",
-	}
-	fs := startFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, cfg config.Config, in contract.Input) error {
-			return signalWithStart(ctx, tc, cfg, in, contract.SignalTrigger, nil)
-		})
-	}
-	return cmd
+	})
 }
 
 // newSignalCmd is pause or resume: a signal without payload.
 func newSignalCmd(name, signal string) *cobra.Command {
-	cmd := &cobra.Command{
-		Use: name + targetUse, ValidArgsFunction: cobra.NoFileCompletions, GroupID: "rollout", Args: oneTarget,
-	}
+	cmd := &cobra.Command{Use: name}
 	switch name {
 	case "pause":
 		cmd.Short = "Pause the rollout (sets spec.paused)"
@@ -331,43 +364,34 @@ does, and goes on where it stopped. A stepped rollout waiting at a pause step ne
 not resume.`
 		cmd.Example = `  starter resume shop/web`
 	}
-	fs := startFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, cfg config.Config, in contract.Input) error {
-			return signalWithStart(ctx, tc, cfg, in, signal, nil)
-		})
-	}
-	return cmd
+	return signalCommand(signal, nil).build(cmd)
 }
 
 func newRollbackCmd() *cobra.Command {
 	var toRevision int64
 	cmd := &cobra.Command{
-		Use:   "rollback" + targetUse,
+		Use:   "rollback",
 		Short: "Roll back to a revision (0: the previous one)",
 		Long: `Roll the Deployment back to the template of an earlier revision, as 'kubectl rollout undo'
 does: --to-revision N picks revision N, 0 (the default) the one before the current.`,
 		Example: `  starter rollback shop/web
   starter rollback --to-revision 3 shop/web`,
-		Args: oneTarget, ValidArgsFunction: cobra.NoFileCompletions, GroupID: "rollout",
 	}
 	cmd.Flags().Int64Var(&toRevision, "to-revision", 0, "the revision to roll back to; 0 means the previous one")
-	fs := startFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+	t := signalCommand(contract.SignalRollback, contract.RollbackRequest{Revision: &toRevision})
+	t.check = func() error {
 		if toRevision < 0 {
 			return usageErrorf("--to-revision must be >= 0, got %d", toRevision)
 		}
-		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, cfg config.Config, in contract.Input) error {
-			return signalWithStart(ctx, tc, cfg, in, contract.SignalRollback, contract.RollbackRequest{Revision: &toRevision})
-		})
+		return nil
 	}
-	return cmd
+	return t.build(cmd)
 }
 
 func newPromoteCmd() *cobra.Command {
-	var full bool
+	var req contract.PromoteRequest
 	cmd := &cobra.Command{
-		Use:   "promote" + targetUse,
+		Use:   "promote",
 		Short: "Promote a stepped rollout past its current step (--full: past every step)",
 		Long: `Promote a stepped rollout (the temporal-rollout.io/steps annotation): past the pause, timer or
 analysis it waits at, to the next step; with --full past every remaining step, straight to
@@ -375,22 +399,15 @@ analysis it waits at, to the next step; with --full past every remaining step, s
 JSON. Rejected, exit 1, when no stepped rollout is in progress.`,
 		Example: `  starter promote shop/web
   starter promote --full shop/web`,
-		Args: oneTarget, ValidArgsFunction: cobra.NoFileCompletions, GroupID: "rollout",
 	}
-	cmd.Flags().BoolVar(&full, "full", false, "skip every remaining step")
-	fs := temporalFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, _ config.Config, in contract.Input) error {
-			return update(ctx, tc, cmd.OutOrStdout(), in.WorkflowID(), contract.UpdatePromote, contract.PromoteRequest{Full: full})
-		})
-	}
-	return cmd
+	cmd.Flags().BoolVar(&req.Full, "full", false, "skip every remaining step")
+	return updateCommand(cmd, contract.UpdatePromote, &req).build(cmd)
 }
 
 func newAbortCmd() *cobra.Command {
-	var reason string
+	var req contract.AbortRequest
 	cmd := &cobra.Command{
-		Use:   "abort" + targetUse,
+		Use:   "abort",
 		Short: "Abort the rollout: back to the last revision that completed",
 		Long: `Abort the rollout in progress: the Deployment returns at full speed, skipping every step, to
 the last revision that completed. The reason is recorded in an event, the status and the
@@ -398,22 +415,15 @@ memo. A Workflow Update: it prints the status after the sync that follows, as JS
 exit 1, when nothing is rolling out.`,
 		Example: `  starter abort shop/web
   starter abort --reason "error rate up" shop/web`,
-		Args: oneTarget, ValidArgsFunction: cobra.NoFileCompletions, GroupID: "rollout",
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the event, the status and the memo)")
-	fs := temporalFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, _ config.Config, in contract.Input) error {
-			return update(ctx, tc, cmd.OutOrStdout(), in.WorkflowID(), contract.UpdateAbort, contract.AbortRequest{Reason: reason})
-		})
-	}
-	return cmd
+	cmd.Flags().StringVar(&req.Reason, "reason", "", "why (recorded in the event, the status and the memo)")
+	return updateCommand(cmd, contract.UpdateAbort, &req).build(cmd)
 }
 
 func newStatusCmd() *cobra.Command {
 	var opts statusOpts
 	cmd := &cobra.Command{
-		Use:   "status" + targetUse,
+		Use:   "status",
 		Short: "Show the rollout: phase, step, ReplicaSets, conditions",
 		Long: `Show the Deployment's rollout from its workflow's status query: phase, paused, revision
 (current → target), the step of a stepped rollout and what it waits for, each ReplicaSet with
@@ -426,17 +436,19 @@ is Complete once it is back on the stable revision; the abort reason stays in th
 		Example: `  starter status shop/web
   starter status shop/web -w
   starter status shop/web -o json | jq .phase`,
-		Args: oneTarget, ValidArgsFunction: cobra.NoFileCompletions, GroupID: "rollout",
 	}
 	cmd.Flags().StringVarP(&opts.output, "output", "o", outputText, "output format: "+strings.Join(outputFormats, ", "))
 	cmd.Flags().BoolVarP(&opts.watch, "watch", "w", false, "query again every --interval and print each change, until Ctrl-C or the rollout is Complete")
 	cmd.Flags().DurationVar(&opts.interval, "interval", time.Second, "with --watch: how often to query")
-	fs := temporalFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := opts.validate(); err != nil {
-			return usageError{err}
-		}
-		return onTarget(cmd, fs, args, func(ctx context.Context, tc client.Client, _ config.Config, in contract.Input) error {
+	return targetCommand{
+		settings: temporalFlags,
+		check: func() error {
+			if err := opts.validate(); err != nil {
+				return usageError{err}
+			}
+			return nil
+		},
+		run: func(ctx context.Context, tc client.Client, _ config.Config, in contract.Input) error {
 			id := in.WorkflowID()
 			query := func(ctx context.Context) (contract.Status, error) { return queryStatus(ctx, tc, id) }
 			if !opts.watch {
@@ -447,9 +459,8 @@ is Complete once it is back on the stable revision; the abort reason stays in th
 				return writeStatus(cmd.OutOrStdout(), st, opts.output)
 			}
 			return watchStatus(ctx, query, cmd.OutOrStdout(), opts.output, opts.interval)
-		})
-	}
-	return cmd
+		},
+	}.build(cmd)
 }
 
 func newWatchCmd() *cobra.Command {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -44,33 +43,52 @@ func dial(ctx context.Context, cfg config.Config) (client.Client, error) {
 
 // queryStatus asks the Deployment's workflow (its latest run) for its status.
 func queryStatus(ctx context.Context, tc client.Client, id string) (contract.Status, error) {
-	v, err := tc.QueryWorkflow(ctx, id, "", contract.QueryStatus)
+	return query[contract.Status](ctx, tc, id, contract.QueryStatus)
+}
+
+// query runs query name on workflow id (its latest run) and decodes the answer. Errors name
+// the workflow.
+func query[T any](ctx context.Context, tc client.Client, id, name string) (T, error) {
+	var out T
+	v, err := tc.QueryWorkflow(ctx, id, "", name)
 	if err != nil {
-		return contract.Status{}, fmt.Errorf("query status of %s: %w", id, err)
+		return out, fmt.Errorf("query %s of %s: %w", name, id, err)
 	}
-	var st contract.Status
-	if err := v.Get(&st); err != nil {
-		return contract.Status{}, fmt.Errorf("decode status of %s: %w", id, err)
+	if err := v.Get(&out); err != nil {
+		return out, fmt.Errorf("decode %s of %s: %w", name, id, err)
 	}
-	return st, nil
+	return out, nil
 }
 
 // update runs a Workflow Update on the Deployment's workflow and prints the resulting status
 // as JSON. A rejected update (nothing to promote or abort) is an error that says why.
 func update(ctx context.Context, tc client.Client, w io.Writer, id, name string, payload any) error {
+	st, err := runUpdate[contract.Status](ctx, tc, id, name, payload)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, st)
+}
+
+// runUpdate runs Workflow Update name on workflow id and waits for its result.
+func runUpdate[T any](ctx context.Context, tc client.Client, id, name string, payload any) (T, error) {
 	h, err := tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID: id, UpdateName: name, Args: []any{payload}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
+	return updateResult[T](ctx, h, err, id, name)
+}
+
+// updateResult waits for the result of an update sent (h, or the error err of sending it; of
+// UpdateWorkflow or UpdateWithStartWorkflow). Errors name the update and the workflow.
+func updateResult[T any](ctx context.Context, h client.WorkflowUpdateHandle, err error, id, name string) (T, error) {
+	var out T
+	if err == nil {
+		err = h.Get(ctx, &out)
+	}
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", name, id, err)
+		return out, fmt.Errorf("%s %s: %w", name, id, err)
 	}
-	var st contract.Status
-	if err := h.Get(ctx, &st); err != nil {
-		return fmt.Errorf("%s %s: %w", name, id, err)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(st)
+	return out, nil
 }
 
 // signalWithStart signals the Deployment's workflow, starting it first if none is open.

@@ -72,6 +72,13 @@ func oneRelease(cmd *cobra.Command, args []string) error {
 
 // onRelease runs fn with a Temporal client (as identity) and the release's workflow ID.
 func onRelease(cmd *cobra.Command, fs *pflag.FlagSet, identity string, fn func(ctx context.Context, tc client.Client, id string) error) error {
+	return withClientAs(cmd, fs, identity, func(ctx context.Context, tc client.Client) error {
+		return fn(ctx, tc, release.WorkflowID(cmd.Flags().Arg(0)))
+	})
+}
+
+// withClientAs runs fn with the settings of fs and a Temporal client dialled as identity.
+func withClientAs(cmd *cobra.Command, fs *pflag.FlagSet, identity string, fn func(ctx context.Context, tc client.Client) error) error {
 	cfg, err := loadConfig(fs)
 	if err != nil {
 		return err
@@ -81,7 +88,7 @@ func onRelease(cmd *cobra.Command, fs *pflag.FlagSet, identity string, fn func(c
 		return err
 	}
 	defer tc.Close()
-	return fn(cmd.Context(), tc, release.WorkflowID(cmd.Flags().Arg(0)))
+	return fn(cmd.Context(), tc)
 }
 
 func newReleaseCmd() *cobra.Command {
@@ -228,13 +235,9 @@ Status).`,
 			return usageErrorf("--output %q: want text or json", output)
 		}
 		return onRelease(cmd, fs, "", func(ctx context.Context, tc client.Client, id string) error {
-			v, err := tc.QueryWorkflow(ctx, id, "", release.QueryStatus)
+			st, err := query[release.Status](ctx, tc, id, release.QueryStatus)
 			if err != nil {
-				return fmt.Errorf("query status of %s: %w", id, err)
-			}
-			var st release.Status
-			if err := v.Get(&st); err != nil {
-				return fmt.Errorf("decode status of %s: %w", id, err)
+				return err
 			}
 			if output == outputJSON {
 				return writeJSON(cmd.OutOrStdout(), st)
@@ -319,15 +322,9 @@ func writeReleaseStatus(w io.Writer, st release.Status) error {
 // releaseUpdate runs an update on the release and prints the status it returns, as JSON. A
 // rejected update is an error that says why.
 func releaseUpdate(ctx context.Context, tc client.Client, w io.Writer, id, name string, payload any) error {
-	h, err := tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: id, UpdateName: name, Args: []any{payload}, WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
+	st, err := runUpdate[release.Status](ctx, tc, id, name, payload)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", name, id, err)
-	}
-	var st release.Status
-	if err := h.Get(ctx, &st); err != nil {
-		return fmt.Errorf("%s %s: %w", name, id, err)
+		return err
 	}
 	return writeJSON(w, st)
 }
@@ -446,13 +443,9 @@ func readSignKey(path string) (ssh.Signer, error) {
 // binds to, from the release's status: its run, and the wave's digest, recomputed here from
 // the status' spec, targets and policy and checked against the workflow's.
 func approvalBinding(ctx context.Context, tc client.Client, w io.Writer, id, wave, identity string, notAfter time.Time) (release.ApprovalBinding, error) {
-	v, err := tc.QueryWorkflow(ctx, id, "", release.QueryStatus)
+	st, err := query[release.Status](ctx, tc, id, release.QueryStatus)
 	if err != nil {
-		return release.ApprovalBinding{}, fmt.Errorf("query status of %s: %w", id, err)
-	}
-	var st release.Status
-	if err := v.Get(&st); err != nil {
-		return release.ApprovalBinding{}, fmt.Errorf("decode status of %s: %w", id, err)
+		return release.ApprovalBinding{}, err
 	}
 	return bindingFor(st, w, wave, identity, notAfter)
 }
@@ -570,7 +563,7 @@ func parseUntil(s string, now time.Time) (time.Time, error) {
 }
 
 func newFreezeCmd() *cobra.Command {
-	var until, reason, identity string
+	var until, reason string
 	cmd := &cobra.Command{
 		Use:   "freeze --until TIME --reason TEXT",
 		Short: "Freeze the fleet: no release starts a wave until the time or a thaw",
@@ -579,39 +572,45 @@ RFC 3339 time or a duration from now) no release starts a wave; releases waiting
 their status. A new freeze replaces the current one. 'starter thaw' ends it early.`,
 		Example: `  starter freeze --until 2026-12-01T08:00:00Z --reason "black friday"
   starter freeze --until 2h --reason "incident 42"`,
-		Args: noArgs, ValidArgsFunction: cobra.NoFileCompletions, GroupID: "release",
 	}
 	cmd.Flags().StringVar(&until, "until", "", "end of the freeze: RFC 3339 time or duration from now (required)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
-	identityFlag(cmd, &identity)
-	fs := temporalFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	return fleetCommand(cmd, release.UpdateFreeze, func(identity string) (any, error) {
 		if until == "" || strings.TrimSpace(reason) == "" {
-			return usageErrorf("freeze needs --until and --reason")
+			return nil, usageErrorf("freeze needs --until and --reason")
 		}
 		end, err := parseUntil(until, time.Now())
 		if err != nil {
-			return usageError{err}
+			return nil, usageError{err}
 		}
-		return fleetUpdate(cmd, fs, identity, release.UpdateFreeze, release.FreezeRequest{Until: end, Reason: reason, By: identity})
-	}
-	return cmd
+		return release.FreezeRequest{Until: end, Reason: reason, By: identity}, nil
+	})
 }
 
 func newThawCmd() *cobra.Command {
-	var identity string
-	cmd := &cobra.Command{
+	return fleetCommand(&cobra.Command{
 		Use:   "thaw",
 		Short: "End the fleet freeze",
 		Long:  `End the fleet freeze now: waiting releases go on. Rejected, exit 1, when nothing is frozen.`,
 		Example: `  starter thaw
   temporal workflow query --workflow-id freeze/fleet --type state`,
-		Args: noArgs, ValidArgsFunction: cobra.NoFileCompletions, GroupID: "release",
-	}
+	}, release.UpdateThaw, func(identity string) (any, error) { return release.ThawRequest{By: identity}, nil })
+}
+
+// fleetCommand finishes freeze or thaw, commands of the release group with no argument: cmd
+// holds its texts and own flags; request builds update name's payload from them and the
+// caller's identity (--identity), or a usage error.
+func fleetCommand(cmd *cobra.Command, name string, request func(identity string) (any, error)) *cobra.Command {
+	var identity string
+	cmd.Args, cmd.ValidArgsFunction, cmd.GroupID = noArgs, cobra.NoFileCompletions, "release"
 	identityFlag(cmd, &identity)
 	fs := temporalFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return fleetUpdate(cmd, fs, identity, release.UpdateThaw, release.ThawRequest{By: identity})
+		payload, err := request(identity)
+		if err != nil {
+			return err
+		}
+		return fleetUpdate(cmd, fs, identity, name, payload)
 	}
 	return cmd
 }
@@ -619,31 +618,21 @@ func newThawCmd() *cobra.Command {
 // fleetUpdate runs an update on freeze/fleet, starting it first if it is not running, and
 // prints the freeze's state as JSON.
 func fleetUpdate(cmd *cobra.Command, fs *pflag.FlagSet, identity, name string, payload any) error {
-	cfg, err := loadConfig(fs)
-	if err != nil {
-		return err
-	}
-	tc, err := dialAs(cmd.Context(), cfg, identity)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	start := tc.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID: release.FleetFreezeID, TaskQueue: release.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, release.FleetFreezeType, release.FleetFreeze{})
-	h, err := tc.UpdateWithStartWorkflow(cmd.Context(), client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID: release.FleetFreezeID, UpdateName: name, Args: []any{payload}, WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
+	return withClientAs(cmd, fs, identity, func(ctx context.Context, tc client.Client) error {
+		start := tc.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID: release.FleetFreezeID, TaskQueue: release.TaskQueue,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		}, release.FleetFreezeType, release.FleetFreeze{})
+		h, err := tc.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: start,
+			UpdateOptions: client.UpdateWorkflowOptions{
+				WorkflowID: release.FleetFreezeID, UpdateName: name, Args: []any{payload}, WaitForStage: client.WorkflowUpdateStageCompleted,
+			},
+		})
+		st, err := updateResult[release.FleetFreeze](ctx, h, err, release.FleetFreezeID, name)
+		if err != nil {
+			return err
+		}
+		return writeJSON(cmd.OutOrStdout(), st)
 	})
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", name, release.FleetFreezeID, err)
-	}
-	var st release.FleetFreeze
-	if err := h.Get(cmd.Context(), &st); err != nil {
-		return fmt.Errorf("%s %s: %w", name, release.FleetFreezeID, err)
-	}
-	return writeJSON(cmd.OutOrStdout(), st)
 }

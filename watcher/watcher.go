@@ -73,7 +73,7 @@ type Options struct {
 	// ManagedGuard: --managed-guard (see k8s.Request.ManagedGuard).
 	ManagedGuard bool
 	// Status, when set, writes the status-count refreshes of Deployments at rest at once
-	// (activities.StatusOnly plans) instead of signalling a sync for them.
+	// (k8s.NeedStatus at rest) instead of signalling a sync for them.
 	Status StatusWriter
 	// EagerStart: the watcher runs in the worker's process (worker --watch), so a Deployment
 	// no controller has synced yet (status.observedGeneration 0) gets its workflow by a plain
@@ -348,21 +348,31 @@ func (w *Watcher) request() k8s.Request {
 }
 
 // enqueueIfDecided queues d when a sync would write something, by k8s.Decide on the cache's
-// snapshot (the same rule the worker observes with): a plan that only writes status as a
-// status refresh (when a StatusWriter is set), anything else as a signal. It reports whether it
-// queued.
+// snapshot (the same rule the worker observes with) and k8s.SyncNeed (the same question the
+// worker's wait asks): a status refresh (when a StatusWriter is set) as such, anything else as
+// a signal. It reports whether it queued.
 func (w *Watcher) enqueueIfDecided(d *appsv1.Deployment, why string) bool {
-	plan, err := k8s.Decide(w.cache.Snapshot(d), w.request(), time.Now())
-	if err == nil && w.opts.Status != nil && activities.StatusOnly(plan) {
+	plan, need := w.need(d)
+	if need == k8s.NeedStatus && w.opts.Status != nil {
 		w.queue.Add(statusKey + d.Namespace + "/" + d.Name)
 		return true
 	}
-	if err != nil || len(plan.Steps) > 0 {
+	if need != k8s.NeedNothing {
 		w.log.Debug("Deployment needs a sync", "namespace", d.Namespace, "deployment", d.Name, "why", why, "steps", len(plan.Steps))
 		w.enqueue(d.Namespace, d.Name)
 		return true
 	}
 	return false
+}
+
+// need weighs d at rest on the cache: Decide's plan, and what it asks (k8s.SyncNeed). A plan
+// that fails asks for a sync, which reports the error.
+func (w *Watcher) need(d *appsv1.Deployment) (k8s.Plan, k8s.Need) {
+	plan, err := k8s.Decide(w.cache.Snapshot(d), w.request(), time.Now())
+	if err != nil {
+		return plan, k8s.NeedSync
+	}
+	return plan, k8s.SyncNeed(plan, d, w.request(), k8s.AtRest)
 }
 
 // weigh leaves a Deployment whose rollout is under way to the worker's wait, and queues one
@@ -478,12 +488,17 @@ func (w *Watcher) processNext(ctx context.Context) bool {
 
 // processStart starts a new Deployment's workflow (see startsEagerly), from the starts queue.
 func (w *Watcher) processStart(ctx context.Context) bool {
-	key, quit := w.starts.Get()
+	return processOne(ctx, w.starts, func(ctx context.Context, key string) { w.send(ctx, key) })
+}
+
+// processOne handles one key of q; false once q shuts down.
+func processOne(ctx context.Context, q workqueue.TypedInterface[string], handle func(context.Context, string)) bool {
+	key, quit := q.Get()
 	if quit {
 		return false
 	}
-	defer w.starts.Done(key)
-	w.send(ctx, key)
+	defer q.Done(key)
+	handle(ctx, key)
 	return true
 }
 
@@ -537,11 +552,11 @@ func (w *Watcher) refreshStatus(ctx context.Context, key string) {
 		w.queue.Add(key)
 		return
 	}
-	plan, err := k8s.Decide(w.cache.Snapshot(d), w.request(), time.Now())
+	plan, need := w.need(d)
 	switch {
-	case err != nil || (len(plan.Steps) > 0 && !activities.StatusOnly(plan)):
+	case need == k8s.NeedSync:
 		w.queue.Add(key)
-	case len(plan.Steps) == 0:
+	case need == k8s.NeedNothing:
 	case !w.cache.ReplicaSetsSeen(d.ResourceVersion):
 		// The ReplicaSet informer has handled nothing since the Deployment's last write, so
 		// its counts may be older than the ones that write was decided on (the informers lag
@@ -577,14 +592,9 @@ func (w *Watcher) refreshStatus(ctx context.Context, key string) {
 	}
 }
 
+// processTemplate writes one template change's status refresh, from the templates queue.
 func (w *Watcher) processTemplate(ctx context.Context) bool {
-	key, quit := w.templates.Get()
-	if quit {
-		return false
-	}
-	defer w.templates.Done(key)
-	w.refreshTemplate(ctx, key)
-	return true
+	return processOne(ctx, w.templates, w.refreshTemplate)
 }
 
 // refreshTemplate writes the status a new pod template calls for at once

@@ -8,29 +8,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/release"
 )
-
-// searchAttributeCheck is what one setting needs registered on the Temporal namespace.
-type searchAttributeCheck struct {
-	flag string
-	want []contract.SearchAttribute
-}
-
-// searchAttributeChecks lists the search attributes the worker's settings need before it starts:
-// every one for --search-attributes (the watcher sets them on its starts), and the release
-// workflow's (ReleaseName, which it upserts on its first workflow task) for --releases.
-func searchAttributeChecks(searchAttributes, releases bool) []searchAttributeCheck {
-	var out []searchAttributeCheck
-	if searchAttributes {
-		out = append(out, searchAttributeCheck{"--search-attributes", contract.SearchAttributes()})
-	}
-	if releases {
-		out = append(out, searchAttributeCheck{"--releases", release.SearchAttributes()})
-	}
-	return out
-}
 
 // startReleases runs the release and fleet freeze workflows (--releases) on their own task
 // queue, beside the cluster's Deployment workflows. The clusters' activities they call run on

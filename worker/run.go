@@ -6,13 +6,14 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/interceptor"
-	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/temporal-rollout/rollout/activities"
@@ -20,7 +21,7 @@ import (
 	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/internal/config"
 	"github.com/temporal-rollout/rollout/internal/lifecycle"
-	"github.com/temporal-rollout/rollout/internal/obs"
+	"github.com/temporal-rollout/rollout/internal/startup"
 	"github.com/temporal-rollout/rollout/internal/zoneinfo"
 	"github.com/temporal-rollout/rollout/kube"
 	"github.com/temporal-rollout/rollout/watcher"
@@ -61,91 +62,36 @@ const (
 )
 
 func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) error {
-	logger := cfg.Logger()
-	if limit := lifecycle.SetMemoryLimit("/sys/fs/cgroup"); limit > 0 {
-		logger.Info("Go soft memory limit set to 90% of the container's", "bytes", limit)
-	}
-	logger.Info("Starting worker", "temporalAddress", cfg.TemporalAddress, "temporalNamespace", cfg.TemporalNamespace,
-		"taskQueue", cfg.TaskQueue, "cluster", cfg.Cluster, "watchNamespace", cfg.WatchNamespace, "kubeQPS", cfg.KubeQPS, "kubeBurst", cfg.KubeBurst,
-		"startupTimeout", cfg.StartupTimeout, "shutdownTimeout", cfg.ShutdownTimeout)
-
-	kc, restCfg, err := kube.NewClientset(cfg.Kubeconfig, cfg.KubeQPS, cfg.KubeBurst)
-	if err != nil {
-		return err
-	}
-	// Users' commands (pause, resume, rollback) write under a budget of their own, as
-	// `kubectl rollout pause` does: on a saturated --kube-qps they do not queue behind the
-	// rollouts' own writes.
-	commands, _, err := kube.NewClientset(cfg.Kubeconfig, commandQPS, commandBurst)
-	if err != nil {
-		return err
-	}
-	// Traffic routing reads and writes HTTPRoutes (Gateway API) with the dynamic client, on
-	// the rollouts' budget.
-	dyn, err := dynamic.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("build dynamic client: %w", err)
-	}
-	var prom *analysis.Client
-	if cfg.PrometheusAddress != "" {
-		if prom, err = analysis.NewClient(cfg.PrometheusAddress, nil); err != nil {
+	var (
+		commands kubernetes.Interface
+		dyn      dynamic.Interface
+		prom     *analysis.Client
+	)
+	ctx, p, stop, err := startup.Start(ctx, cfg, stopper, startup.Options{
+		Name: "worker", LogFields: []any{"kubeQPS", cfg.KubeQPS, "kubeBurst", cfg.KubeBurst},
+		Clients: func(restCfg *rest.Config) (err error) {
+			// Users' commands (pause, resume, rollback) write under a budget of their own, as
+			// `kubectl rollout pause` does: on a saturated --kube-qps they do not queue behind
+			// the rollouts' own writes.
+			if commands, _, err = kube.NewClientset(cfg.Kubeconfig, commandQPS, commandBurst); err != nil {
+				return err
+			}
+			// Traffic routing reads and writes HTTPRoutes (Gateway API) with the dynamic
+			// client, on the rollouts' budget.
+			if dyn, err = dynamic.NewForConfig(restCfg); err != nil {
+				return fmt.Errorf("build dynamic client: %w", err)
+			}
+			if cfg.PrometheusAddress != "" {
+				prom, err = analysis.NewClient(cfg.PrometheusAddress, nil)
+			}
 			return err
-		}
-	}
-	// Stop everything started below on every way out; each cleanup names itself, so that a stop
-	// past --shutdown-timeout says where it is stuck.
-	ctx, cancel := context.WithCancel(ctx)
-	defer func() { stopper.Step("cancel"); cancel() }()
-
-	// Listen first: a taken address fails at once, not after the waits below.
-	reg := obs.NewRegistry()
-	var ready obs.ReadyAfter
-	stopServer, err := obs.Server{Addr: cfg.MetricsAddress, Pprof: cfg.Pprof, Reg: reg, Logger: logger, Ready: ready.Check}.Start(ctx)
+		},
+	})
 	if err != nil {
 		return err
 	}
-	defer func() { stopper.Step("stop the metrics server"); stopServer() }()
-
-	if err := lifecycle.WaitAPIServer(ctx, logger, kc, restCfg.Host, cfg.StartupTimeout); err != nil {
-		return err
-	}
-	sdkMetrics, closeMetrics := obs.SDKMetrics(reg)
-	defer closeMetrics()
-	opts, err := cfg.ClientOptions()
-	if err != nil {
-		return err
-	}
-	opts.Logger = sdklog.NewStructuredLogger(logger)
-	opts.MetricsHandler = sdkMetrics
-	// The watcher of --watch shares this client, and so the codec.
-	cd, err := cfg.Codec()
-	if err != nil {
-		return err
-	}
-	var digestKey []byte
-	if cd != nil {
-		digestKey = cd.DigestKey()
-		logger.Info("Payloads to Temporal are encrypted", "keyID", cd.KeyID())
-	}
-	tc, err := lifecycle.DialTemporal(ctx, logger, opts, cfg.StartupTimeout)
-	if err != nil {
-		return err
-	}
-	defer func() { stopper.Step("close the Temporal client"); tc.Close() }()
-	// Without them every start the watcher makes is rejected and it retries for ever, and a
-	// release's first workflow task fails for ever: exit now, naming the commands.
-	for _, c := range searchAttributeChecks(cfg.SearchAttributes, cfg.Releases) {
-		if err := lifecycle.CheckSearchAttributes(ctx, logger, tc.OperatorService(), cfg.TemporalNamespace, c.flag, c.want, cfg.StartupTimeout); err != nil {
-			return err
-		}
-	}
-
-	cache, err := kube.NewCache(kc, cfg.WatchNamespace)
-	if err != nil {
-		return err
-	}
-	// Cancel before Shutdown, or Shutdown waits for the informers forever.
-	defer func() { stopper.Step("stop the informers"); cancel(); cache.Shutdown() }()
+	defer stop()
+	logger, kc, tc, cache := p.Logger, p.Kube, p.Temporal, p.Cache
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
@@ -163,7 +109,7 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	// them in memory costs tens of KiB each. Past the bound the least recently used is evicted
 	// and replays its (short, continued-as-new) history on its next task.
 	worker.SetStickyWorkflowCacheSize(cfg.WorkflowCacheSize)
-	metrics := activities.NewMetrics(reg)
+	metrics := activities.NewMetrics(p.Registry)
 	localWaitSlots := 0
 	if cfg.LocalWait > 0 {
 		localWaitSlots = localWaitsPerSync * cfg.MaxSyncs
@@ -203,7 +149,7 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		Client:        kc,
 		Dynamic:       dyn,
 		CommandClient: commands,
-		Admission:     activities.NewAdmission(kube.BudgetOf(restCfg)),
+		Admission:     activities.NewAdmission(kube.BudgetOf(p.RestConfig)),
 		Cache:         cache,
 		Recorder:      recorder,
 		Metrics:       metrics,
@@ -216,7 +162,7 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		LocalWait:    cfg.LocalWait,
 		UIURL:        strings.TrimSuffix(cfg.UIURL, "/"),
 
-		SpecDigestKey: digestKey,
+		SpecDigestKey: p.DigestKey,
 		Freeze:        &activities.FreezeSource{Client: tc},
 	}
 	if prom != nil {
@@ -228,18 +174,17 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	// The watcher's handlers go on the informers before they start.
 	var wat *watcher.Watcher
 	if cfg.Watch {
-		if wat, err = watcher.New(cache, tc, watcher.Options{
-			TaskQueue: cfg.TaskQueue, Cluster: cfg.Cluster, SearchAttributes: cfg.SearchAttributes, Resync: cfg.Resync,
-			Managed: cfg.Managed(), ManagedGuard: cfg.ManagedGuard, Status: acts,
-			// This process's worker takes the first workflow task of the workflows it starts.
-			EagerStart: true,
-			// The syncs it causes share this worker's client budget.
-			Pacer: acts.Admission,
-		}, logger.With("component", "watcher")); err != nil {
+		opts := p.WatcherOptions()
+		opts.Status = acts
+		// This process's worker takes the first workflow task of the workflows it starts.
+		opts.EagerStart = true
+		// The syncs it causes share this worker's client budget.
+		opts.Pacer = acts.Admission
+		if wat, err = watcher.New(cache, tc, opts, logger.With("component", "watcher")); err != nil {
 			return err
 		}
 	}
-	if err := cache.StartWithin(ctx, cfg.StartupTimeout); err != nil {
+	if err := p.StartCache(ctx); err != nil {
 		return err
 	}
 	if err := w.Start(); err != nil {
@@ -252,7 +197,7 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 		}
 		defer func() { stopper.Step("stop the releases worker"); stopReleases() }()
 	}
-	ready.Set(obs.TemporalReady(ctx, tc))
+	p.Ready(ctx)
 	logger.Info("Worker running", "watch", cfg.Watch, "releases", cfg.Releases, "tzdata", zoneinfo.Version)
 	watched := make(chan struct{})
 	if wat != nil {
