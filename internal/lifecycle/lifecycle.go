@@ -96,10 +96,18 @@ func Wait(ctx context.Context, logger *slog.Logger, what string, timeout, attemp
 	deadline, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var lastLog time.Time
+	// cause: the last attempt's own failure. An attempt that the end of the whole wait cut
+	// short (a client's rate limiter waiting past it, say) fails with the deadline alone, which
+	// says nothing of why the attempts before it failed.
+	var cause error
 	for n := 1; ; n++ {
 		actx, acancel := context.WithTimeout(deadline, attempt)
 		err := try(actx)
 		acancel()
+		if err != nil && deadline.Err() != nil && cause != nil && errors.Is(err, context.DeadlineExceeded) {
+			err = cause
+		}
+		cause = err
 		if err == nil {
 			if n > 1 {
 				logger.Info("Reached "+what, "after", time.Since(start).Round(time.Millisecond), "attempts", n)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -95,6 +96,20 @@ func TestWait(t *testing.T) {
 	}
 	if !strings.HasPrefix(err.Error(), "Temporal at 127.0.0.1:1: still failing after 300ms") || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("error %q does not name what failed, the bound and the cause", err)
+	}
+
+	// The last attempt, cut short by the end of the wait (a rate limiter waiting past it),
+	// does not hide why the attempts before it failed.
+	n = 0
+	err = Wait(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), "the Kubernetes API server", 200*time.Millisecond, time.Second, 10*time.Millisecond, func(ctx context.Context) error {
+		if n++; n == 1 {
+			return errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+		}
+		<-ctx.Done()
+		return fmt.Errorf("client rate limiter Wait returned an error: %w", ctx.Err())
+	})
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("last attempt cut short: %v, want the cause of the attempts before it", err)
 	}
 
 	// An attempt that blocks is cut off by the attempt bound.
