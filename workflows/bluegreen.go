@@ -151,7 +151,7 @@ func (b *blueGreenStrategy) blueGreenRequest(ctx workflow.Context, d *appsv1.Dep
 			b.StableHash = prev.Hash
 		}
 		b.endBlueGreen()
-		b.BlueGreen = &blueGreenState{Hash: hash, Revision: rev, StableHash: b.StableHash}
+		b.BlueGreen = &blueGreenState{Hash: hash, Revision: rev}
 		b.recordStep(ctx, "BlueGreenStarted", fmt.Sprintf("Rolling out template %s blue-green: active Service %s stays on %s until promoted", hash, spec.ActiveService, b.StableHash))
 		b.enterPhase(ctx, BlueGreenPreview)
 	}
@@ -171,7 +171,7 @@ func (b *blueGreenStrategy) blueGreenRequest(ctx workflow.Context, d *appsv1.Dep
 		c.Hold, c.Message = true, bg.Message
 	}
 	if workflow.GetVersion(ctx, changeBlueGreenScale, workflow.DefaultVersion, 1) >= 1 {
-		c.StableHash = bg.StableHash
+		c.StableHash = b.StableHash
 	}
 	return c, true
 }

@@ -222,7 +222,7 @@ func TestBlueGreenDelayAcrossContinueAsNew(t *testing.T) {
 	})
 	env.ExecuteWorkflow(WorkflowType, Input{Input: contract.Input{Namespace: testNS, Name: testName}, State: &State{
 		StableHash: h1, Status: Status{Namespace: testNS, Name: testName, Phase: "Progressing", CurrentRevision: 1},
-		BlueGreen: &blueGreenState{Hash: h2, StableHash: h1, Revision: 2, Phase: BlueGreenScaleDownDelay, PhaseWait: PhaseWait{WaitingFor: WaitingForTimer},
+		BlueGreen: &blueGreenState{Hash: h2, Revision: 2, Phase: BlueGreenScaleDownDelay, PhaseWait: PhaseWait{WaitingFor: WaitingForTimer},
 			Promoted: true, Until: &until, Spec: spec},
 		BlueGreenServices: &BlueGreenServices{Active: "web", ActiveSelects: h2, Preview: "web-preview", PreviewSelects: h2},
 	}})

@@ -124,11 +124,11 @@ type abortState struct {
 
 // blueGreenState is a blue-green rollout in progress.
 type blueGreenState struct {
-	// Hash is the template rolled out, Revision its revision; StableHash the template the
-	// active Service selects until promotion.
-	Hash       string `json:"hash"`
-	Revision   int64  `json:"revision,omitempty"`
-	StableHash string `json:"stableHash,omitempty"`
+	// Hash is the template rolled out, Revision its revision. The template the active Service
+	// selects until promotion is the stable one, State.StableHash (runs recorded before this
+	// kept a copy here, "stableHash", which decodes to nothing).
+	Hash     string `json:"hash"`
+	Revision int64  `json:"revision,omitempty"`
 	Phase      string `json:"phase"`
 	// PhaseWait: what the phase waits for; its Analysis is the pre- or post-promotion
 	// analysis under way (AnalysisSpec), its Freeze the fleet freeze the automatic promotion
@@ -211,7 +211,7 @@ func (s *State) blueGreenStatus() *BlueGreenStatus {
 		st.BlueGreenServices = *sv
 	}
 	if bg := s.BlueGreen; bg != nil {
-		st.Phase, st.Hash, st.StableHash, st.WaitingFor, st.Message = bg.Phase, bg.Hash, bg.StableHash, bg.WaitingFor, bg.Message
+		st.Phase, st.Hash, st.StableHash, st.WaitingFor, st.Message = bg.Phase, bg.Hash, s.StableHash, bg.WaitingFor, bg.Message
 		st.Promoted, st.Until, st.Analysis, st.Freeze = bg.Promoted, bg.Until, bg.Analysis, bg.Freeze
 	}
 	return st
