@@ -129,7 +129,7 @@ type blueGreenState struct {
 	// kept a copy here, "stableHash", which decodes to nothing).
 	Hash     string `json:"hash"`
 	Revision int64  `json:"revision,omitempty"`
-	Phase      string `json:"phase"`
+	Phase    string `json:"phase"`
 	// PhaseWait: what the phase waits for; its Analysis is the pre- or post-promotion
 	// analysis under way (AnalysisSpec), its Freeze the fleet freeze the automatic promotion
 	// holds for (WaitingFor Freeze, Until the next look at it; freeze.go).
