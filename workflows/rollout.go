@@ -73,12 +73,6 @@ type waitState struct {
 	rolling     bool
 	await       workflow.Future
 	cancelAwait workflow.CancelFunc
-	// localWait is the worker's --local-wait, as its last Observe reported it (so a replay
-	// decides as the run did): how long the wait for a rollout's next move runs first inside
-	// the workflow task, as a local AwaitChange. 0: the wait is always the AwaitChange
-	// activity, and the workflow task completes after every sync. Signals, updates and
-	// queries that arrive during a local wait are delivered when it ends.
-	localWait time.Duration
 	// awaitLocal: the pending wait is the local one; awaitRemote: it ended without a move, so
 	// the next wait before a sync is the AwaitChange activity.
 	awaitLocal, awaitRemote bool

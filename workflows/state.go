@@ -46,7 +46,11 @@ type State struct {
 	// UID is the Deployment's UID as last seen, so the events a run records before its first
 	// sync (a step timer that fires, a promote) name the object.
 	UID types.UID `json:"uid,omitempty"`
-	// LocalWait is the worker's --local-wait as Observe last reported it.
+	// LocalWait is the worker's --local-wait, as its last Observe reported it (so a replay
+	// decides as the run did): how long the wait for a rollout's next move runs first inside
+	// the workflow task, as a local AwaitChange. 0: the wait is always the AwaitChange
+	// activity, and the workflow task completes after every sync. Signals, updates and
+	// queries that arrive during a local wait are delivered when it ends.
 	LocalWait time.Duration `json:"localWait,omitempty"`
 	// Status is the status query's answer as the last sync left it, so the query answers
 	// before a run's first sync.

@@ -171,7 +171,7 @@ var awaitOptions = workflow.ActivityOptions{
 	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 }
 
-// localAwaitOptions: a local wait (see rollout.localWait) is not retried; on any error the
+// localAwaitOptions: a local wait (see State.LocalWait) is not retried; on any error the
 // AwaitChange activity waits.
 func localAwaitOptions(window time.Duration) workflow.LocalActivityOptions {
 	return workflow.LocalActivityOptions{
