@@ -181,6 +181,18 @@ func renderStatus(st contract.Status) string {
 		row("Moves by the wait", "%d", st.WaitMoves)
 	}
 
+	if len(st.Holds) > 0 {
+		// Why the rollout waits, first what must end first, and what ends each.
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "HOLD\tUNTIL\tTO END IT\t")
+		for _, h := range st.Holds {
+			until := ""
+			if h.Until != nil {
+				until = h.Until.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", h.Kind, until, h.Do)
+		}
+	}
 	if len(st.ReplicaSets) > 0 {
 		fmt.Fprintln(tw)
 		fmt.Fprintln(tw, "REPLICASET\tREVISION\tREPLICAS\tREADY\tAVAILABLE\t")

@@ -91,6 +91,27 @@ web-5f6b    3         8         8      8          stable
 `,
 		},
 		{
+			name: "paused by the user at a timed pause: the holds",
+			give: contract.Status{Namespace: "shop", Name: "web", Phase: "Paused", Paused: true, CurrentRevision: 3, TargetRevision: 4, Replicas: 10,
+				Holds: []contract.Hold{
+					{Kind: contract.HoldPaused, Message: "paused (spec.paused)", Do: "kubectl rollout resume deployment/web -n shop"},
+					{Kind: contract.WaitingForTimer, Message: "Step 4 of 6 (pause 30s): paused until 2026-05-01T12:00:30Z",
+						Until: ptr(time.Date(2026, 5, 1, 14, 0, 30, 0, time.FixedZone("CEST", 2*3600))), Do: "starter promote shop/web"},
+				}},
+			want: `Name:       web
+Namespace:  shop
+Phase:      Paused
+Paused:     true
+Revision:   3 → 4
+Replicas:   10
+Syncs:      0
+
+HOLD    UNTIL                 TO END IT
+Paused                        kubectl rollout resume deployment/web -n shop
+Timer   2026-05-01T12:00:30Z  starter promote shop/web
+`,
+		},
+		{
 			name: "timed pause, paused by the user, rollback to a revision",
 			give: contract.Status{Namespace: "shop", Name: "web", Phase: "Paused", Paused: true, CurrentRevision: 3, TargetRevision: 4,
 				Replicas: 10, PendingRollback: ptr(int64(2)),
