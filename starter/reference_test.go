@@ -131,7 +131,7 @@ func firstDiffLine(a, b []byte) int {
 }
 
 // foreignFlags are flags docs/cli.md names of other programs (temporal, jq, brew).
-var foreignFlags = map[string]bool{"codec-endpoint": true, "workflow-id": true, "unbuffered": true, "prefix": true}
+var foreignFlags = map[string]bool{"codec-endpoint": true, "workflow-id": true, "unbuffered": true, "prefix": true, "name": true, "input": true}
 
 // TestCLIDocFlags: every --flag docs/cli.md names is a flag of a starter command or of the
 // worker, so the guide cannot keep a flag the binaries lost.
