@@ -78,9 +78,26 @@ func waitingForAttr(hs []contract.Hold) string {
 	return ""
 }
 
+// canPromote says whether promote (req) makes sense now: a stepped rollout paused at a step or
+// measuring, a blue-green rollout paused or measuring (or, with {"full":true}, still
+// scaling its preview), and never while the fleet freeze holds the phase.
 func (s *State) canPromote(req PromoteRequest) error {
-	if s.BlueGreen != nil {
-		return s.canPromoteBlueGreen(req)
+	if bg := s.BlueGreen; bg != nil {
+		// Blue-green: promote goes past a paused rollout or an analysis; {"full":true} also
+		// promotes a preview still scaling, and skips both analyses.
+		if bg.WaitingFor == WaitingForFreeze && bg.Freeze != nil {
+			return frozenError(s.Status.Namespace, s.Status.Name, bg.Freeze)
+		}
+		switch bg.Phase {
+		case BlueGreenPaused, BlueGreenPrePromotionAnalysis, BlueGreenPostPromotionAnalysis:
+			return nil
+		case BlueGreenPreview:
+			if req.Full {
+				return nil
+			}
+			return fmt.Errorf("the preview of %s/%s is not ready: its new pods are not all available yet; promote {\"full\":true} promotes it as soon as they are", s.Status.Namespace, s.Status.Name)
+		}
+		return fmt.Errorf("%s/%s is already promoted (%s)", s.Status.Namespace, s.Status.Name, bg.Message)
 	}
 	cur := s.Steps
 	if cur == nil || cur.Full {
@@ -101,6 +118,8 @@ func (s *State) canPromote(req PromoteRequest) error {
 	return fmt.Errorf("nothing is paused for %s/%s: every step has passed and the rollout goes to 100%%", s.Status.Namespace, s.Status.Name)
 }
 
+// canAbort says whether abort makes sense now: a template other than the stable one rolls out
+// and no abort is under way.
 func (s *State) canAbort() error {
 	switch {
 	case s.Abort != nil:
@@ -111,23 +130,4 @@ func (s *State) canAbort() error {
 		return fmt.Errorf("nothing to abort: %s/%s runs its last completed template (revision %d)", s.Status.Namespace, s.Status.Name, s.Status.CurrentRevision)
 	}
 	return nil
-}
-
-// canPromoteBlueGreen: promote goes past a paused rollout or an analysis; {"full":true} also
-// promotes a preview still scaling, and skips both analyses.
-func (s *State) canPromoteBlueGreen(req PromoteRequest) error {
-	bg := s.BlueGreen
-	if bg.WaitingFor == WaitingForFreeze && bg.Freeze != nil {
-		return frozenError(s.Status.Namespace, s.Status.Name, bg.Freeze)
-	}
-	switch bg.Phase {
-	case BlueGreenPaused, BlueGreenPrePromotionAnalysis, BlueGreenPostPromotionAnalysis:
-		return nil
-	case BlueGreenPreview:
-		if req.Full {
-			return nil
-		}
-		return fmt.Errorf("the preview of %s/%s is not ready: its new pods are not all available yet; promote {\"full\":true} promotes it as soon as they are", s.Status.Namespace, s.Status.Name)
-	}
-	return fmt.Errorf("%s/%s is already promoted (%s)", s.Status.Namespace, s.Status.Name, bg.Message)
 }
