@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,7 +14,6 @@ import (
 	"github.com/temporal-rollout/rollout/activities"
 	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
-	"go.temporal.io/sdk/log"
 )
 
 const (
