@@ -50,13 +50,19 @@ func SyncNeed(plan Plan, cur *appsv1.Deployment, req Request, w Watch) Need {
 		return NeedNothing
 	case !StatusOnly(plan):
 		return NeedSync
+	case HoldChanges(cur, plan.Steps[0].Deployment) || RecordsStable(cur, plan.Steps[0].Deployment):
+		// A stepped rollout's hold, and the template that completed it, are the workflow's to
+		// write: it knows the steps. The watcher decides without them: a rollout held at a
+		// pause after setWeight 100 (every pod on the new template, none on the old) looks
+		// complete to it, and its refresh recorded the canary as the stable template, so an
+		// abort or a rollback then took the stable template for a new rollout and held it at
+		// the steps' pause. A wait whose workflow already moved on (a promote, an abort; its
+		// cancellation reaches the activity only with its next heartbeat) would otherwise
+		// write its old hold back over the sync's, and the two would make each other's
+		// writes stale.
+		return NeedSync
 	case w == AtRest:
 		return NeedStatus
-	case HoldChanges(cur, plan.Steps[0].Deployment):
-		// A wait whose workflow already moved on (a promote, an abort; its cancellation
-		// reaches the activity only with its next heartbeat) would otherwise write its old
-		// hold back over the sync's, and the two would make each other's writes stale.
-		return NeedSync
 	case plan.Phase == PhaseProgressing:
 		return NeedStatus
 	case plan.Phase == PhaseComplete && PlainRollout(req):
@@ -78,6 +84,12 @@ func StatusOnly(plan Plan) bool {
 
 // PlainRollout: a full-mode rollout with no steps.
 func PlainRollout(req Request) bool { return !req.Managed && req.Canary == nil }
+
+// RecordsStable reports whether a status write records another stable template
+// (StableAnnotation) than the Deployment has.
+func RecordsStable(cur, next *appsv1.Deployment) bool {
+	return next != nil && cur != nil && next.Annotations[StableAnnotation] != cur.Annotations[StableAnnotation]
+}
 
 // HoldChanges reports whether the Progressing condition enters or leaves a stepped rollout's
 // hold (reason CanaryPaused) between two Deployments (nil: no condition).

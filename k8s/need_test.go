@@ -11,6 +11,8 @@ func TestSyncNeed(t *testing.T) {
 	d := webDeployment(3, "nginx:2")
 	held := d.DeepCopy()
 	SetCondition(&held.Status, NewCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, CanaryPausedReason, "held", ago(0)))
+	stable := d.DeepCopy()
+	stable.Annotations = map[string]string{StableAnnotation: "5d8b6f9c7"}
 	status := func(events ...Event) Step { return Step{Kind: StepUpdateStatus, Deployment: d, Events: events} }
 	plan := func(phase Phase, steps ...Step) Plan { return Plan{Phase: phase, Steps: steps} }
 	stepped := Request{Canary: &Canary{Weight: 100}}
@@ -30,8 +32,12 @@ func TestSyncNeed(t *testing.T) {
 		{name: "a scale", give: plan(PhaseProgressing, Step{Kind: StepScaleUp}), wantAtRest: NeedSync, wantUnderWay: NeedSync},
 		{name: "a scale and a status write", give: plan(PhaseProgressing, Step{Kind: StepScaleDown}, status()), wantAtRest: NeedSync, wantUnderWay: NeedSync},
 		{name: "a status write past the deadline", give: plan(PhaseDeadlineExceeded, status()), wantAtRest: NeedStatus, wantUnderWay: NeedSync},
-		{name: "a stepped rollout's hold starts", give: plan(PhaseProgressing, Step{Kind: StepUpdateStatus, Deployment: held}), wantAtRest: NeedStatus, wantUnderWay: NeedSync},
-		{name: "a stepped rollout's hold ends", give: plan(PhaseProgressing, status()), giveCur: held, wantAtRest: NeedStatus, wantUnderWay: NeedSync},
+		{name: "a stepped rollout's hold starts", give: plan(PhaseProgressing, Step{Kind: StepUpdateStatus, Deployment: held}), wantAtRest: NeedSync, wantUnderWay: NeedSync},
+		// The watcher, deciding without the steps, would end a hold at setWeight 100 (every
+		// pod on the new template) as a completion: the workflow decides.
+		{name: "a stepped rollout's hold ends", give: plan(PhaseProgressing, status()), giveCur: held, wantAtRest: NeedSync, wantUnderWay: NeedSync},
+		{name: "held at setWeight 100, seen complete without the steps", give: plan(PhaseComplete, Step{Kind: StepUpdateStatus, Deployment: stable}), giveCur: held, wantAtRest: NeedSync, wantUnderWay: NeedSync},
+		{name: "a completion records the stable template", give: plan(PhaseComplete, Step{Kind: StepUpdateStatus, Deployment: stable}), wantAtRest: NeedSync, wantUnderWay: NeedSync},
 		{name: "held, counts refreshed", give: plan(PhaseProgressing, Step{Kind: StepUpdateStatus, Deployment: held}), giveCur: held, wantAtRest: NeedStatus, wantUnderWay: NeedStatus},
 		{name: "a plain rollout completes", give: plan(PhaseComplete, status()), wantAtRest: NeedStatus, wantUnderWay: NeedStatus},
 		{name: "a stepped rollout completes", give: plan(PhaseComplete, status()), giveReq: stepped, wantAtRest: NeedStatus, wantUnderWay: NeedSync},

@@ -1243,3 +1243,46 @@ func TestHeldAtRestOwnScale(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldAtFullWeightIsTheWorkflows: a stepped rollout held at a pause after setWeight 100
+// (every pod on the new template, the old ReplicaSet at 0) looks complete to the watcher,
+// which decides without the steps. Its status is the workflow's to write: the watcher signals
+// a sync and writes nothing. It once refreshed the status as a completion, recording the
+// canary as the stable template; an abort or a rollback then took the stable template for a
+// new rollout and held it at the steps' pause (the traffic soak's rollback and abort at
+// setWeight 100).
+func TestHeldAtFullWeightIsTheWorkflows(t *testing.T) {
+	d, rss := atRest(t, "web")
+	oldHash := rss[0].Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	d = d.DeepCopy()
+	d.Spec.Template.Spec.Containers[0].Image = "nginx:2"
+	d.Generation = 2
+	d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":100},{"pause":{}}]`
+	d.Annotations[k8s.StableAnnotation] = oldHash
+	// Every pod on nginx:2, the old ReplicaSet at 0: what setWeight 100 leaves.
+	d, rss = settle(t, d, rss, allUp)
+	d = d.DeepCopy()
+	d.Annotations[k8s.StableAnnotation] = oldHash
+	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionUnknown, Reason: k8s.CanaryPausedReason, Message: "Step 2 of 2 (pause): paused until promoted"}}
+	d.Status.AvailableReplicas--
+	w, _ := startWatcher(t, nil, objects(d, rss)...)
+	rec := &statusRecorder{}
+	w.opts.Status = rec
+	cached, err := w.cache.Deployment("prod", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, need := w.need(cached)
+	if need != k8s.NeedSync {
+		t.Fatalf("need = %d for a plan of %d steps (phase %s), want a sync (%d)", need, len(plan.Steps), plan.Phase, k8s.NeedSync)
+	}
+	if !w.enqueueIfDecided(cached, "test") {
+		t.Fatal("not queued")
+	}
+	if got := drain(w); !reflect.DeepEqual(got, []string{"prod/web"}) {
+		t.Errorf("queued %v, want the signal only", got)
+	}
+	if len(rec.wrote) != 0 {
+		t.Errorf("status writes: %d (stable %q), want none", len(rec.wrote), rec.wrote[0].Annotations[k8s.StableAnnotation])
+	}
+}
