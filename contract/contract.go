@@ -24,6 +24,11 @@ const (
 
 	// SignalTrigger asks for a sync. Any payload is ignored; a burst costs one sync.
 	SignalTrigger = "trigger"
+	// SignalLink carries a link (the request's Links, which the Temporal UI shows on the
+	// signal's event) between a release and a Deployment run it changed, sent by the release
+	// to both (release.LinkRollout). No workflow reads it or decides on it: the Deployment
+	// workflow leaves it unread, the release drains it.
+	SignalLink = "link"
 	// SignalPause sets spec.paused=true on the Deployment. No payload.
 	SignalPause = "pause"
 	// SignalResume sets spec.paused=false on the Deployment. No payload.

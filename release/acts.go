@@ -50,3 +50,17 @@ func (r *run) awaitOptions(ctx workflow.Context, cluster string) workflow.Contex
 		},
 	})
 }
+
+// summarized sets the summary the Temporal UI shows for the activities ctx schedules (a
+// metadata field of the ActivityTaskScheduled event, not part of the command's identity: a
+// replay of a history without it matches).
+func summarized(ctx workflow.Context, summary string) workflow.Context {
+	opts := workflow.GetActivityOptions(ctx)
+	opts.Summary = summary
+	return workflow.WithActivityOptions(ctx, opts)
+}
+
+// awaitSummarized is workflow.AwaitWithTimeout with the timer's summary.
+func awaitSummarized(ctx workflow.Context, timeout time.Duration, summary string, cond func() bool) {
+	_, _ = workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{Timeout: timeout, TimerOptions: workflow.TimerOptions{Summary: summary}}, cond)
+}

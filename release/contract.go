@@ -221,6 +221,12 @@ type TargetStatus struct {
 	// RevisionBefore is the Deployment's revision before the release changed it.
 	RevisionBefore int64  `json:"revisionBefore,omitempty"`
 	Reason         string `json:"reason,omitempty"`
+	// Workflow and RunID name the Deployment's workflow run the release linked itself with
+	// after its change (LinkRollout): the run under way then, which rolls the change out or
+	// hands it to its next run. Empty in runs before the change release-link-rollouts, and
+	// when no run was found.
+	Workflow string `json:"workflow,omitempty"`
+	RunID    string `json:"runId,omitempty"`
 }
 
 // Result is how a release ends.

@@ -112,7 +112,9 @@ func FleetFreezeWorkflow(ctx workflow.Context, state FleetFreeze) error {
 	for {
 		seen := version
 		if st.Frozen {
-			ok, err := workflow.AwaitWithTimeout(ctx, st.Until.Sub(workflow.Now(ctx)), func() bool { return version != seen })
+			ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{Timeout: st.Until.Sub(workflow.Now(ctx)), TimerOptions: workflow.TimerOptions{
+				Summary: fmt.Sprintf("fleet freeze until %s: %s", st.Until.UTC().Format(time.RFC3339), st.Reason),
+			}}, func() bool { return version != seen })
 			if err != nil {
 				return err
 			}

@@ -22,7 +22,7 @@ import (
 func (r *run) readPolicy(ctx workflow.Context) error {
 	var fa *Activities
 	var res PolicyResult
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, freezeCheckOptions), fa.ReleasePolicy).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteActivity(summarized(workflow.WithActivityOptions(ctx, freezeCheckOptions), "read the worker's release policy"), fa.ReleasePolicy).Get(ctx, &res); err != nil {
 		return fmt.Errorf("read the worker's release policy: %s", errMessage(err))
 	}
 	st := &r.st.Status

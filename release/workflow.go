@@ -263,6 +263,7 @@ func ReleaseWorkflow(ctx workflow.Context, spec Spec) (Result, error) {
 	if err := r.register(ctx); err != nil {
 		return Result{}, err
 	}
+	drainLinks(ctx)
 	r.upsertMemo(ctx)
 
 	if !r.st.Resolved {
@@ -309,7 +310,12 @@ func (r *run) resolve(ctx workflow.Context) error {
 		for _, gname := range w.Targets {
 			g := r.spec.group(gname)
 			var res activities.ReadTargetsResult
-			err := workflow.ExecuteActivity(r.clusterOptions(ctx, g.Cluster), a.ReadTargets, activities.ReadTargetsInput{
+			what := "names " + strings.Join(g.Names, ", ")
+			if g.Selector != "" {
+				what = "selector " + g.Selector
+			}
+			sctx := summarized(r.clusterOptions(ctx, g.Cluster), fmt.Sprintf("read target group %s%s: namespace %s, %s", gname, clusterSuffix(g.Cluster), g.Namespace, what))
+			err := workflow.ExecuteActivity(sctx, a.ReadTargets, activities.ReadTargetsInput{
 				Namespace: g.Namespace, Names: g.Names, Selector: g.Selector,
 			}).Get(ctx, &res)
 			if err != nil {
@@ -365,7 +371,8 @@ func (r *run) preflight(ctx workflow.Context) error {
 			names = append(names, targets[j].Name)
 			j++
 		}
-		fut := workflow.ExecuteActivity(r.clusterOptions(ctx, targets[i].Cluster), a.PreflightChange, activities.PreflightInput{
+		sctx := summarized(r.clusterOptions(ctx, targets[i].Cluster), fmt.Sprintf("pre-flight %s against %d Deployments in %s%s", r.changeString(), len(names), targets[i].Namespace, clusterSuffix(targets[i].Cluster)))
+		fut := workflow.ExecuteActivity(sctx, a.PreflightChange, activities.PreflightInput{
 			Namespace: targets[i].Namespace, Names: names, Images: r.spec.Change.Images, Patch: r.spec.Change.Patch,
 		})
 		batches = append(batches, batch{targets[i].Cluster, fut})
@@ -433,7 +440,7 @@ func (r *run) gate(ctx workflow.Context) bool {
 			ws.State = WaveWaiting
 			r.st.Status.FrozenUntil, r.st.Status.FreezeReason = &until, reason
 			r.setPhase(ctx, PhaseWaiting, WaitingForFreeze, fmt.Sprintf("wave %d (%s) waits for the freeze window to end at %s: %s", wi+1, ws.Name, until.UTC().Format(time.RFC3339), reason))
-			_, _ = workflow.AwaitWithTimeout(ctx, until.Sub(workflow.Now(ctx)), r.failed)
+			awaitSummarized(ctx, until.Sub(workflow.Now(ctx)), fmt.Sprintf("freeze window before wave %d (%s) until %s", wi+1, ws.Name, until.UTC().Format(time.RFC3339)), r.failed)
 			r.st.Status.FrozenUntil, r.st.Status.FreezeReason = nil, ""
 			continue
 		}
@@ -514,7 +521,7 @@ func (r *run) holdUnreadableFreeze(ctx workflow.Context, what string, err error)
 	reason := "the fleet freeze could not be read: " + errMessage(err)
 	r.st.Status.FreezeReason = reason
 	r.setPhase(ctx, PhaseWaiting, WaitingForFleetFreeze, fmt.Sprintf("%s holds: %s; asking again in %s", what, reason, freezeUnreadableRetry))
-	_, _ = workflow.AwaitWithTimeout(ctx, freezeUnreadableRetry, r.failed)
+	awaitSummarized(ctx, freezeUnreadableRetry, fmt.Sprintf("%s: ask again for the fleet freeze in %s", what, freezeUnreadableRetry), r.failed)
 	r.st.Status.FreezeReason = ""
 }
 
@@ -524,7 +531,7 @@ func (r *run) holdUnreadableFreeze(ctx workflow.Context, what string, err error)
 func (r *run) awaitFleetThaw(ctx workflow.Context, what string) (bool, error) {
 	var fa *Activities
 	var f FleetFreeze
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, freezeCheckOptions), fa.FleetFreezeState).Get(ctx, &f); err != nil {
+	if err := workflow.ExecuteActivity(summarized(workflow.WithActivityOptions(ctx, freezeCheckOptions), "is the fleet frozen? before "+what), fa.FleetFreezeState).Get(ctx, &f); err != nil {
 		return false, err
 	}
 	if !f.Frozen {
@@ -539,7 +546,7 @@ func (r *run) awaitFleetThaw(ctx workflow.Context, what string) (bool, error) {
 	r.setPhase(ctx, PhaseWaiting, WaitingForFleetFreeze, fmt.Sprintf("%s waits for the fleet freeze to end (until %s): %s", what, until.UTC().Format(time.RFC3339), f.Reason))
 	actx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
-	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(actx, thawOptions), fa.AwaitThaw)
+	fut := workflow.ExecuteActivity(summarized(workflow.WithActivityOptions(actx, thawOptions), fmt.Sprintf("wait for the fleet freeze to end (until %s): %s", until.UTC().Format(time.RFC3339), what)), fa.AwaitThaw)
 	_ = workflow.Await(ctx, func() bool { return fut.IsReady() || r.failed() })
 	cancel()
 	r.st.Status.FrozenUntil, r.st.Status.FreezeReason = nil, ""
@@ -660,7 +667,7 @@ func (r *run) changeAllowed(ctx workflow.Context) bool {
 	if until, reason, frozen := r.frozen(ctx); frozen {
 		r.st.Status.FrozenUntil, r.st.Status.FreezeReason = &until, reason
 		r.setPhase(ctx, PhaseWaiting, WaitingForFreeze, fmt.Sprintf("%s waits for the freeze window to end at %s: %s", what, until.UTC().Format(time.RFC3339), reason))
-		_, _ = workflow.AwaitWithTimeout(ctx, until.Sub(workflow.Now(ctx)), r.failed)
+		awaitSummarized(ctx, until.Sub(workflow.Now(ctx)), fmt.Sprintf("freeze window in wave %d (%s) until %s", wi+1, ws.Name, until.UTC().Format(time.RFC3339)), r.failed)
 		r.st.Status.FrozenUntil, r.st.Status.FreezeReason = nil, ""
 		r.rollingStatus(ctx)
 		return false
@@ -702,7 +709,7 @@ func (r *run) awaitRollout(ctx workflow.Context, i int, in activities.AwaitDoneI
 	t := &r.st.Status.Targets[i]
 	var done activities.AwaitDoneResult
 	if workflow.GetVersion(ctx, changeAwaitHeld, workflow.DefaultVersion, 1) < 1 {
-		err := workflow.ExecuteActivity(r.awaitOptions(ctx, t.Cluster), a.AwaitRolloutDone, in).Get(ctx, &done)
+		err := workflow.ExecuteActivity(summarized(r.awaitOptions(ctx, t.Cluster), r.awaitSummary(i, in)), a.AwaitRolloutDone, in).Get(ctx, &done)
 		return done, err
 	}
 	in.ReportHold = true
@@ -725,6 +732,7 @@ func (r *run) awaitRollout(ctx workflow.Context, i int, in activities.AwaitDoneI
 		}
 		start := workflow.Now(ctx)
 		done = activities.AwaitDoneResult{}
+		opts.Summary = r.awaitSummary(i, in)
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), a.AwaitRolloutDone, in).Get(ctx, &done)
 		if !in.Held {
 			left -= workflow.Now(ctx).Sub(start)
@@ -743,6 +751,21 @@ func (r *run) awaitRollout(ctx workflow.Context, i int, in activities.AwaitDoneI
 		}
 		r.rollingStatus(ctx)
 	}
+}
+
+// awaitSummary names the rollout AwaitRolloutDone waits for, with the Deployment's workflow
+// run when the release linked it ("wait for the rollout of shop/web (generation 6):
+// deployment/shop/web run 0193…").
+func (r *run) awaitSummary(i int, in activities.AwaitDoneInput) string {
+	t := r.st.Status.Targets[i]
+	s := fmt.Sprintf("wait for the rollout of %s (generation %d)", targetString(t.Cluster, t.Namespace, t.Name), in.Generation)
+	if in.Held {
+		s = "wait for the fleet freeze to release the rollout of " + targetString(t.Cluster, t.Namespace, t.Name)
+	}
+	if t.RunID != "" {
+		s += ": " + t.Workflow + " run " + t.RunID
+	}
+	return s
 }
 
 // mayHaveLanded: an ApplyTemplateChange error after which the write may have happened: not one
@@ -767,7 +790,7 @@ func (r *run) readBack(ctx workflow.Context, i int, in activities.ApplyInput) {
 	p := &r.st.Points[i]
 	in.ReadBack = true
 	var res activities.ApplyResult
-	if err := workflow.ExecuteActivity(r.clusterOptions(ctx, t.Cluster), a.ApplyTemplateChange, in).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteActivity(summarized(r.clusterOptions(ctx, t.Cluster), "read back "+targetString(t.Cluster, t.Namespace, t.Name)+": did the change land?"), a.ApplyTemplateChange, in).Get(ctx, &res); err != nil {
 		p.Unknown = true
 		t.Reason += "; read back: " + errMessage(err) + ": whether the change landed is unknown"
 		return
@@ -801,7 +824,7 @@ func (r *run) rollTarget(ctx workflow.Context, i int) {
 		},
 		ExpectUID: p.UID,
 	}
-	err := workflow.ExecuteActivity(r.clusterOptions(dctx, t.Cluster), a.ApplyTemplateChange, in).Get(dctx, &res)
+	err := workflow.ExecuteActivity(summarized(r.clusterOptions(dctx, t.Cluster), fmt.Sprintf("apply %s to %s (wave %s)", r.changeString(), targetString(t.Cluster, t.Namespace, t.Name), t.Wave)), a.ApplyTemplateChange, in).Get(dctx, &res)
 	if err != nil {
 		t.State, t.Reason = TargetFailed, "change: "+errMessage(err)
 		if mayHaveLanded(err) && workflow.GetVersion(ctx, changeReadBackLostChange, workflow.DefaultVersion, 1) >= 1 {
@@ -818,6 +841,7 @@ func (r *run) rollTarget(ctx workflow.Context, i int) {
 	}
 	p.Changed, p.Before, p.Hash, p.BeforeHash = true, &res.Template, res.TemplateHash, res.BeforeHash
 	t.RevisionBefore = res.Revision
+	r.linkRollout(dctx, i)
 	r.event(dctx, i, corev1.EventTypeNormal, "ReleaseChanged", fmt.Sprintf("Release %s (wave %s) changed the pod template: %s", r.spec.Name, t.Wave, r.changeString()))
 
 	done, err := r.awaitRollout(ctx, i, activities.AwaitDoneInput{
@@ -878,12 +902,12 @@ func (r *run) analyze(ctx workflow.Context, wi int) bool {
 	verdict, msg := "", ""
 	for taken < spec.Count && verdict == "" {
 		if taken > 0 {
-			if _, _ = workflow.AwaitWithTimeout(ctx, time.Duration(spec.Interval), r.failed); r.failed() {
+			if awaitSummarized(ctx, time.Duration(spec.Interval), fmt.Sprintf("wave %d (%s) analysis: next measurement in %s", wi+1, ws.Name, time.Duration(spec.Interval)), r.failed); r.failed() {
 				return false
 			}
 		}
 		var m activities.Measurement
-		err := workflow.ExecuteActivity(mctx, a.MeasureAnalysis, activities.MeasureInput{
+		err := workflow.ExecuteActivity(summarized(mctx, fmt.Sprintf("wave %d (%s) analysis: measurement %d of %d on %s", wi+1, ws.Name, taken+1, spec.Count, targetString(first.Cluster, first.Namespace, first.Name))), a.MeasureAnalysis, activities.MeasureInput{
 			Deployment: activities.DeploymentRef{Namespace: first.Namespace, Name: first.Name},
 			Step:       wi + 1, Measurement: taken + 1, Query: spec.Query, Min: spec.Min, Max: spec.Max, Web: spec.Web,
 		}).Get(ctx, &m)
@@ -1030,7 +1054,7 @@ func (r *run) rollBack(ctx workflow.Context, i int, reason string, keep bool) {
 		in.ExpectTemplateHash = p.Hash
 	}
 	var res activities.RestoreResult
-	err := workflow.ExecuteActivity(r.clusterOptions(ctx, t.Cluster), a.RestoreTemplate, in).Get(ctx, &res)
+	err := workflow.ExecuteActivity(summarized(r.clusterOptions(ctx, t.Cluster), fmt.Sprintf("roll back %s to revision %d's template (%s)", targetString(t.Cluster, t.Namespace, t.Name), t.RevisionBefore, reason)), a.RestoreTemplate, in).Get(ctx, &res)
 	if err != nil {
 		t.State, t.Reason = TargetRollbackFailed, "restore: "+errMessage(err)
 		return
@@ -1042,7 +1066,7 @@ func (r *run) rollBack(ctx workflow.Context, i int, reason string, keep bool) {
 	}
 	var done activities.AwaitDoneResult
 	if res.Generation > 0 {
-		err = workflow.ExecuteActivity(r.awaitOptions(ctx, t.Cluster), a.AwaitRolloutDone, activities.AwaitDoneInput{
+		err = workflow.ExecuteActivity(summarized(r.awaitOptions(ctx, t.Cluster), "wait for the rollback's rollout of "+targetString(t.Cluster, t.Namespace, t.Name)), a.AwaitRolloutDone, activities.AwaitDoneInput{
 			Namespace: t.Namespace, Name: t.Name, Generation: res.Generation, TemplateHash: res.TemplateHash,
 		}).Get(ctx, &done)
 		switch {
@@ -1065,6 +1089,7 @@ func (r *run) event(ctx workflow.Context, i int, typ, reason, msg string) {
 		TaskQueue:              taskQueueFor(t.Cluster),
 		StartToCloseTimeout:    30 * time.Second,
 		ScheduleToCloseTimeout: time.Minute,
+		Summary:                fmt.Sprintf("record %s on %s", reason, targetString(t.Cluster, t.Namespace, t.Name)),
 	})
 	_ = workflow.ExecuteActivity(ectx, a.RecordEvent, activities.RecordEventInput{
 		Deployment: activities.DeploymentRef{Namespace: t.Namespace, Name: t.Name, UID: r.st.Points[i].UID},

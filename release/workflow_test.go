@@ -113,6 +113,9 @@ func newFleet(env *testsuite.TestWorkflowEnvironment, names ...string) *fakeFlee
 		}
 		return PolicyResult{Policy: *f.policy, Source: "test"}, nil
 	})
+	env.OnActivity(fa.LinkRollout, mock.Anything, mock.Anything).Return(func(_ context.Context, in LinkInput) (LinkResult, error) {
+		return LinkResult{WorkflowID: contract.WorkflowIDIn(in.Cluster, in.DeploymentNS, in.DeploymentName), RunID: "run-" + in.DeploymentName}, nil
+	})
 	env.OnActivity(fa.AwaitThaw, mock.Anything).Return(func(context.Context) error {
 		f.logf("thawed")
 		return nil
@@ -445,6 +448,11 @@ func TestWavesInOrderWithBake(t *testing.T) {
 		states = append(states, fmt.Sprintf("%s:%s/%s %s %s r%d", tg.Cluster, tg.Namespace, tg.Name, tg.Wave, tg.State, tg.RevisionBefore))
 	}
 	equalLines(t, "targets", states, []string{":shop/a first Done r3", "eu:shop/b second Done r3", "eu:shop/c second Done r3"})
+	var links []string
+	for _, tg := range st.Targets {
+		links = append(links, tg.Workflow+" "+tg.RunID)
+	}
+	equalLines(t, "linked runs (LinkRollout)", links, []string{"deployment/shop/a run-a", "deployment/eu/shop/b run-b", "deployment/eu/shop/c run-c"})
 	if got := f.deps["eu/shop/b"].annots[AnnotationRelease]; got != "web-1-27" {
 		t.Errorf("annotation %s = %q, want web-1-27", AnnotationRelease, got)
 	}
