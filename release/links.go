@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -150,4 +151,60 @@ func drainLinks(ctx workflow.Context) {
 			ch.Receive(c, nil)
 		}
 	})
+}
+
+// StartSummary is the summary and details a release run shows in the Temporal UI from its
+// start (StartWorkflowOptions.StaticSummary and StaticDetails, which `starter release apply`
+// sets): the change and its waves in one line, then each wave's targets, approvals, bake and
+// analysis, a line each. Pure: it reads the spec.
+//
+//	release web-1-27: images app=nginx:1.27 in 2 waves (first, second)
+func StartSummary(spec Spec) (summary, details string) {
+	r := run{spec: spec}
+	var names []string
+	for _, w := range spec.Waves {
+		names = append(names, w.Name)
+	}
+	summary = fmt.Sprintf("release %s: %s in %d waves (%s)", spec.Name, r.changeString(), len(spec.Waves), strings.Join(names, ", "))
+	var b strings.Builder
+	for i, w := range spec.Waves {
+		var groups []string
+		for _, gname := range w.Targets {
+			g := spec.group(gname)
+			if g == nil {
+				groups = append(groups, gname)
+				continue
+			}
+			what := strings.Join(g.Names, ", ")
+			if g.Selector != "" {
+				what = "selector " + g.Selector
+			}
+			groups = append(groups, fmt.Sprintf("%s (%s%s: %s)", gname, clusterPrefix(g.Cluster), g.Namespace, what))
+		}
+		fmt.Fprintf(&b, "wave %d %s: %s", i+1, w.Name, strings.Join(groups, "; "))
+		switch n := w.approvers(); {
+		case n == 1:
+			b.WriteString("; 1 approval")
+		case n > 1:
+			fmt.Fprintf(&b, "; %d approvals", n)
+		}
+		if w.Analysis != nil {
+			fmt.Fprintf(&b, "; analysis %s", w.Analysis.String())
+		}
+		if bake := time.Duration(w.Bake); bake > 0 {
+			fmt.Fprintf(&b, "; bake %s", bake)
+		}
+		b.WriteString("\n")
+	}
+	if spec.Author != "" {
+		fmt.Fprintf(&b, "started by %s", spec.Author)
+	}
+	return summary, strings.TrimSpace(b.String())
+}
+
+func clusterPrefix(cluster string) string {
+	if cluster == "" {
+		return ""
+	}
+	return cluster + ":"
 }

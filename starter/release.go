@@ -198,9 +198,11 @@ author is --identity as given, and the status says "unsigned".`,
 		}
 		defer tc.Close()
 		id := release.WorkflowID(spec.Name)
+		summary, details := release.StartSummary(spec)
 		run, err := tc.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
 			ID: id, TaskQueue: release.TaskQueue,
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+			StaticSummary:            summary, StaticDetails: details,
 		}, release.WorkflowType, spec)
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
