@@ -554,6 +554,9 @@ func (r *deploymentRun) details() string {
 	if r.Steps != nil || r.Abort != nil || r.BlueGreen != nil {
 		line += "\n\n" + r.stepSummary()
 	}
+	if s := r.Steps; s != nil && r.Abort == nil && !s.Full && s.Step < len(r.StepList) {
+		line += fmt.Sprintf("\n\nWeight %d%%.", r.weight())
+	}
 	for _, h := range r.holds(r.in.WorkflowID()) {
 		line += "\n\nWaits for **" + h.Kind + "**: " + h.Message
 		if h.Until != nil {
