@@ -14,6 +14,10 @@ PROMETHEUS_BELOW=3~
 POSTGRESQL_PACKAGE=postgresql-15
 POSTGRESQL_MIN=15.0
 POSTGRESQL_BELOW=16~
+# Chromium, headless, for the screenshots of the Temporal UI (e2e TestUIScreenshots): installed
+# system-wide (apt-get install, as root), since it needs its many shared libraries. Any version
+# the lists offer; the installed one is recorded.
+CHROMIUM_PACKAGE=chromium
 
 # debian_candidate PACKAGE: the version apt would install (apt-cache policy's Candidate),
 # empty when the lists offer none.

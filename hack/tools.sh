@@ -207,6 +207,29 @@ fi
 debian_record "$cache" "$POSTGRESQL_PACKAGE" "$POSTGRESQL_VERSION"
 log "postgresql: the tests run Debian's postgresql-15 $POSTGRESQL_VERSION (recorded in $cache/debian-versions.txt)"
 
+# Chromium (headless) takes the screenshots of the Temporal UI in docs/ (e2e TestUIScreenshots).
+# Unlike the packages above it is installed system-wide (it needs dozens of shared libraries),
+# which takes root; skipped when /usr/bin/chromium exists. Any version Debian offers; the
+# installed one is recorded.
+if [ ! -x /usr/bin/chromium ]; then
+	if [ "$(id -u)" != 0 ]; then
+		log "chromium: /usr/bin/chromium is missing and installing it takes root: sudo apt-get install -y chromium (the UI screenshot test needs it)"
+		exit 1
+	fi
+	log "chromium: installing Debian's chromium (apt-get install)"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null 2>&1; then
+		apt-get update >/dev/null 2>&1 || true
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >&2 || { log "chromium: apt-get install chromium failed"; exit 1; }
+	fi
+fi
+CHROMIUM_VERSION=$(dpkg-query -W -f='${Version}' "$CHROMIUM_PACKAGE" 2>/dev/null || true)
+if [ -z "$CHROMIUM_VERSION" ]; then
+	log "chromium: /usr/bin/chromium exists but dpkg does not know the chromium package"
+	CHROMIUM_VERSION=unknown
+fi
+debian_record "$cache" "$CHROMIUM_PACKAGE" "$CHROMIUM_VERSION"
+log "chromium: the UI screenshots use Debian's chromium $CHROMIUM_VERSION (recorded in $cache/debian-versions.txt)"
+
 # Traefik: its go.mod carries `replace` directives, so `go install traefik@v` is refused. Its
 # module source is copied to a scratch folder and built there, with the module's own go.sum
 # (the web UI is embedded from webui/static, which the module ships).
