@@ -1,7 +1,9 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -335,7 +337,12 @@ func (b *blueGreenStrategy) syncServices(ctx workflow.Context, ref activities.De
 		return nil
 	}
 	var res activities.SyncBlueGreenResult
-	if err := workflow.ExecuteLocalActivity(ctx, a.SyncBlueGreen, activities.SyncBlueGreenInput{Deployment: ref, Switches: switches}).Get(ctx, &res); err != nil {
+	var points []string
+	for _, sw := range switches {
+		points = append(points, sw.Service+" → "+cmp.Or(sw.Hash, "unchanged"))
+	}
+	sctx := withSummary(ctx, fmt.Sprintf("point the Services of %s/%s: %s", ref.Namespace, ref.Name, strings.Join(points, ", ")))
+	if err := workflow.ExecuteLocalActivity(sctx, a.SyncBlueGreen, activities.SyncBlueGreenInput{Deployment: ref, Switches: switches}).Get(ctx, &res); err != nil {
 		return fmt.Errorf("switch blue-green services: %w", err)
 	}
 	sv := &BlueGreenServices{Active: spec.ActiveService, ActiveSelects: res.Selects[spec.ActiveService], Hold: res.Hold}

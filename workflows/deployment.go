@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -252,7 +253,7 @@ func (r *deploymentRun) drainSignals(ctx workflow.Context) {
 func (r *deploymentRun) applyPause(ctx workflow.Context) {
 	paused := *r.Pause
 	var res activities.SetPausedResult
-	err := workflow.ExecuteLocalActivity(ctx, a.SetPaused, activities.SetPausedInput{
+	err := workflow.ExecuteLocalActivity(withSummary(ctx, fmt.Sprintf("set spec.paused=%t on %s/%s", paused, r.in.Namespace, r.in.Name)), a.SetPaused, activities.SetPausedInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, Paused: paused,
 	}).Get(ctx, &res)
 	r.AtLeast = append(r.AtLeast, res.Wrote...)
@@ -271,7 +272,7 @@ func (r *deploymentRun) applyPause(ctx workflow.Context) {
 
 func (r *deploymentRun) setImage(ctx workflow.Context) error {
 	var res activities.SetImageResult
-	err := workflow.ExecuteLocalActivity(ctx, a.SetImage, activities.SetImageInput{
+	err := workflow.ExecuteLocalActivity(withSummary(ctx, fmt.Sprintf("set the image of %s/%s: %s", r.in.Namespace, r.in.Name, imagesString(r.in.Image))), a.SetImage, activities.SetImageInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, Images: r.in.Image, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID,
 	}).Get(ctx, &res)
 	r.AtLeast = append(r.AtLeast, res.Wrote...)
@@ -284,6 +285,19 @@ func (r *deploymentRun) setImage(ctx workflow.Context) error {
 	return nil
 }
 
+// imagesString is container=image pairs in container order: "app=nginx:1.27, side=envoy:1".
+func imagesString(images map[string]string) string {
+	names := make([]string, 0, len(images))
+	for c := range images {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	for i, c := range names {
+		names[i] = c + "=" + images[c]
+	}
+	return strings.Join(names, ", ")
+}
+
 // sync is one pass of the controller: observe, decide, act.
 func (r *deploymentRun) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	r.syncs++
@@ -291,7 +305,7 @@ func (r *deploymentRun) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	var obs activities.ObserveResult
 	if r.observed != nil && !r.LiveNext && r.observed.Holds(r.AtLeast) {
 		obs = activities.ObserveResult{Found: true, Snapshot: *r.observed, FromCache: true}
-	} else if err := workflow.ExecuteLocalActivity(ctx, a.Observe, activities.ObserveInput{
+	} else if err := workflow.ExecuteLocalActivity(withSummary(ctx, "read "+r.in.Namespace+"/"+r.in.Name+", its ReplicaSets and pods"), a.Observe, activities.ObserveInput{
 		Namespace: r.in.Namespace, Name: r.in.Name, AtLeast: r.AtLeast, Live: r.LiveNext, Command: r.RollbackTo != nil,
 	}).Get(ctx, &obs); err != nil {
 		r.observed = nil
