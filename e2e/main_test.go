@@ -85,7 +85,8 @@ func run(m *testing.M) int {
 	}
 	s, err := stack.Start(ctx, stack.Options{
 		Temporal: mode,
-		Dir:      filepath.Join(dir, "stack"), Tools: env.tools, Nodes: 3, Headless: true,
+		// The Temporal UI is served: TestUI* take screenshots of it (docs/ui.md).
+		Dir: filepath.Join(dir, "stack"), Tools: env.tools, Nodes: 3, Headless: false,
 		PodReadyDelay: 300 * time.Millisecond, PodReadyJitter: 400 * time.Millisecond,
 		Progress: os.Stderr, BuiltinDeploymentController: env.builtin,
 		KubeAPIQPS: float32(qps), KubeAPIBurst: burst,

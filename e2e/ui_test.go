@@ -3,23 +3,244 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image/png"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/temporal-rollout/rollout/contract"
+	"github.com/temporal-rollout/rollout/release"
 )
 
-// TestUISummaries (issue 48, in part): what the Temporal UI shows of a stepped rollout held at
-// a timed pause, read back through Temporal's API: each local activity's marker, each
-// activity and each timer carries a one-line summary naming the object and the change
-// ("scale web-… 0 → 2", "pause at step 2 of 2 of ns/web until …", "wait for the next move of
-// ns/web").
+// What the Temporal UI shows of a run, read back through Temporal's API (issue 48,
+// docs/ui.md): the run's static summary and details and its current details (Describe and the
+// SDK's built-in metadata query, which the UI's "Current Details" asks), and each history
+// event's summary and links (the timeline's labels and the links it follows).
+
+// uiEvent is one history event as the UI labels it.
+type uiEvent struct {
+	ID      int64
+	Type    string // "ActivityTaskScheduled", "MarkerRecorded", "TimerStarted", ...
+	Signal  string // a WorkflowExecutionSignaled event's signal name
+	Summary string
+	// Links are the event's links to other runs: "<workflow ID> <run ID>".
+	Links []string
+}
+
+// uiHistory is the history of one run (run "" is the current one).
+func uiHistory(t *testing.T, id, run string) []uiEvent {
+	t.Helper()
+	var out []uiEvent
+	iter := env.tc.GetWorkflowHistory(context.Background(), id, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		e, err := iter.Next()
+		if err != nil {
+			t.Fatalf("history of %s %s: %v", id, run, err)
+		}
+		ev := uiEvent{ID: e.GetEventId(), Type: e.GetEventType().String(), Signal: e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName()}
+		if p := e.GetUserMetadata().GetSummary(); p != nil {
+			if err := converter.GetDefaultDataConverter().FromPayload(p, &ev.Summary); err != nil {
+				t.Fatalf("decode summary of event %d of %s: %v", e.GetEventId(), id, err)
+			}
+		}
+		for _, l := range e.GetLinks() {
+			if we := l.GetWorkflowEvent(); we != nil {
+				ev.Links = append(ev.Links, we.GetWorkflowId()+" "+we.GetRunId())
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// uiRuns is every run of a workflow ID, oldest first (the list is newest first).
+func uiRuns(t *testing.T, id string) []string {
+	t.Helper()
+	out := temporalCLI(t, "workflow", "list", "--query", fmt.Sprintf(`WorkflowId = "%s"`, id), "-o", "json")
+	var runs []string
+	for _, m := range regexp.MustCompile(`"runId":\s*"([^"]+)"`).FindAllStringSubmatch(out, -1) {
+		runs = append([]string{m[1]}, runs...)
+	}
+	if len(runs) == 0 {
+		t.Fatalf("no run of %s listed:\n%s", id, out)
+	}
+	return runs
+}
+
+// firstRunSummary checks the static summary of a Deployment's first run, which the watcher
+// started: "Deployment ns/web". Runs continued as new have none (the SDK's continue-as-new
+// takes no summary), and the test says so for the current one.
+func firstRunSummary(t *testing.T, ns, name string) {
+	t.Helper()
+	id := workflowID(ns, name)
+	runs := uiRuns(t, id)
+	summary, _, _ := uiMeta(t, id, runs[0])
+	if want := "Deployment " + ns + "/" + name; summary != want {
+		t.Errorf("static summary of %s's first run %q, want %q", id, summary, want)
+	}
+	if len(runs) > 1 {
+		if s, _, _ := uiMeta(t, id, runs[len(runs)-1]); s != "" {
+			t.Errorf("static summary of %s's run %d (continued as new) %q: the SDK gives continue-as-new no summary, so docs/ui.md says none", id, len(runs), s)
+		}
+	}
+}
+
+// summaries are the summaries of the events of a type, in history order.
+func summaries(events []uiEvent, typ string) []string {
+	var out []string
+	for _, e := range events {
+		if e.Type == typ && e.Summary != "" {
+			out = append(out, e.Summary)
+		}
+	}
+	return out
+}
+
+// hasSummary fails the test unless one of the events of typ has a summary matching re.
+func hasSummary(t *testing.T, events []uiEvent, typ, re string) {
+	t.Helper()
+	for _, s := range summaries(events, typ) {
+		if regexp.MustCompile(re).MatchString(s) {
+			return
+		}
+	}
+	t.Errorf("%s: no summary matching %q among %q", typ, re, summaries(events, typ))
+}
+
+// uiMeta is a run's static summary and details (DescribeWorkflowExecution) and its current
+// details (the __temporal_workflow_metadata query the UI sends).
+func uiMeta(t *testing.T, id, run string) (summary, details, current string) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := env.tc.DescribeWorkflowExecution(ctx, id, run)
+	if err != nil {
+		t.Fatalf("describe %s: %v", id, err)
+	}
+	dc := converter.GetDefaultDataConverter()
+	if p := d.GetExecutionConfig().GetUserMetadata().GetSummary(); p != nil {
+		if err := dc.FromPayload(p, &summary); err != nil {
+			t.Fatalf("decode static summary of %s: %v", id, err)
+		}
+	}
+	if p := d.GetExecutionConfig().GetUserMetadata().GetDetails(); p != nil {
+		if err := dc.FromPayload(p, &details); err != nil {
+			t.Fatalf("decode static details of %s: %v", id, err)
+		}
+	}
+	v, err := env.tc.QueryWorkflow(ctx, id, run, "__temporal_workflow_metadata")
+	if err != nil {
+		t.Fatalf("query the metadata of %s: %v", id, err)
+	}
+	var md sdkpb.WorkflowMetadata
+	if err := v.Get(&md); err != nil {
+		t.Fatalf("decode the metadata of %s: %v", id, err)
+	}
+	return summary, details, md.GetCurrentDetails()
+}
+
+// uiURL is the Temporal UI's page of a run's history.
+func uiURL(id, run string) string {
+	return fmt.Sprintf("%s/namespaces/default/workflows/%s/%s/history", env.stack.UIAddress, url.PathEscape(id), run)
+}
+
+// screenshot loads a page of the stack's Temporal UI in headless Chromium (Debian's, which
+// `make tools` installs): it waits until the page's DOM holds every want, then takes a
+// 1400×900 screenshot as name (a PNG) in $UI_SCREENSHOTS (relative to the repository root,
+// for docs/) or in a temporary folder, and checks it is a PNG of that size with content.
+func screenshot(t *testing.T, name, page string, wants ...string) {
+	t.Helper()
+	if env.stack.UIAddress == "" {
+		t.Fatal("the stack's Temporal server serves no UI (E2E_TEMPORAL=cluster has none)")
+	}
+	const chromium = "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		t.Fatalf("%s: %v (make tools installs Debian's chromium)", chromium, err)
+	}
+	dir := os.Getenv("UI_SCREENSHOTS")
+	switch {
+	case dir == "":
+		dir = t.TempDir()
+	case !filepath.IsAbs(dir):
+		dir = filepath.Join("..", dir)
+	}
+	run := func(budget time.Duration, args ...string) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), budget+time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, chromium, append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+			"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+			"--hide-scrollbars", "--user-data-dir=" + t.TempDir(), "--window-size=1400,900",
+			fmt.Sprintf("--virtual-time-budget=%d", budget.Milliseconds())}, args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("chromium %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+		}
+		return stdout.Bytes(), nil
+	}
+	var missing []string
+	budget := 10 * time.Second
+	for try := 0; try < 3; try++ {
+		dom, err := run(budget, "--dump-dom", page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing = nil
+		for _, w := range wants {
+			if !strings.Contains(string(dom), w) {
+				missing = append(missing, w)
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		if try == 2 {
+			t.Fatalf("the UI's page %s lacks %q; its DOM (%d bytes) ends:\n%s", page, missing, len(dom), tail(string(dom), 3000))
+		}
+		budget *= 2
+	}
+	file := filepath.Join(dir, name)
+	if _, err := run(budget, "--screenshot="+file, page); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", file, err)
+	}
+	if sz := img.Bounds().Size(); sz.X != 1400 || sz.Y != 900 || len(b) < 30_000 {
+		t.Errorf("screenshot %s: %dx%d, %d bytes, want 1400x900 and at least 30 KB (a page with content)", file, sz.X, sz.Y, len(b))
+	}
+	t.Logf("screenshot of %s: %s (%d KB)", page, file, len(b)/1024)
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// TestUISummaries (issue 48): what the Temporal UI shows of a stepped rollout held at a timed
+// pause, read back through Temporal's API: the run's start summary, its current details (the
+// step, the weight, why it waits and the exact commands, one of which the test then runs),
+// and each local activity's marker, each activity and each timer carrying a one-line summary
+// naming the object and the change ("scale web-… 0 → 2", "pause at step 2 of 2 of ns/web
+// until …", "wait for the next move of ns/web"). A screenshot of the run's page shows them.
 func TestUISummaries(t *testing.T) {
 	ns := newNamespace(t)
 	recordHistories(t, ns, "web")
@@ -27,57 +248,189 @@ func TestUISummaries(t *testing.T) {
 	waitComplete(t, ns, "web")
 	setImage(t, ns, "web", "nginx:v2")
 	waitHeld(t, ns, 2, contract.WaitingForTimer)
-	ctx := context.Background()
-	summaries := map[string][]string{}
+	id := workflowID(ns, "web")
+	var events []uiEvent
 	eventually(t, time.Minute, func() string {
-		summaries = map[string][]string{}
-		iter := env.tc.GetWorkflowHistory(ctx, workflowID(ns, "web"), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for iter.HasNext() {
-			e, err := iter.Next()
-			if err != nil {
-				return err.Error()
-			}
-			p := e.GetUserMetadata().GetSummary()
-			if p == nil {
-				continue
-			}
-			var s string
-			if err := converter.GetDefaultDataConverter().FromPayload(p, &s); err != nil {
-				return "decode summary: " + err.Error()
-			}
-			summaries[e.GetEventType().String()] = append(summaries[e.GetEventType().String()], s)
-		}
-		if len(summaries["TimerStarted"]) == 0 {
-			return fmt.Sprintf("no timer summary yet: %q", summaries)
+		events = uiHistory(t, id, "")
+		if len(summaries(events, "TimerStarted")) == 0 {
+			return "no timer summary yet"
 		}
 		return ""
 	})
-	has := func(kind, prefix string) {
-		t.Helper()
-		for _, s := range summaries[kind] {
-			if strings.HasPrefix(s, prefix) {
-				return
-			}
-		}
-		t.Errorf("%s: no summary starting %q among %q", kind, prefix, summaries[kind])
-	}
 	newRS := "web-" + hashOf(t, ns, "nginx:v2")
-	has("MarkerRecorded", "create ReplicaSet "+newRS+" with ")
-	has("MarkerRecorded", "write the status of "+ns+"/web: ")
-	has("MarkerRecorded", "record RolloutStep")
-	has("TimerStarted", "pause at step 2 of 2 of "+ns+"/web until ")
-	has("ActivityTaskScheduled", "wait for the next move of "+ns+"/web")
-	var scaled bool
-	for _, s := range summaries["MarkerRecorded"] {
-		if strings.HasPrefix(s, "scale web-") && strings.Contains(s, " → ") {
-			scaled = true
+	hasSummary(t, events, "MarkerRecorded", `^create ReplicaSet `+newRS+` with `)
+	hasSummary(t, events, "MarkerRecorded", `^write the status of `+ns+`/web: `)
+	hasSummary(t, events, "MarkerRecorded", `^record RolloutStep`)
+	hasSummary(t, events, "MarkerRecorded", `^scale web-[0-9a-z]+ \d+ → \d+`)
+	hasSummary(t, events, "TimerStarted", `^pause at step 2 of 2 of `+ns+`/web until \d{4}-\d\d-\d\dT`)
+	hasSummary(t, events, "ActivityTaskScheduled", `^wait for the next move of `+ns+`/web$`)
+
+	firstRunSummary(t, ns, "web")
+	_, _, current := uiMeta(t, id, "")
+	wantLines := []string{
+		`^\*\*` + ns + `/web\*\* \w+: revision 1 → 2$`,
+		`^Step 2 of 2 \(pause[^)]*\): paused until \d{4}-\d\d-\d\dT[\d:]+Z$`,
+		`^Weight 50%, waiting for the pause's timer \(or a promote\)\. Go on: ` + regexp.QuoteMeta(
+			"`starter promote "+ns+"/web` (every step: `starter promote --full "+ns+"/web`), or "+
+				"`temporal workflow update execute --workflow-id deployment/"+ns+"/web --name promote --input '{}'`. "+
+				"Stop: `starter abort --reason TEXT "+ns+"/web`, or "+
+				"`temporal workflow update execute --workflow-id deployment/"+ns+"/web --name abort --input '{\"reason\":\"TEXT\"}'`.") + `$`,
+		"^- `" + newRS + "` \\(revision 2\\): 2 replicas, 2 ready, 2 available$",
+	}
+	for _, re := range wantLines {
+		if !regexp.MustCompile(`(?m)` + re).MatchString(current) {
+			t.Errorf("current details lack a line matching %q:\n%s", re, current)
 		}
 	}
-	if !scaled {
-		t.Errorf("no scale summary (\"scale web-… N → M\") among %q", summaries["MarkerRecorded"])
+	screenshot(t, "ui-canary-held.png", uiURL(id, ""), id, "Deployment "+ns+"/web")
+
+	// The command the details give, as a user would copy it.
+	m := regexp.MustCompile("`(starter promote --full [^`]+)`").FindStringSubmatch(current)
+	if m == nil {
+		t.Fatalf("no `starter promote --full` command in the current details:\n%s", current)
 	}
-	if out, err := updateCLI(ns, "web", contract.UpdatePromote, `{"full":true}`); err != nil {
-		t.Fatalf("promote: %v\n%s", err, out)
+	if out, err := starterCmd(t, strings.Fields(m[1])[1:]...); err != nil {
+		t.Fatalf("%s: %v\n%s", m[1], err, out)
 	}
 	waitCompleteImage(t, ns, "nginx:v2")
+}
+
+// TestUIBlueGreen: a completed blue-green rollout, as the UI shows it: the start summary, the
+// current details at the end, and the summaries of the new ReplicaSet's creation, the Service
+// switches (preview, then active), the scale-down delay's timer and the wait.
+func TestUIBlueGreen(t *testing.T) {
+	ns := newNamespace(t)
+	h1 := newBlueGreen(t, ns, `{"activeService":"web","previewService":"web-preview","autoPromotionEnabled":false,"scaleDownDelaySeconds":3}`)
+	setImage(t, ns, "web", "nginx:1.26")
+	h2 := waitPausedHash(t, ns)
+	if out, err := updateCLI(ns, "web", contract.UpdatePromote); err != nil {
+		t.Fatalf("promote: %v\n%s", err, out)
+	}
+	eventually(t, time.Minute, func() string {
+		if n := rsReplicasOf(t, ns, "nginx:1.25"); n != 0 {
+			return fmt.Sprintf("old replicaset at %d", n)
+		}
+		return ""
+	})
+	waitComplete(t, ns, "web")
+	id := workflowID(ns, "web")
+	var events []uiEvent
+	for _, run := range uiRuns(t, id) {
+		events = append(events, uiHistory(t, id, run)...)
+	}
+	hasSummary(t, events, "MarkerRecorded", `^create ReplicaSet web-`+h2+` with `)
+	hasSummary(t, events, "MarkerRecorded", `^point the Services of `+ns+`/web: .*web-preview → `+h2)
+	hasSummary(t, events, "MarkerRecorded", `^point the Services of `+ns+`/web: web → `+h2)
+	hasSummary(t, events, "MarkerRecorded", `^scale web-`+h1+` 3 → 0$`)
+	hasSummary(t, events, "MarkerRecorded", `^read `+ns+`/web, its ReplicaSets and pods$`)
+	hasSummary(t, events, "TimerStarted", `^blue-green scale-down delay of `+ns+`/web, template `+h2+`, until \d{4}-`)
+	hasSummary(t, events, "ActivityTaskScheduled", `^wait for the next move of `+ns+`/web$`)
+	firstRunSummary(t, ns, "web")
+	var current string
+	eventually(t, time.Minute, func() string {
+		_, _, current = uiMeta(t, id, "")
+		for _, re := range []string{
+			`^\*\*` + ns + `/web\*\* Complete: revision \d+ → 2$`,
+			"^- `web-" + h2 + "` \\(revision 2\\): 3 replicas, 3 ready, 3 available$",
+		} {
+			if !regexp.MustCompile(`(?m)` + re).MatchString(current) {
+				return fmt.Sprintf("current details lack a line matching %q:\n%s", re, current)
+			}
+		}
+		return ""
+	})
+	if strings.Contains(current, "promote") {
+		t.Errorf("current details of a completed rollout offer a command:\n%s", current)
+	}
+	screenshot(t, "ui-bluegreen-done.png", uiURL(id, ""), id)
+}
+
+// TestUIRelease: a release of two waves, as the UI shows it: its start summary and details
+// (the change, the waves and their targets), each activity's and timer's summary (the read,
+// the pre-flight, each apply, each wait naming the Deployment's run, the bake), and the links
+// both ways: the release's history holds a signal linking to each Deployment run it changed,
+// and each of those runs a signal linking back to the release's run. Screenshots of both.
+func TestUIRelease(t *testing.T) {
+	if env.builtin {
+		t.Skip("needs our worker")
+	}
+	ns := newNamespace(t)
+	for _, n := range []string{"web-a", "web-b"} {
+		create(t, newDeployment(ns, n, 2, "nginx:1.25", rolling("1", "0")))
+	}
+	for _, n := range []string{"web-a", "web-b"} {
+		waitComplete(t, ns, n)
+	}
+	name := "ui-" + ns[len(ns)-4:]
+	applyRelease(t, fmt.Sprintf(`
+name: %s
+change: {images: {app: "nginx:1.26"}}
+targets:
+  - {name: first, namespace: %s, names: [web-a]}
+  - {name: rest, namespace: %s, names: [web-b]}
+waves:
+  - {name: canary, targets: [first], bake: 5s}
+  - {name: rest, targets: [rest]}
+`, name, ns, ns))
+	if r := releaseResult(t, name); r.Phase != release.PhaseSucceeded {
+		t.Fatalf("result %+v, want Succeeded", r)
+	}
+	rid := release.WorkflowID(name)
+	d, err := env.tc.DescribeWorkflowExecution(context.Background(), rid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rrun := d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	summary, details, _ := uiMeta(t, rid, rrun)
+	if want := "release " + name + ": images app=nginx:1.26 in 2 waves (canary, rest)"; summary != want {
+		t.Errorf("release's static summary %q, want %q", summary, want)
+	}
+	if want := fmt.Sprintf("wave 1 canary: first (%s: web-a); bake 5s\nwave 2 rest: rest (%s: web-b)\nstarted by ", ns, ns); !strings.HasPrefix(details, want) {
+		t.Errorf("release's static details:\n%s\nwant them to start\n%s", details, want)
+	}
+	st, err := queryRelease(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := uiHistory(t, rid, rrun)
+	hasSummary(t, events, "ActivityTaskScheduled", `^read target group first: namespace `+ns+`, names web-a$`)
+	hasSummary(t, events, "ActivityTaskScheduled", `^pre-flight images app=nginx:1\.26 against 1 Deployments in `+ns+`$`)
+	hasSummary(t, events, "TimerStarted", `^bake wave 1 \(canary\) 5s$`)
+	var linked []string
+	for _, tg := range st.Targets {
+		target := ns + "/" + tg.Name
+		did := contract.WorkflowID(ns, tg.Name)
+		if tg.Workflow != did || tg.RunID == "" {
+			t.Errorf("status of target %s: workflow %q run %q, want %s and its run", target, tg.Workflow, tg.RunID, did)
+			continue
+		}
+		hasSummary(t, events, "ActivityTaskScheduled", `^apply images app=nginx:1\.26 to `+target+` \(wave `+tg.Wave+`\)$`)
+		hasSummary(t, events, "ActivityTaskScheduled", `^wait for the rollout of `+target+` \(generation 2\): `+regexp.QuoteMeta(did+" run "+tg.RunID)+`$`)
+		hasSummary(t, events, "ActivityTaskScheduled", `^record ReleaseChanged on `+target+`$`)
+		hasSummary(t, events, "MarkerRecorded", `^link `+regexp.QuoteMeta(rid)+` and the rollout of `+target+`$`)
+		linked = append(linked, did+" "+tg.RunID)
+		// The Deployment's run links back to the release's.
+		var back []string
+		for _, e := range uiHistory(t, did, tg.RunID) {
+			if e.Type == "WorkflowExecutionSignaled" && e.Signal == contract.SignalLink {
+				back = append(back, e.Links...)
+			}
+		}
+		if want := rid + " " + rrun; len(back) != 1 || back[0] != want {
+			t.Errorf("%s run %s: links on its %q signals %q, want one to %q", did, tg.RunID, contract.SignalLink, back, want)
+		}
+	}
+	var forth []string
+	for _, e := range events {
+		if e.Type == "WorkflowExecutionSignaled" && e.Signal == contract.SignalLink {
+			forth = append(forth, e.Links...)
+		}
+	}
+	if strings.Join(forth, ", ") != strings.Join(linked, ", ") {
+		t.Errorf("release's %q signals link to %q, want %q (its targets' runs, in order)", contract.SignalLink, forth, linked)
+	}
+	screenshot(t, "ui-release.png", uiURL(rid, rrun), rid, "release "+name)
+	if len(st.Targets) > 0 && st.Targets[0].RunID != "" {
+		screenshot(t, "ui-release-rollout.png", uiURL(st.Targets[0].Workflow, st.Targets[0].RunID), st.Targets[0].Workflow, rid)
+	}
 }
