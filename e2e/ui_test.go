@@ -5,8 +5,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"image/png"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -21,6 +25,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/temporal-rollout/rollout/contract"
+	"github.com/temporal-rollout/rollout/internal/stack"
 	"github.com/temporal-rollout/rollout/release"
 )
 
@@ -150,23 +155,50 @@ func uiMeta(t *testing.T, id, run string) (summary, details, current string) {
 	return summary, details, md.GetCurrentDetails()
 }
 
-// uiURL is the Temporal UI's page of a run's history.
-func uiURL(id, run string) string {
-	return fmt.Sprintf("%s/namespaces/default/workflows/%s/%s/history", env.stack.UIAddress, url.PathEscape(id), run)
+// uiURL is the Temporal UI's page of a run (run "": the current run's): its tab "history"
+// (the timeline and the events), or "user-metadata" (the summary, the details and the
+// current details).
+func uiURL(t *testing.T, id, run, tab string) string {
+	t.Helper()
+	if run == "" {
+		d, err := env.tc.DescribeWorkflowExecution(context.Background(), id, "")
+		if err != nil {
+			t.Fatalf("describe %s: %v", id, err)
+		}
+		run = d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	}
+	return fmt.Sprintf("%s/namespaces/default/workflows/%s/%s/%s", env.stack.UIAddress, url.PathEscape(id), run, tab)
 }
 
-// screenshot loads a page of the stack's Temporal UI in headless Chromium (Debian's, which
-// `make tools` installs): it waits until the page's DOM holds every want, then takes a
-// 1400×900 screenshot as name (a PNG) in $UI_SCREENSHOTS (relative to the repository root,
-// for docs/) or in a temporary folder, and checks it is a PNG of that size with content.
+// screenshot loads a page of the stack's Temporal UI in headless Chromium (Debian's chromium
+// and chromium-driver, which `make tools` installs), driven through chromedriver's WebDriver
+// API: it waits until the page's text (document.body.innerText) shows every want (the single-page app fetches the run
+// after it loads), then takes a 1400×900 screenshot as name (a PNG) in $UI_SCREENSHOTS
+// (relative to the repository root, for docs/) or in a temporary folder, and checks it is a
+// PNG of that size with content.
 func screenshot(t *testing.T, name, page string, wants ...string) {
+	t.Helper()
+	shoot(t, name, page, "", wants...)
+}
+
+// screenshotDetails is screenshot of a run's User Metadata tab, once its current details are
+// loaded: the page asks the run for them when R is pressed ("Press the R for freshness").
+func screenshotDetails(t *testing.T, name, page string, wants ...string) {
+	t.Helper()
+	shoot(t, name, page, "r", wants...)
+}
+
+// shoot is screenshot, pressing key (when not "") once the page shows wants[0].
+func shoot(t *testing.T, name, page, key string, wants ...string) {
 	t.Helper()
 	if env.stack.UIAddress == "" {
 		t.Fatal("the stack's Temporal server serves no UI (E2E_TEMPORAL=cluster has none)")
 	}
-	const chromium = "/usr/bin/chromium"
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("%s: %v (make tools installs Debian's chromium)", chromium, err)
+	const chromium, driver = "/usr/bin/chromium", "/usr/bin/chromedriver"
+	for _, f := range []string{chromium, driver} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("%s: %v (make tools installs Debian's chromium and chromium-driver)", f, err)
+		}
 	}
 	dir := os.Getenv("UI_SCREENSHOTS")
 	switch {
@@ -175,57 +207,143 @@ func screenshot(t *testing.T, name, page string, wants ...string) {
 	case !filepath.IsAbs(dir):
 		dir = filepath.Join("..", dir)
 	}
-	run := func(budget time.Duration, args ...string) ([]byte, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), budget+time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, chromium, append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-			"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-			"--hide-scrollbars", "--user-data-dir=" + t.TempDir(), "--window-size=1400,900",
-			fmt.Sprintf("--virtual-time-budget=%d", budget.Milliseconds())}, args...)...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("chromium %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
-		}
-		return stdout.Bytes(), nil
-	}
-	var missing []string
-	budget := 10 * time.Second
-	for try := 0; try < 3; try++ {
-		dom, err := run(budget, "--dump-dom", page)
-		if err != nil {
-			t.Fatal(err)
-		}
-		missing = nil
-		for _, w := range wants {
-			if !strings.Contains(string(dom), w) {
-				missing = append(missing, w)
-			}
-		}
-		if len(missing) == 0 {
-			break
-		}
-		if try == 2 {
-			t.Fatalf("the UI's page %s lacks %q; its DOM (%d bytes) ends:\n%s", page, missing, len(dom), tail(string(dom), 3000))
-		}
-		budget *= 2
-	}
-	file := filepath.Join(dir, name)
-	if _, err := run(budget, "--screenshot="+file, page); err != nil {
+	port, err := stack.FreePort()
+	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(file)
+	var log bytes.Buffer
+	cmd := exec.Command(driver, fmt.Sprintf("--port=%d", port))
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", driver, err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	call := func(method, path string, body any) (json.RawMessage, error) {
+		var in io.Reader
+		if body != nil {
+			b, err := json.Marshal(body)
+			if err != nil {
+				return nil, err
+			}
+			in = bytes.NewReader(b)
+		}
+		req, err := http.NewRequest(method, base+path, in)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Value json.RawMessage `json:"value"`
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if err := json.Unmarshal(b, &out); err != nil || resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, tail(string(b), 500))
+		}
+		return out.Value, nil
+	}
+	eventually(t, 30*time.Second, func() string {
+		if _, err := call("GET", "/status", nil); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	v, err := call("POST", "/session", map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
+		"browserName": "chrome",
+		"goog:chromeOptions": map[string]any{"binary": chromium, "args": []string{
+			"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync",
+			"--hide-scrollbars", "--user-data-dir=" + t.TempDir(), "--window-size=1400,1000",
+		}},
+	}}})
+	if err != nil {
+		t.Fatalf("new session: %v\n%s", err, log.String())
+	}
+	var session struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := json.Unmarshal(v, &session); err != nil || session.SessionID == "" {
+		t.Fatalf("new session: %s", v)
+	}
+	sess := "/session/" + session.SessionID
+	defer func() { _, _ = call("DELETE", sess, nil) }()
+	if _, err := call("POST", sess+"/url", map[string]string{"url": page}); err != nil {
+		t.Fatal(err)
+	}
+	var dom string
+	text := func() string {
+		// The UI draws Markdown (summaries and details) in frames of their own.
+		v, err := call("POST", sess+"/execute/sync", map[string]any{"script": `let s = document.body.innerText;
+for (const f of document.querySelectorAll("iframe")) {
+  try { s += "\n" + f.contentDocument.body.innerText } catch (e) { s += "\n" + (f.srcdoc || "") }
+}
+return s`, "args": []any{}})
+		if err != nil {
+			return err.Error()
+		}
+		if err := json.Unmarshal(v, &dom); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+	if key != "" {
+		eventually(t, time.Minute, func() string {
+			if err := text(); err != "" {
+				return err
+			}
+			if !strings.Contains(dom, wants[0]) {
+				return fmt.Sprintf("the UI's page %s does not show %q yet", page, wants[0])
+			}
+			return ""
+		})
+		if _, err := call("POST", sess+"/actions", map[string]any{"actions": []any{map[string]any{
+			"type": "key", "id": "keyboard", "actions": []any{map[string]string{"type": "keyDown", "value": key}, map[string]string{"type": "keyUp", "value": key}},
+		}}}); err != nil {
+			t.Fatalf("press %s: %v", key, err)
+		}
+	}
+	eventually(t, time.Minute, func() string {
+		if err := text(); err != "" {
+			return err
+		}
+		for _, w := range wants {
+			if !strings.Contains(dom, w) {
+				return fmt.Sprintf("the UI's page %s does not show %q; its text (%d bytes) ends:\n%s", page, w, len(dom), tail(dom, 3000))
+			}
+		}
+		return ""
+	})
+	// The page has what the test waits for; its other panels (the timeline) draw meanwhile.
+	time.Sleep(2 * time.Second)
+	v, err = call("GET", sess+"/screenshot", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b64 string
+	if err := json.Unmarshal(v, &b64); err != nil {
+		t.Fatal(err)
+	}
+	b, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
 		t.Fatal(err)
 	}
 	img, err := png.Decode(bytes.NewReader(b))
 	if err != nil {
-		t.Fatalf("screenshot %s: %v", file, err)
+		t.Fatalf("screenshot of %s: %v", page, err)
 	}
-	if sz := img.Bounds().Size(); sz.X != 1400 || sz.Y != 900 || len(b) < 30_000 {
-		t.Errorf("screenshot %s: %dx%d, %d bytes, want 1400x900 and at least 30 KB (a page with content)", file, sz.X, sz.Y, len(b))
+	if sz := img.Bounds().Size(); sz.X != 1400 || sz.Y < 700 || len(b) < 30_000 {
+		t.Errorf("screenshot of %s: %dx%d, %d bytes, want 1400 wide and at least 30 KB (a page with content)", page, sz.X, sz.Y, len(b))
 	}
-	t.Logf("screenshot of %s: %s (%d KB)", page, file, len(b)/1024)
+	file := filepath.Join(dir, name)
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of %s: %s (%dx%d, %d KB)", page, file, img.Bounds().Dx(), img.Bounds().Dy(), len(b)/1024)
 }
 
 func tail(s string, n int) string {
@@ -282,7 +400,10 @@ func TestUISummaries(t *testing.T) {
 			t.Errorf("current details lack a line matching %q:\n%s", re, current)
 		}
 	}
-	screenshot(t, "ui-canary-held.png", uiURL(id, ""), id, "Deployment "+ns+"/web")
+	// The run held is not the first (the first rollout's run continued as new): the page shows
+	// no start summary, and the current details and the timeline's summaries tell its story.
+	screenshot(t, "ui-canary-held.png", uiURL(t, id, "", "history"), id, "pause at step 2 of 2 of "+ns+"/web until ")
+	screenshotDetails(t, "ui-canary-held-details.png", uiURL(t, id, "", "user-metadata"), id, "Current Details", "Weight 50%, waiting for the pause")
 
 	// The command the details give, as a user would copy it.
 	m := regexp.MustCompile("`(starter promote --full [^`]+)`").FindStringSubmatch(current)
@@ -342,7 +463,7 @@ func TestUIBlueGreen(t *testing.T) {
 	if strings.Contains(current, "promote") {
 		t.Errorf("current details of a completed rollout offer a command:\n%s", current)
 	}
-	screenshot(t, "ui-bluegreen-done.png", uiURL(id, ""), id)
+	screenshot(t, "ui-bluegreen-done.png", uiURL(t, id, "", "history"), id, "point the Services of "+ns+"/web: ")
 }
 
 // TestUIRelease: a release of two waves, as the UI shows it: its start summary and details
@@ -429,8 +550,9 @@ waves:
 	if strings.Join(forth, ", ") != strings.Join(linked, ", ") {
 		t.Errorf("release's %q signals link to %q, want %q (its targets' runs, in order)", contract.SignalLink, forth, linked)
 	}
-	screenshot(t, "ui-release.png", uiURL(rid, rrun), rid, "release "+name)
+	screenshot(t, "ui-release.png", uiURL(t, rid, rrun, "history"), rid, "bake wave 1 (canary) 5s")
+	screenshotDetails(t, "ui-release-details.png", uiURL(t, rid, rrun, "user-metadata"), rid, "release "+name+": images app=nginx:1.26 in 2 waves")
 	if len(st.Targets) > 0 && st.Targets[0].RunID != "" {
-		screenshot(t, "ui-release-rollout.png", uiURL(st.Targets[0].Workflow, st.Targets[0].RunID), st.Targets[0].Workflow, rid)
+		screenshot(t, "ui-release-rollout.png", uiURL(t, st.Targets[0].Workflow, st.Targets[0].RunID, "history"), st.Targets[0].Workflow, rid)
 	}
 }

@@ -580,6 +580,10 @@ func (r *deploymentRun) details() string {
 			line += "\n`" + h.Do + "`"
 		}
 	}
+	if len(st.ReplicaSets) > 0 {
+		// A blank line: the UI's Markdown starts no list inside a paragraph.
+		line += "\n"
+	}
 	for _, rs := range st.ReplicaSets {
 		line += fmt.Sprintf("\n- `%s` (revision %d): %d replicas, %d ready, %d available", rs.Name, rs.Revision, rs.Replicas, rs.Ready, rs.Available)
 	}
