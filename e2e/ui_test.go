@@ -515,7 +515,7 @@ waves:
 	}
 	events := uiHistory(t, rid, rrun)
 	hasSummary(t, events, "ActivityTaskScheduled", `^read target group first: namespace `+ns+`, names web-a$`)
-	hasSummary(t, events, "ActivityTaskScheduled", `^pre-flight images app=nginx:1\.26 against 1 Deployments in `+ns+`$`)
+	hasSummary(t, events, "ActivityTaskScheduled", `^pre-flight images app=nginx:1\.26 against 2 Deployments in `+ns+`$`)
 	hasSummary(t, events, "TimerStarted", `^bake wave 1 \(canary\) 5s$`)
 	var linked []string
 	for _, tg := range st.Targets {
@@ -553,6 +553,6 @@ waves:
 	screenshot(t, "ui-release.png", uiURL(t, rid, rrun, "history"), rid, "bake wave 1 (canary) 5s")
 	screenshotDetails(t, "ui-release-details.png", uiURL(t, rid, rrun, "user-metadata"), rid, "release "+name+": images app=nginx:1.26 in 2 waves")
 	if len(st.Targets) > 0 && st.Targets[0].RunID != "" {
-		screenshot(t, "ui-release-rollout.png", uiURL(t, st.Targets[0].Workflow, st.Targets[0].RunID, "history"), st.Targets[0].Workflow, rid)
+		screenshot(t, "ui-release-rollout.png", uiURL(t, st.Targets[0].Workflow, st.Targets[0].RunID, "history"), st.Targets[0].Workflow, url.PathEscape(rid)+"/"+rrun)
 	}
 }

@@ -364,7 +364,7 @@ func (b *blueGreenStrategy) syncServices(ctx workflow.Context, ref activities.De
 func (b *blueGreenStrategy) startPhaseTimer(ctx workflow.Context) {
 	bg := b.BlueGreen
 	what := "blue-green scale-down delay"
-	if bg.Phase != BlueGreenScalingDown {
+	if bg.Phase != BlueGreenScalingDown && bg.Phase != BlueGreenScaleDownDelay {
 		what = "blue-green automatic promotion"
 	}
 	b.startTimer(ctx, bg.Phase, *bg.Until, fmt.Sprintf("%s of %s/%s, template %s, until %s", what, b.dep.Namespace, b.dep.Name, bg.Hash, bg.Until.UTC().Format(time.RFC3339)))

@@ -89,6 +89,11 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", nil)
 	}
 	r := newRollout(ctx, in)
+	if in.State != nil {
+		// A run continued as new has no start summary (the SDK's continue-as-new takes none):
+		// its current details tell the carried state from its first task.
+		workflow.SetCurrentDetails(ctx, r.details())
+	}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) {
 		return r.queryStatus(), nil
 	}); err != nil {
