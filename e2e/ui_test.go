@@ -436,8 +436,15 @@ func TestUIBlueGreen(t *testing.T) {
 	waitComplete(t, ns, "web")
 	id := workflowID(ns, "web")
 	var events []uiEvent
+	promoted := "" // the run that switched the active Service
 	for _, run := range uiRuns(t, id) {
-		events = append(events, uiHistory(t, id, run)...)
+		h := uiHistory(t, id, run)
+		for _, s := range summaries(h, "MarkerRecorded") {
+			if strings.HasPrefix(s, "point the Services of "+ns+"/web: web → "+h2) {
+				promoted = run
+			}
+		}
+		events = append(events, h...)
 	}
 	hasSummary(t, events, "MarkerRecorded", `^create ReplicaSet web-`+h2+` with `)
 	hasSummary(t, events, "MarkerRecorded", `^point the Services of `+ns+`/web: .*web-preview → `+h2)
@@ -463,7 +470,9 @@ func TestUIBlueGreen(t *testing.T) {
 	if strings.Contains(current, "promote") {
 		t.Errorf("current details of a completed rollout offer a command:\n%s", current)
 	}
-	screenshot(t, "ui-bluegreen-done.png", uiURL(t, id, "", "history"), id, "point the Services of "+ns+"/web: ")
+	if promoted != "" {
+		screenshot(t, "ui-bluegreen-done.png", uiURL(t, id, promoted, "history"), id, "point the Services of "+ns+"/web: web → "+h2)
+	}
 }
 
 // TestUIRelease: a release of two waves, as the UI shows it: its start summary and details
@@ -502,12 +511,15 @@ waves:
 		t.Fatal(err)
 	}
 	rrun := d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
-	summary, details, _ := uiMeta(t, rid, rrun)
+	summary, details, current := uiMeta(t, rid, rrun)
 	if want := "release " + name + ": images app=nginx:1.26 in 2 waves (canary, rest)"; summary != want {
 		t.Errorf("release's static summary %q, want %q", summary, want)
 	}
-	if want := fmt.Sprintf("wave 1 canary: first (%s: web-a); bake 5s\nwave 2 rest: rest (%s: web-b)\nstarted by ", ns, ns); !strings.HasPrefix(details, want) {
+	if want := fmt.Sprintf("- wave 1 canary: first (%s: web-a); bake 5s\n- wave 2 rest: rest (%s: web-b)\n\nstarted by ", ns, ns); !strings.HasPrefix(details, want) {
 		t.Errorf("release's static details:\n%s\nwant them to start\n%s", details, want)
+	}
+	if want := "**release " + name + "** Succeeded, wave 2 of 2: all 2 waves done\n\n- wave 1 canary: Done\n- wave 2 rest: Done"; current != want {
+		t.Errorf("release's current details:\n%s\nwant\n%s", current, want)
 	}
 	st, err := queryRelease(name)
 	if err != nil {
@@ -551,7 +563,7 @@ waves:
 		t.Errorf("release's %q signals link to %q, want %q (its targets' runs, in order)", contract.SignalLink, forth, linked)
 	}
 	screenshot(t, "ui-release.png", uiURL(t, rid, rrun, "history"), rid, "bake wave 1 (canary) 5s")
-	screenshotDetails(t, "ui-release-details.png", uiURL(t, rid, rrun, "user-metadata"), rid, "release "+name+": images app=nginx:1.26 in 2 waves")
+	screenshotDetails(t, "ui-release-details.png", uiURL(t, rid, rrun, "user-metadata"), rid, "release "+name+": images app=nginx:1.26 in 2 waves", "Succeeded, wave 2 of 2: all 2 waves done")
 	if len(st.Targets) > 0 && st.Targets[0].RunID != "" {
 		screenshot(t, "ui-release-rollout.png", uiURL(t, st.Targets[0].Workflow, st.Targets[0].RunID, "history"), st.Targets[0].Workflow, url.PathEscape(rid)+"/"+rrun)
 	}

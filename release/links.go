@@ -156,7 +156,8 @@ func drainLinks(ctx workflow.Context) {
 // StartSummary is the summary and details a release run shows in the Temporal UI from its
 // start (StartWorkflowOptions.StaticSummary and StaticDetails, which `starter release apply`
 // sets): the change and its waves in one line, then each wave's targets, approvals, bake and
-// analysis, a line each. Pure: it reads the spec.
+// analysis, a Markdown list item each (the UI draws details as Markdown), and the author.
+// Pure: it reads the spec.
 //
 //	release web-1-27: images app=nginx:1.27 in 2 waves (first, second)
 func StartSummary(spec Spec) (summary, details string) {
@@ -181,7 +182,7 @@ func StartSummary(spec Spec) (summary, details string) {
 			}
 			groups = append(groups, fmt.Sprintf("%s (%s%s: %s)", gname, clusterPrefix(g.Cluster), g.Namespace, what))
 		}
-		fmt.Fprintf(&b, "wave %d %s: %s", i+1, w.Name, strings.Join(groups, "; "))
+		fmt.Fprintf(&b, "- wave %d %s: %s", i+1, w.Name, strings.Join(groups, "; "))
 		switch n := w.approvers(); {
 		case n == 1:
 			b.WriteString("; 1 approval")
@@ -197,7 +198,7 @@ func StartSummary(spec Spec) (summary, details string) {
 		b.WriteString("\n")
 	}
 	if spec.Author != "" {
-		fmt.Fprintf(&b, "started by %s", spec.Author)
+		fmt.Fprintf(&b, "\nstarted by %s", spec.Author)
 	}
 	return summary, strings.TrimSpace(b.String())
 }
@@ -207,4 +208,16 @@ func clusterPrefix(cluster string) string {
 		return ""
 	}
 	return cluster + ":"
+}
+
+// details are the release's current details in the Temporal UI (workflow.SetCurrentDetails,
+// metadata): the phase and its message, then each wave's state.
+func (r *run) details() string {
+	st := &r.st.Status
+	var b strings.Builder
+	fmt.Fprintf(&b, "**release %s** %s, wave %d of %d: %s\n", st.Name, st.Phase, st.Wave, len(st.Waves), st.Message)
+	for i, w := range st.Waves {
+		fmt.Fprintf(&b, "\n- wave %d %s: %s", i+1, w.Name, w.State)
+	}
+	return b.String()
 }

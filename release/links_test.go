@@ -8,8 +8,8 @@ func TestStartSummary(t *testing.T) {
 	if want := "release web-1-27: images app=nginx:1.27 in 2 waves (first, second)"; summary != want {
 		t.Errorf("summary = %q, want %q", summary, want)
 	}
-	want := "wave 1 first: one (shop: a); bake 10m0s\n" +
-		"wave 2 second: two (eu:shop: b, c); 1 approval\n" +
+	want := "- wave 1 first: one (shop: a); bake 10m0s\n" +
+		"- wave 2 second: two (eu:shop: b, c); 1 approval\n\n" +
 		"started by deployer@ci"
 	if details != want {
 		t.Errorf("details =\n%s\nwant\n%s", details, want)

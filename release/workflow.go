@@ -1106,6 +1106,7 @@ func (r *run) setPhase(ctx workflow.Context, phase, waitingFor, msg string) {
 		st.Wave = len(st.Waves)
 	}
 	r.upsertMemo(ctx)
+	workflow.SetCurrentDetails(ctx, r.details())
 	workflow.GetLogger(ctx).Info("Release", "release", r.spec.Name, "phase", phase, "waitingFor", waitingFor, "message", msg)
 }
 
