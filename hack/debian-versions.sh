@@ -14,9 +14,9 @@ PROMETHEUS_BELOW=3~
 POSTGRESQL_PACKAGE=postgresql-15
 POSTGRESQL_MIN=15.0
 POSTGRESQL_BELOW=16~
-# Chromium, headless, for the screenshots of the Temporal UI (e2e TestUIScreenshots): installed
-# system-wide (apt-get install, as root), since it needs its many shared libraries. Any version
-# the lists offer; the installed one is recorded.
+# Chromium, headless, with chromium-driver, for the screenshots of the Temporal UI (e2e TestUI*):
+# installed system-wide by hack/tools.sh (apt-get install, as root), since it needs its many
+# shared libraries. Any version the lists offer; the installed one is recorded.
 CHROMIUM_PACKAGE=chromium
 
 # debian_candidate PACKAGE: the version apt would install (apt-cache policy's Candidate),

@@ -207,19 +207,19 @@ fi
 debian_record "$cache" "$POSTGRESQL_PACKAGE" "$POSTGRESQL_VERSION"
 log "postgresql: the tests run Debian's postgresql-15 $POSTGRESQL_VERSION (recorded in $cache/debian-versions.txt)"
 
-# Chromium (headless) takes the screenshots of the Temporal UI in docs/ (e2e TestUIScreenshots).
-# Unlike the packages above it is installed system-wide (it needs dozens of shared libraries),
-# which takes root; skipped when /usr/bin/chromium exists. Any version Debian offers; the
-# installed one is recorded.
-if [ ! -x /usr/bin/chromium ]; then
+# Chromium (headless) and its WebDriver, chromedriver, take the screenshots of the Temporal UI
+# in docs/ (e2e TestUI*, docs/ui.md). Unlike the packages above they are installed system-wide
+# (Chromium needs dozens of shared libraries), which takes root; skipped when /usr/bin/chromium
+# and /usr/bin/chromedriver exist. Any version Debian offers; the installed one is recorded.
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
 	if [ "$(id -u)" != 0 ]; then
-		log "chromium: /usr/bin/chromium is missing and installing it takes root: sudo apt-get install -y chromium (the UI screenshot test needs it)"
+		log "chromium: /usr/bin/chromium or /usr/bin/chromedriver is missing and installing them takes root: sudo apt-get install -y chromium chromium-driver (the UI screenshot tests need them)"
 		exit 1
 	fi
-	log "chromium: installing Debian's chromium (apt-get install)"
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null 2>&1; then
+	log "chromium: installing Debian's chromium and chromium-driver (apt-get install)"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver >/dev/null 2>&1; then
 		apt-get update >/dev/null 2>&1 || true
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >&2 || { log "chromium: apt-get install chromium failed"; exit 1; }
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver >&2 || { log "chromium: apt-get install chromium chromium-driver failed"; exit 1; }
 	fi
 fi
 CHROMIUM_VERSION=$(dpkg-query -W -f='${Version}' "$CHROMIUM_PACKAGE" 2>/dev/null || true)
