@@ -37,7 +37,8 @@ import (
 // History: each Deployment costs about 20 events on the way (apply, event, wait, the workflow
 // tasks and memo updates between) and about as many on a rollback (measured on the real
 // stack, docs/releases.md), so 1,000 targets stay near 40,000 events, under Temporal's 51,200
-// limit. The run continues as new between waves once Temporal suggests it, handing over its
+// limit. The change release-link-rollouts adds, per Deployment changed, a marker (LinkRollout)
+// and a signal (link), with the workflow task a signal may wake: not yet measured at 1,000. The run continues as new between waves once Temporal suggests it, handing over its
 // State.
 
 var saRelease = temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrRelease)
