@@ -355,7 +355,7 @@ func tail(s string, n int) string {
 
 // TestUISummaries (issue 48): what the Temporal UI shows of a stepped rollout held at a timed
 // pause, read back through Temporal's API: the run's start summary, its current details (the
-// step, the weight, why it waits and the exact commands, one of which the test then runs),
+// step, the weight, why it waits and the exact command, which the test then runs),
 // and each local activity's marker, each activity and each timer carrying a one-line summary
 // naming the object and the change ("scale web-… 0 → 2", "pause at step 2 of 2 of ns/web
 // until …", "wait for the next move of ns/web"). A screenshot of the run's page shows them.
@@ -385,14 +385,13 @@ func TestUISummaries(t *testing.T) {
 
 	firstRunSummary(t, ns, "web")
 	_, _, current := uiMeta(t, id, "")
+	promote := "temporal workflow update execute --workflow-id deployment/" + ns + "/web --name promote --input '{}'"
 	wantLines := []string{
 		`^\*\*` + ns + `/web\*\* \w+: revision 1 → 2$`,
 		`^Step 2 of 2 \(pause[^)]*\): paused until \d{4}-\d\d-\d\dT[\d:]+Z$`,
-		`^Weight 50%, waiting for the pause's timer \(or a promote\)\. Go on: ` + regexp.QuoteMeta(
-			"`starter promote "+ns+"/web` (every step: `starter promote --full "+ns+"/web`), or "+
-				"`temporal workflow update execute --workflow-id deployment/"+ns+"/web --name promote --input '{}'`. "+
-				"Stop: `starter abort --reason TEXT "+ns+"/web`, or "+
-				"`temporal workflow update execute --workflow-id deployment/"+ns+"/web --name abort --input '{\"reason\":\"TEXT\"}'`.") + `$`,
+		`^Weight 50%\.$`,
+		`^Waits for \*\*Timer\*\*: Step 2 of 2 \(pause 1h0m0s\): paused until [\dT:-]+Z \(until [\dT:-]+Z\)$`,
+		"^" + regexp.QuoteMeta("`"+promote+" (or abort: temporal workflow update execute --workflow-id deployment/"+ns+"/web --name abort --input '{\"reason\":\"...\"}')`") + "$",
 		"^- `" + newRS + "` \\(revision 2\\): 2 replicas, 2 ready, 2 available$",
 	}
 	for _, re := range wantLines {
@@ -403,15 +402,14 @@ func TestUISummaries(t *testing.T) {
 	// The run held is not the first (the first rollout's run continued as new): the page shows
 	// no start summary, and the current details and the timeline's summaries tell its story.
 	screenshot(t, "ui-canary-held.png", uiURL(t, id, "", "history"), id, "pause at step 2 of 2 of "+ns+"/web until ")
-	screenshotDetails(t, "ui-canary-held-details.png", uiURL(t, id, "", "user-metadata"), id, "Current Details", "Weight 50%, waiting for the pause")
+	screenshotDetails(t, "ui-canary-held-details.png", uiURL(t, id, "", "user-metadata"), id, "Current Details", "Weight 50%.", "Waits for Timer")
 
 	// The command the details give, as a user would copy it.
-	m := regexp.MustCompile("`(starter promote --full [^`]+)`").FindStringSubmatch(current)
-	if m == nil {
-		t.Fatalf("no `starter promote --full` command in the current details:\n%s", current)
+	if !strings.Contains(current, promote) {
+		t.Fatalf("no %q in the current details:\n%s", promote, current)
 	}
-	if out, err := starterCmd(t, strings.Fields(m[1])[1:]...); err != nil {
-		t.Fatalf("%s: %v\n%s", m[1], err, out)
+	if out, err := temporalCLIErr("workflow", "update", "execute", "--workflow-id", "deployment/"+ns+"/web", "--name", "promote", "--input", "{}"); err != nil {
+		t.Fatalf("%s: %v\n%s", promote, err, out)
 	}
 	waitCompleteImage(t, ns, "nginx:v2")
 }
