@@ -35,6 +35,7 @@ const (
 	changeOneUpsertPerTask        = "one-upsert-per-task"
 	changeInlineCanaryMoves       = "inline-canary-moves"
 	changeReleaseRollbackUnfrozen = "fleet-freeze-skips-release-rollback"
+	changeSparseAwaitHeartbeats   = "sparse-await-heartbeats"
 )
 
 // A change is one change ID of the table.
@@ -200,6 +201,11 @@ func changes() []change {
 			ID:     changeReleaseRollbackUnfrozen,
 			Branch: "unfrozenRollback: a rollout to the template a release's rollback restored is not held by the fleet freeze; asked only when frozen and the rollout is such a rollback",
 			Old:    []string{"deployment-e2e-teststepsheldbyfleetfreeze-3040-web-b9351a3f"},
+		},
+		{
+			ID:     changeSparseAwaitHeartbeats,
+			Branch: "awaitActivityOptions: the AwaitChange activity (startAwait, startRetryAwait) is scheduled with a 3-minute heartbeat timeout instead of 20 s, and the wait beats every 2m15s instead of every 16 s",
+			Old:    []string{"deployment-e2e-teststepsweights-3044-web-259ef786"},
 		},
 	}
 }

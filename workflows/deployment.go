@@ -36,11 +36,30 @@ const awaitMaxWait = 5 * time.Minute
 
 // awaitOptions: AwaitChange is a regular activity (it may wait minutes), heartbeating so that a
 // dead worker's wait fails within the heartbeat timeout and the workflow syncs instead. It is
-// not retried: the workflow decides what comes next.
+// not retried: the workflow decides what comes next. These are the options of runs before
+// sparse-await-heartbeats: a 20 s heartbeat timeout, one heartbeat reaching the server every
+// 16 s (3.75 billable actions a minute of any wait).
 var awaitOptions = workflow.ActivityOptions{
 	ScheduleToCloseTimeout: awaitMaxWait + time.Minute,
 	HeartbeatTimeout:       20 * time.Second,
 	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+}
+
+// awaitHeartbeatTimeout is AwaitChange's heartbeat timeout from sparse-await-heartbeats on: the
+// wait beats every 2m15s (activities.heartbeatPace), so a wait under that costs no heartbeat
+// and a 5-minute one two, and the server fails the wait of a worker that died at most 3 minutes
+// after its last heartbeat. A worker that comes back sooner takes its rollouts over at once:
+// at start it signals every rollout under way (watcher.TakeOver), whose workflow then gives
+// up the dead wait, syncs and waits again on a live worker.
+const awaitHeartbeatTimeout = 3 * time.Minute
+
+// awaitActivityOptions are AwaitChange's activity options for this run (sparse-await-heartbeats).
+func awaitActivityOptions(ctx workflow.Context) workflow.ActivityOptions {
+	opts := awaitOptions
+	if workflow.GetVersion(ctx, changeSparseAwaitHeartbeats, workflow.DefaultVersion, 1) >= 1 {
+		opts.HeartbeatTimeout = awaitHeartbeatTimeout
+	}
+	return opts
 }
 
 // localAwaitOptions: a local wait (see rollout.localWait) is not retried; on any error the

@@ -135,7 +135,7 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 		r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteLocalActivity(lctx, a.AwaitChange, in), cancel, true
 		return
 	}
-	opts := awaitOptions
+	opts := awaitActivityOptions(ctx)
 	opts.Summary = "wait for the next move of " + r.in.Namespace + "/" + r.in.Name
 	if in.Rest {
 		opts.Summary += " (held: ends once at rest)"
@@ -150,7 +150,7 @@ func (r *rollout) startAwait(ctx workflow.Context) {
 func (r *rollout) startRetryAwait(ctx workflow.Context) {
 	r.stopAwait()
 	in := activities.AwaitInput{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.uid, Retry: true, MaxWait: awaitMaxWait}
-	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitOptions))
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitActivityOptions(ctx)))
 	r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteActivity(actx, a.AwaitChange, in), cancel, false
 }
 
