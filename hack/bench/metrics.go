@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -316,6 +317,67 @@ type TemporalStats struct {
 	// heartbeats aside); Heartbeats the heartbeat estimate (cost.EstimateHeartbeats).
 	Actions    []int `json:"actions,omitempty"`
 	Heartbeats []int `json:"heartbeats,omitempty"`
+	// HeartbeatsReached is a count, not an estimate: the RecordActivityTaskHeartbeat requests
+	// the Temporal server answered from the update's start to the closing scrape (its
+	// service_requests metric), for all the rolled Deployments together; nil where the server
+	// exposes no metrics (cluster mode).
+	HeartbeatsReached *int `json:"heartbeatsReached,omitempty"`
+}
+
+// heartbeatOperation is the frontend's operation label of an activity heartbeat.
+const heartbeatOperation = "RecordActivityTaskHeartbeat"
+
+// serverRequests reads the Temporal server's /metrics and sums service_requests of operation
+// (every other label: namespace, service, the calling SDK).
+func serverRequests(ctx context.Context, url, operation string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("scrape temporal metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("scrape temporal metrics: status %s", resp.Status)
+	}
+	return sumMetric(resp.Body, "service_requests", map[string]string{"operation": operation})
+}
+
+// sumMetric sums the samples of a Prometheus text exposition's metric whose labels include
+// want.
+func sumMetric(r io.Reader, name string, want map[string]string) (int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var sum float64
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		end := strings.LastIndexByte(line, '}')
+		if end < 0 {
+			continue
+		}
+		labels := parseLabels(line[len(name)+1 : end])
+		match := true
+		for k, v := range want {
+			match = match && labels[k] == v
+		}
+		if !match {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.Fields(line[end+1:])[0], 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse %q: %w", line, err)
+		}
+		sum += v
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("read metrics: %w", err)
+	}
+	return int(sum), nil
 }
 
 const localActivityMarker = "LocalActivity"

@@ -388,6 +388,12 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	beats0 := -1
+	if r.side == SideOurs && r.s.TemporalMetrics != "" {
+		if beats0, err = serverRequests(ctx, r.s.TemporalMetrics, heartbeatOperation); err != nil {
+			return err
+		}
+	}
 	g = tr.setGoal(gens)
 	logf(cfg.Log, "update: new image on %d Deployments", len(rolled))
 	profiled := func() {}
@@ -431,6 +437,15 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var beats *int
+	if beats0 >= 0 {
+		n, err := serverRequests(ctx, r.s.TemporalMetrics, heartbeatOperation)
+		if err != nil {
+			return err
+		}
+		n -= beats0
+		beats = &n
+	}
 	utl := fr.timeline(ctx, 5*time.Second)
 	res.UpdateTimeline = &utl
 	res.Freshness = fr.stop(time.Now())
@@ -452,6 +467,7 @@ func (r *runner) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		ts.HeartbeatsReached = beats
 		res.Temporal = ts
 		if res.StartPath, err = startPath(ctx, tc, benchNamespace, names, t0, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED); err != nil {
 			return err
