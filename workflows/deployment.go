@@ -53,6 +53,15 @@ var awaitOptions = workflow.ActivityOptions{
 // up the dead wait, syncs and waits again on a live worker.
 const awaitHeartbeatTimeout = 3 * time.Minute
 
+// takeOver reports whether a trigger naming no version (a starting worker's, watcher.TakeOver;
+// `starter sync`) gives up the AwaitChange activity under way and syncs: the wait may have died
+// with its worker, which the server learns only at its heartbeat timeout
+// (sparse-await-heartbeats). A local wait runs in this worker's workflow task: no signal
+// reaches the workflow before it ends.
+func (r *rollout) takeOver(ctx workflow.Context) bool {
+	return !r.awaitLocal && workflow.GetVersion(ctx, changeSparseAwaitHeartbeats, workflow.DefaultVersion, 1) >= 1
+}
+
 // awaitActivityOptions are AwaitChange's activity options for this run (sparse-await-heartbeats).
 func awaitActivityOptions(ctx workflow.Context) workflow.ActivityOptions {
 	opts := awaitOptions
@@ -419,7 +428,7 @@ func (r *rollout) addSignals(ctx workflow.Context, sel workflow.Selector) {
 			// continued as new, idle, for a Deployment already gone.
 			r.liveNext = true
 		}
-		if r.await != nil {
+		if r.await != nil && !(len(versions) == 0 && r.takeOver(ctx)) {
 			// AwaitChange sees every change the watcher can signal (it weighs the
 			// Deployment, its ReplicaSets and pods on the worker's cache) and returns when
 			// a sync would write: a trigger adds nothing but history.
