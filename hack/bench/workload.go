@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/temporal-rollout/rollout/internal/stack"
+	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/kube"
 )
 
@@ -34,7 +35,21 @@ const (
 	KindRolling  = "rolling"
 	KindRecreate = "recreate"
 	KindScale    = "scale"
+	// KindCanary is rolling with canarySteps on each Deployment (ours: a stepped rollout; the
+	// built-in controller ignores the annotation and rolls as rolling does).
+	KindCanary = "canary"
+	// KindHeld is rolling with heldSteps: half the replicas on the new template, then held for
+	// Workload.Hold on the step's timer (at rest, held-at-rest), then the rest.
+	KindHeld = "held"
 )
+
+// canarySteps: two weights with a 30 s pause after each, then the rest.
+const canarySteps = `[{"setWeight":20},{"pause":{"duration":"30s"}},{"setWeight":60},{"pause":{"duration":"30s"}}]`
+
+// heldSteps is the held workload's steps for a hold.
+func heldSteps(hold time.Duration) string {
+	return fmt.Sprintf(`[{"setWeight":50},{"pause":{"duration":%q}}]`, hold.String())
+}
 
 // Workload is N Deployments x R replicas with one strategy. The scale kind sits idle after
 // creation, then rolls Rolled of its Deployments.
@@ -44,15 +59,18 @@ type Workload struct {
 	N, R   int
 	Rolled int
 	Idle   time.Duration
+	// Hold is the held kind's pause (--hold).
+	Hold time.Duration
 }
 
-var workloadRE = regexp.MustCompile(`^(rolling|recreate)-(\d+)x(\d+)$|^scale-(\d+)$`)
+var workloadRE = regexp.MustCompile(`^(rolling|recreate|canary|held)-(\d+)x(\d+)$|^scale-(\d+)$`)
 
-// ParseWorkload reads rolling-<N>x<R>, recreate-<N>x<R> or scale-<N> (N x 1 replica).
+// ParseWorkload reads rolling-<N>x<R>, recreate-<N>x<R>, canary-<N>x<R>, held-<N>x<R> or
+// scale-<N> (N x 1 replica).
 func ParseWorkload(name string, rolled int, idle time.Duration) (Workload, error) {
 	m := workloadRE.FindStringSubmatch(name)
 	if m == nil {
-		return Workload{}, fmt.Errorf("unknown workload %q (want rolling-<N>x<R>, recreate-<N>x<R> or scale-<N>)", name)
+		return Workload{}, fmt.Errorf("unknown workload %q (want rolling-<N>x<R>, recreate-<N>x<R>, canary-<N>x<R>, held-<N>x<R> or scale-<N>)", name)
 	}
 	w := Workload{Name: name}
 	if m[4] != "" {
@@ -104,6 +122,12 @@ func (w Workload) deployment(ns, name string) *appsv1.Deployment {
 				},
 			},
 		},
+	}
+	switch w.Kind {
+	case KindCanary:
+		d.Annotations = map[string]string{k8s.StepsAnnotation: canarySteps}
+	case KindHeld:
+		d.Annotations = map[string]string{k8s.StepsAnnotation: heldSteps(w.Hold)}
 	}
 	if w.Kind == KindRecreate {
 		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
