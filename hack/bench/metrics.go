@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -322,32 +323,71 @@ type TemporalStats struct {
 	// service_requests metric), for all the rolled Deployments together; nil where the server
 	// exposes no metrics (cluster mode).
 	HeartbeatsReached *int `json:"heartbeatsReached,omitempty"`
+	// PersistenceWrites is a count too: the write operations of the server's persistence
+	// (persistence_requests, operations named as writes: persistenceWrite) over the same
+	// interval, all rolled Deployments together; nil without metrics.
+	PersistenceWrites *int `json:"persistenceWrites,omitempty"`
+	// Samples are the server's counters every serverSampleEvery from the update's start, for
+	// a window of the phase (a hold's minutes, say).
+	Samples []ServerSample `json:"samples,omitempty"`
+}
+
+// ServerSample is the Temporal server's counters T seconds after the update started, since the
+// update started.
+type ServerSample struct {
+	T                 float64 `json:"t"`
+	Heartbeats        int     `json:"heartbeats"`
+	PersistenceWrites int     `json:"persistenceWrites"`
+}
+
+// serverSampleEvery paces ServerSamples.
+const serverSampleEvery = 15 * time.Second
+
+// persistenceWrite reports whether a persistence operation of the Temporal server writes, by
+// its name (CreateWorkflowExecution, UpdateWorkflowExecution, AppendHistoryNodes, CreateTasks,
+// CompleteTasksLessThan, UpdateShard, UpsertWorkflowExecution, ...); reads (Get*, List*,
+// Read*, AssertShardOwnership) are not.
+func persistenceWrite(op string) bool {
+	for _, p := range []string{"Create", "Update", "Append", "Upsert", "Delete", "Complete", "RangeComplete", "ConflictResolve", "Save", "Put", "Set"} {
+		if strings.HasPrefix(op, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// serverCounters reads the Temporal server's /metrics once: heartbeats answered
+// (service_requests of heartbeatOperation) and persistence writes (persistence_requests of
+// persistenceWrite operations).
+func serverCounters(ctx context.Context, url string) (heartbeats, writes int, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("scrape temporal metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("scrape temporal metrics: status %s", resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read temporal metrics: %w", err)
+	}
+	if heartbeats, err = sumMetric(bytes.NewReader(b), "service_requests", func(l map[string]string) bool { return l["operation"] == heartbeatOperation }); err != nil {
+		return 0, 0, err
+	}
+	writes, err = sumMetric(bytes.NewReader(b), "persistence_requests", func(l map[string]string) bool { return persistenceWrite(l["operation"]) })
+	return heartbeats, writes, err
 }
 
 // heartbeatOperation is the frontend's operation label of an activity heartbeat.
 const heartbeatOperation = "RecordActivityTaskHeartbeat"
 
-// serverRequests reads the Temporal server's /metrics and sums service_requests of operation
-// (every other label: namespace, service, the calling SDK).
-func serverRequests(ctx context.Context, url, operation string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("scrape temporal metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("scrape temporal metrics: status %s", resp.Status)
-	}
-	return sumMetric(resp.Body, "service_requests", map[string]string{"operation": operation})
-}
-
-// sumMetric sums the samples of a Prometheus text exposition's metric whose labels include
-// want.
-func sumMetric(r io.Reader, name string, want map[string]string) (int, error) {
+// sumMetric sums the samples of a Prometheus text exposition's metric whose labels match.
+func sumMetric(r io.Reader, name string, match func(labels map[string]string) bool) (int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	var sum float64
@@ -360,12 +400,7 @@ func sumMetric(r io.Reader, name string, want map[string]string) (int, error) {
 		if end < 0 {
 			continue
 		}
-		labels := parseLabels(line[len(name)+1 : end])
-		match := true
-		for k, v := range want {
-			match = match && labels[k] == v
-		}
-		if !match {
+		if !match(parseLabels(line[len(name)+1 : end])) {
 			continue
 		}
 		v, err := strconv.ParseFloat(strings.Fields(line[end+1:])[0], 64)

@@ -68,11 +68,33 @@ service_requests{namespace="default",operation="RecordActivityTaskHeartbeat",ser
 service_requests{namespace="default",operation="StartWorkflowExecution",service_name="frontend"} 40
 service_requests_total{operation="RecordActivityTaskHeartbeat"} 100
 `
-	got, err := sumMetric(strings.NewReader(give), "service_requests", map[string]string{"operation": "RecordActivityTaskHeartbeat"})
+	got, err := sumMetric(strings.NewReader(give), "service_requests", func(l map[string]string) bool { return l["operation"] == "RecordActivityTaskHeartbeat" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := 9; got != want {
 		t.Errorf("sumMetric = %d, want %d", got, want)
+	}
+}
+
+func TestPersistenceWrite(t *testing.T) {
+	tests := []struct {
+		give string
+		want bool
+	}{
+		{give: "UpdateWorkflowExecution", want: true},
+		{give: "AppendHistoryNodes", want: true},
+		{give: "CreateTasks", want: true},
+		{give: "CompleteTasksLessThan", want: true},
+		{give: "UpsertWorkflowExecution", want: true},
+		{give: "GetWorkflowExecution", want: false},
+		{give: "ReadHistoryBranch", want: false},
+		{give: "AssertShardOwnership", want: false},
+		{give: "ListNamespaces", want: false},
+	}
+	for _, tt := range tests {
+		if got := persistenceWrite(tt.give); got != tt.want {
+			t.Errorf("persistenceWrite(%s) = %t, want %t", tt.give, got, tt.want)
+		}
 	}
 }

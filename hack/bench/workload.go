@@ -412,11 +412,13 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	beats0 := -1
+	beats0, writes0 := -1, 0
+	var sampled func() []ServerSample
 	if r.side == SideOurs && r.s.TemporalMetrics != "" {
-		if beats0, err = serverRequests(ctx, r.s.TemporalMetrics, heartbeatOperation); err != nil {
+		if beats0, writes0, err = serverCounters(ctx, r.s.TemporalMetrics); err != nil {
 			return err
 		}
+		sampled = sampleServer(ctx, r.s.TemporalMetrics, beats0, writes0)
 	}
 	g = tr.setGoal(gens)
 	logf(cfg.Log, "update: new image on %d Deployments", len(rolled))
@@ -461,14 +463,16 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var beats *int
+	var beats, writes *int
+	var server []ServerSample
 	if beats0 >= 0 {
-		n, err := serverRequests(ctx, r.s.TemporalMetrics, heartbeatOperation)
+		server = sampled()
+		b, w, err := serverCounters(ctx, r.s.TemporalMetrics)
 		if err != nil {
 			return err
 		}
-		n -= beats0
-		beats = &n
+		b, w = b-beats0, w-writes0
+		beats, writes = &b, &w
 	}
 	utl := fr.timeline(ctx, 5*time.Second)
 	res.UpdateTimeline = &utl
@@ -491,7 +495,7 @@ func (r *runner) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		ts.HeartbeatsReached = beats
+		ts.HeartbeatsReached, ts.PersistenceWrites, ts.Samples = beats, writes, server
 		res.Temporal = ts
 		if res.StartPath, err = startPath(ctx, tc, benchNamespace, names, t0, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED); err != nil {
 			return err
@@ -766,4 +770,36 @@ func clusterLabel(side Side, m stack.TemporalMode) string {
 		return string(m)
 	}
 	return ""
+}
+
+// sampleServer reads the Temporal server's counters every serverSampleEvery until the returned
+// function is called, which returns the samples (since beats0 and writes0). A failed scrape is
+// skipped.
+func sampleServer(ctx context.Context, url string, beats0, writes0 int) func() []ServerSample {
+	ctx, cancel := context.WithCancel(ctx)
+	start := time.Now()
+	var out []ServerSample
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(serverSampleEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			b, w, err := serverCounters(ctx, url)
+			if err != nil {
+				continue
+			}
+			out = append(out, ServerSample{T: time.Since(start).Seconds(), Heartbeats: b - beats0, PersistenceWrites: w - writes0})
+		}
+	}()
+	return func() []ServerSample {
+		cancel()
+		<-done
+		return out
+	}
 }
