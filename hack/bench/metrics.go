@@ -318,6 +318,9 @@ type TemporalStats struct {
 	// heartbeats aside); Heartbeats the heartbeat estimate (cost.EstimateHeartbeats).
 	Actions    []int `json:"actions,omitempty"`
 	Heartbeats []int `json:"heartbeats,omitempty"`
+	// ByCategory are the actions of every rolled Deployment together, by category, for where
+	// they go.
+	ByCategory *cost.Actions `json:"byCategory,omitempty"`
 	// HeartbeatsReached is a count, not an estimate: the RecordActivityTaskHeartbeat requests
 	// the Temporal server answered from the update's start to the closing scrape (its
 	// service_requests metric), for all the rolled Deployments together; nil where the server
@@ -418,7 +421,10 @@ func sumMetric(r io.Reader, name string, match func(labels map[string]string) bo
 const localActivityMarker = "LocalActivity"
 
 func temporalStats(ctx context.Context, tc client.Client, ns string, names []string, since time.Time) (*TemporalStats, error) {
-	type one struct{ runs, events, wft, la, act, actions, heartbeats int }
+	type one struct {
+		runs, events, wft, la, act, actions, heartbeats int
+		by                                              cost.Actions
+	}
 	results := make([]one, len(names))
 	err := forEachWorkflow(ctx, tc, ns, names, func(i int, id string, runs []*workflowpb.WorkflowExecutionInfo) error {
 		for _, ex := range runs {
@@ -449,6 +455,7 @@ func temporalStats(ctx context.Context, tc client.Client, ns string, names []str
 			}
 			c := cost.Count(h)
 			results[i].actions += c.Total
+			results[i].by = results[i].by.Add(c.Actions)
 			results[i].heartbeats += c.HeartbeatEstimate.Heartbeats
 		}
 		return nil
@@ -456,8 +463,9 @@ func temporalStats(ctx context.Context, tc client.Client, ns string, names []str
 	if err != nil {
 		return nil, err
 	}
-	st := &TemporalStats{Rollouts: len(names)}
+	st := &TemporalStats{Rollouts: len(names), ByCategory: &cost.Actions{}}
 	for _, r := range results {
+		*st.ByCategory = st.ByCategory.Add(r.by)
 		st.Runs += r.runs
 		st.Events = append(st.Events, r.events)
 		st.WorkflowTasks = append(st.WorkflowTasks, r.wft)
