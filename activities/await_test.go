@@ -1037,6 +1037,7 @@ func TestAwaitHeartbeatPace(t *testing.T) {
 		{give: time.Minute, want: 5 * time.Second},
 		{give: 2 * time.Minute, want: 90 * time.Second},
 		{give: 3 * time.Minute, want: 135 * time.Second},
+		{give: 4 * time.Minute, want: 3 * time.Minute},
 	}
 	for _, tt := range tests {
 		got := heartbeatPaceFor(tt.give)

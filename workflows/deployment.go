@@ -46,12 +46,12 @@ var awaitOptions = workflow.ActivityOptions{
 }
 
 // awaitHeartbeatTimeout is AwaitChange's heartbeat timeout from sparse-await-heartbeats on: the
-// wait beats every 2m15s (activities.heartbeatPace), so a wait under that costs no heartbeat
-// and a 5-minute one two, and the server fails the wait of a worker that died at most 3 minutes
-// after its last heartbeat. A worker that comes back sooner takes its rollouts over at once:
+// wait beats every 3 minutes (activities.heartbeatPace), so a wait under that costs no
+// heartbeat and a 5-minute one (awaitMaxWait) one, and the server fails the wait of a worker
+// that died at most 4 minutes after its last heartbeat. A worker that comes back sooner takes its rollouts over at once:
 // at start it signals every rollout under way (watcher.TakeOver), whose workflow then gives
 // up the dead wait, syncs and waits again on a live worker.
-const awaitHeartbeatTimeout = 3 * time.Minute
+const awaitHeartbeatTimeout = 4 * time.Minute
 
 // takeOver reports whether a trigger naming no version (a starting worker's, watcher.TakeOver;
 // `starter sync`) gives up the AwaitChange activity under way and syncs: the wait may have died
