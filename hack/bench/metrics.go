@@ -360,7 +360,7 @@ func persistenceWrite(op string) bool {
 }
 
 // serverCounters reads the Temporal server's /metrics once: heartbeats answered
-// (service_requests of heartbeatOperation) and persistence writes (persistence_requests of
+// (service_requests of heartbeatOperation at the frontend) and persistence writes (persistence_requests of
 // persistenceWrite operations).
 func serverCounters(ctx context.Context, url string) (heartbeats, writes int, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -379,7 +379,11 @@ func serverCounters(ctx context.Context, url string) (heartbeats, writes int, er
 	if err != nil {
 		return 0, 0, fmt.Errorf("read temporal metrics: %w", err)
 	}
-	if heartbeats, err = sumMetric(bytes.NewReader(b), "service_requests", func(l map[string]string) bool { return l["operation"] == heartbeatOperation }); err != nil {
+	// One heartbeat is a request to the frontend, which the history service answers: the dev
+	// server counts it under both services' names; the frontend's is the client's.
+	if heartbeats, err = sumMetric(bytes.NewReader(b), "service_requests", func(l map[string]string) bool {
+		return l["operation"] == heartbeatOperation && (l["service_name"] == "frontend" || l["service_name"] == "")
+	}); err != nil {
 		return 0, 0, err
 	}
 	writes, err = sumMetric(bytes.NewReader(b), "persistence_requests", func(l map[string]string) bool { return persistenceWrite(l["operation"]) })
