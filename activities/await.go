@@ -153,7 +153,9 @@ type Move struct {
 }
 
 const (
-	// heartbeatEvery paces heartbeats (the SDK throttles them further to 80% of the timeout).
+	// heartbeatEvery paces the heartbeats of a wait with a heartbeat timeout under two minutes
+	// (runs before sparse-await-heartbeats: 20 s); the SDK throttles them further, to one
+	// reaching the server every 16 s.
 	heartbeatEvery = 5 * time.Second
 	// catchUpBound bounds the wait for the cache to hold our own writes. A Deployment the
 	// cache saw deleted (or replaced by a new UID) ends the wait at once.
@@ -175,8 +177,12 @@ const (
 // finds nothing to write and converges. Anything else returns AwaitDecide and the workflow
 // syncs, recording each write as its own step.
 //
-// It heartbeats, and returns on cancellation or after MaxWait (or at the progress deadline, as
-// a Decide).
+// It heartbeats (see heartbeatPace: with the workflow's 4-minute heartbeat timeout, once every
+// 3 minutes), and returns on cancellation or after MaxWait (or at the progress deadline, as a
+// Decide). A cancellation reaches it with its next heartbeat's answer: until then a wait its
+// workflow gave up on goes on weighing; its writes keep their preconditions (the Deployment's
+// resourceVersion, the ReplicaSet's replicas, the generation and annotations it was started
+// for), so the workflow's own writes make its stale ones fail.
 //
 // The workflow runs it first as a local activity, inside the workflow task that made the last
 // writes, for a short MaxWait: a move that comes within it is synced in the same task, with no
@@ -208,7 +214,7 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 	}
 	deadline := time.NewTimer(maxWait)
 	defer deadline.Stop()
-	beat := time.NewTicker(heartbeatEvery)
+	beat := time.NewTicker(heartbeatPace(ctx))
 	defer beat.Stop()
 	var recheck, retry, hold <-chan time.Time
 	started, local := time.Now(), activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity
@@ -425,7 +431,7 @@ func (a *Activities) moveInline(ctx context.Context, d *appsv1.Deployment, steps
 // admitRetry is AwaitChange for a retry (AwaitInput.Retry): AwaitDecide once Admission admits
 // the move, or AwaitGone at once for a Deployment the cache saw deleted.
 func (a *Activities) admitRetry(ctx context.Context, in AwaitInput) (AwaitResult, error) {
-	beat := time.NewTicker(heartbeatEvery)
+	beat := time.NewTicker(heartbeatPace(ctx))
 	defer beat.Stop()
 	started, held := time.Now(), false
 	for {
@@ -449,6 +455,30 @@ func (a *Activities) admitRetry(ctx context.Context, in AwaitInput) (AwaitResult
 		case <-time.After(wait):
 		}
 	}
+}
+
+// heartbeatPace is how often a wait calls RecordHeartbeat, from its heartbeat timeout: every
+// heartbeatEvery under two minutes (the SDK sends one every 80% of the timeout, and folds the
+// rest into it), and three quarters of the timeout from two minutes on, each of which reaches
+// the server at once (the SDK sends a heartbeat at once when none went in the last min(80% of
+// the timeout, the worker's MaxHeartbeatThrottleInterval, 60 s by default); from two minutes
+// three quarters of the timeout is past that). With the workflow's 4-minute
+// timeout (sparse-await-heartbeats) that is one heartbeat every 3 minutes, a minute before the
+// server would time the wait out, instead of one every 16 s: a wait of 3 minutes costs none. A local wait
+// (no heartbeats) or a call outside an activity gets heartbeatEvery; its beats do nothing.
+func heartbeatPace(ctx context.Context) time.Duration {
+	if !activity.IsActivity(ctx) {
+		return heartbeatEvery
+	}
+	return heartbeatPaceFor(activity.GetInfo(ctx).HeartbeatTimeout)
+}
+
+// heartbeatPaceFor is heartbeatPace for a heartbeat timeout.
+func heartbeatPaceFor(timeout time.Duration) time.Duration {
+	if timeout < 2*time.Minute {
+		return heartbeatEvery
+	}
+	return timeout * 3 / 4
 }
 
 // decide is the result that asks the workflow to sync: the writes the plan would make, and the

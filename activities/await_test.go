@@ -959,3 +959,36 @@ func TestAwaitChangeMovesInline(t *testing.T) {
 		})
 	}
 }
+
+// TestAwaitHeartbeatPace: a wait with a heartbeat timeout under two minutes (runs before
+// sparse-await-heartbeats: 20 s) beats every 5 s, which the SDK throttles; from two minutes on it beats
+// at three quarters of the timeout, which leaves the server a quarter of it before it times the
+// wait out and is longer than the SDK's throttle interval (80% of the timeout, at most its
+// default MaxHeartbeatThrottleInterval of 60 s), so every beat reaches the server and none is
+// added by the SDK.
+func TestAwaitHeartbeatPace(t *testing.T) {
+	tests := []struct {
+		give time.Duration
+		want time.Duration
+	}{
+		{give: 0, want: 5 * time.Second},
+		{give: 20 * time.Second, want: 5 * time.Second},
+		{give: time.Minute, want: 5 * time.Second},
+		{give: 2 * time.Minute, want: 90 * time.Second},
+		{give: 3 * time.Minute, want: 135 * time.Second},
+		{give: 4 * time.Minute, want: 3 * time.Minute},
+	}
+	for _, tt := range tests {
+		got := heartbeatPaceFor(tt.give)
+		if got != tt.want {
+			t.Errorf("heartbeatPaceFor(%s) = %s, want %s", tt.give, got, tt.want)
+		}
+		if tt.give < 2*time.Minute {
+			continue
+		}
+		throttle := min(tt.give*8/10, 60*time.Second)
+		if got >= tt.give || got <= throttle {
+			t.Errorf("heartbeatPaceFor(%s) = %s, want under the timeout and over the SDK's throttle interval %s", tt.give, got, throttle)
+		}
+	}
+}

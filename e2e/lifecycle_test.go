@@ -234,6 +234,7 @@ func rolloutUnderWay(t *testing.T) (ns, firstRS string, obs *observer) {
 // bounds hold, and there is no duplicate ReplicaSet.
 func TestWorkerCrash(t *testing.T) {
 	ns, rs1, obs := rolloutUnderWay(t)
+	recordHistories(t, ns, "web")
 	env.stack.KillProcess("worker")
 	time.Sleep(2 * time.Second)
 	mid := rsSummary(replicaSets(t, ns))

@@ -190,6 +190,15 @@ func run(ctx context.Context, cfg config.Config, stopper *lifecycle.Stopper) err
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker on task queue %s: %w", cfg.TaskQueue, err)
 	}
+	// A rollout whose wait died with a worker (this one, before a restart) is woken now, not
+	// at its wait's heartbeat timeout (watcher.TakeOver).
+	go func() {
+		if n, err := watcher.TakeOver(ctx, cache, tc, cfg.Cluster, cfg.Managed(), logger.With("component", "takeover")); err != nil {
+			logger.Warn("Taking over rollouts under way failed; their waits time out instead", "error", err)
+		} else {
+			logger.Info("Rollouts under way signalled at start", "signalled", n)
+		}
+	}()
 	if cfg.Releases {
 		stopReleases, err := startReleases(tc, cfg.ReleasePolicy)
 		if err != nil {

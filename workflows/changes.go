@@ -35,6 +35,7 @@ const (
 	changeOneUpsertPerTask        = "one-upsert-per-task"
 	changeInlineCanaryMoves       = "inline-canary-moves"
 	changeReleaseRollbackUnfrozen = "fleet-freeze-skips-release-rollback"
+	changeSparseAwaitHeartbeats   = "sparse-await-heartbeats"
 )
 
 // A change is one change ID of the table.
@@ -200,6 +201,12 @@ func changes() []change {
 			ID:     changeReleaseRollbackUnfrozen,
 			Branch: "freezeHold: a rollout to the template a release's rollback restored is not held by the fleet freeze; asked only when frozen and the rollout is such a rollback",
 			Old:    []string{"deployment-e2e-teststepsheldbyfleetfreeze-3040-web-b9351a3f"},
+		},
+		{
+			ID:     changeSparseAwaitHeartbeats,
+			Branch: "startAwait, startRetryAwait: the AwaitChange activity is scheduled with a 4-minute heartbeat timeout instead of 20 s, and the wait beats every 3 minutes instead of every 16 s; takeOver (addSignals): a trigger naming no version while that activity waits gives it up and syncs (a starting worker's, watcher.TakeOver), where before it was ignored",
+			Old:    []string{"deployment-e2e-teststepsweights-3044-web-259ef786"},
+			New:    []string{"deployment-e2e-testworkercrash-4534-web-400e7db6"},
 		},
 	}
 }

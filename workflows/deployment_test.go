@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -1326,6 +1327,56 @@ func TestTriggerNewerThanWaitSnapshot(t *testing.T) {
 			}
 			if observedAfter != want {
 				t.Errorf("Observe calls after the wait: got %d, want %d (%d before it)", observedAfter, want, observedBefore)
+			}
+		})
+	}
+}
+
+// TestTakeOverTrigger: a trigger naming no version while the AwaitChange activity waits (a
+// starting worker's, watcher.TakeOver: the wait may have died with the worker before it) gives
+// the wait up and syncs at once on a live read, then waits again; one naming versions (the
+// watcher's) is left to the wait, which sees every change it names.
+func TestTakeOverTrigger(t *testing.T) {
+	tests := []struct {
+		name     string
+		give     *Trigger
+		wantSync bool
+	}{
+		{name: "plain", give: nil, wantSync: true},
+		{name: "with versions", give: &Trigger{Versions: []k8s.ObjectVersion{{Kind: k8s.KindDeployment, Name: testName, ResourceVersion: "1"}}}, wantSync: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := midRollout()
+			env := newEnv(t, f)
+			started := 0
+			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				if info.ActivityType.Name == "AwaitChange" {
+					started++
+				}
+			})
+			var observedBefore, observedAfter, awaitsBefore, awaitsAfter int
+			at(env, 30*time.Second, func() {
+				observedBefore, awaitsBefore = f.callCount("Observe"), started
+				if tt.give == nil {
+					env.SignalWorkflow(SignalTrigger, nil)
+				} else {
+					env.SignalWorkflow(SignalTrigger, *tt.give)
+				}
+			})
+			at(env, 45*time.Second, func() { observedAfter, awaitsAfter = f.callCount("Observe"), started })
+			endByDeletion(env, f, 2*time.Hour)
+			env.ExecuteWorkflow(WorkflowType, input())
+
+			if awaitsBefore == 0 {
+				t.Fatalf("no AwaitChange activity had started by 30s")
+			}
+			gotSync := observedAfter > observedBefore
+			if gotSync != tt.wantSync {
+				t.Errorf("a sync between 30s and 45s: got %t (Observe %d → %d), want %t", gotSync, observedBefore, observedAfter, tt.wantSync)
+			}
+			if tt.wantSync && awaitsAfter <= awaitsBefore {
+				t.Errorf("AwaitChange activities started: %d at 30s, %d at 45s; want a new wait after the sync", awaitsBefore, awaitsAfter)
 			}
 		})
 	}

@@ -104,7 +104,7 @@ func (r *deploymentRun) startAwait(ctx workflow.Context) {
 		r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteLocalActivity(lctx, a.AwaitChange, in), cancel, true
 		return
 	}
-	opts := awaitOptions
+	opts := awaitActivityOptions(ctx)
 	opts.Summary = "wait for the next move of " + r.in.Namespace + "/" + r.in.Name
 	if in.Rest {
 		opts.Summary += " (held: ends once at rest)"
@@ -119,7 +119,7 @@ func (r *deploymentRun) startAwait(ctx workflow.Context) {
 func (r *deploymentRun) startRetryAwait(ctx workflow.Context) {
 	r.stopAwait()
 	in := activities.AwaitInput{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID, Retry: true, MaxWait: awaitMaxWait}
-	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitOptions))
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitActivityOptions(ctx)))
 	r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteActivity(actx, a.AwaitChange, in), cancel, false
 }
 
@@ -164,11 +164,39 @@ const awaitMaxWait = 5 * time.Minute
 
 // awaitOptions: AwaitChange is a regular activity (it may wait minutes), heartbeating so that a
 // dead worker's wait fails within the heartbeat timeout and the workflow syncs instead. It is
-// not retried: the workflow decides what comes next.
+// not retried: the workflow decides what comes next. These are the options of runs before
+// sparse-await-heartbeats: a 20 s heartbeat timeout, one heartbeat reaching the server every
+// 16 s (3.75 billable actions a minute of any wait).
 var awaitOptions = workflow.ActivityOptions{
 	ScheduleToCloseTimeout: awaitMaxWait + time.Minute,
 	HeartbeatTimeout:       20 * time.Second,
 	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+}
+
+// awaitHeartbeatTimeout is AwaitChange's heartbeat timeout from sparse-await-heartbeats on: the
+// wait beats every 3 minutes (activities.heartbeatPace), so a wait under that costs no
+// heartbeat and a 5-minute one (awaitMaxWait) one, and the server fails the wait of a worker
+// that died at most 4 minutes after its last heartbeat. A worker that comes back sooner takes
+// its rollouts over at once: at start it signals every rollout under way (watcher.TakeOver),
+// whose workflow then gives up the dead wait, syncs and waits again on a live worker.
+const awaitHeartbeatTimeout = 4 * time.Minute
+
+// awaitActivityOptions are AwaitChange's activity options for this run (sparse-await-heartbeats).
+func awaitActivityOptions(ctx workflow.Context) workflow.ActivityOptions {
+	opts := awaitOptions
+	if workflow.GetVersion(ctx, changeSparseAwaitHeartbeats, workflow.DefaultVersion, 1) >= 1 {
+		opts.HeartbeatTimeout = awaitHeartbeatTimeout
+	}
+	return opts
+}
+
+// takeOver reports whether a trigger naming no version (a starting worker's, watcher.TakeOver;
+// `starter sync`) gives up the AwaitChange activity under way and syncs: the wait may have died
+// with its worker, which the server learns only at its heartbeat timeout
+// (sparse-await-heartbeats). A local wait runs in this worker's workflow task: no signal
+// reaches the workflow before it ends.
+func (r *deploymentRun) takeOver(ctx workflow.Context) bool {
+	return !r.awaitLocal && workflow.GetVersion(ctx, changeSparseAwaitHeartbeats, workflow.DefaultVersion, 1) >= 1
 }
 
 // localAwaitOptions: a local wait (see State.LocalWait) is not retried; on any error the
@@ -193,7 +221,7 @@ func (r *deploymentRun) addSignals(ctx workflow.Context, sel workflow.Selector) 
 			// continued as new, idle, for a Deployment already gone.
 			r.LiveNext = true
 		}
-		if r.await != nil {
+		if r.await != nil && !(len(versions) == 0 && r.takeOver(ctx)) {
 			// AwaitChange sees every change the watcher can signal (it weighs the
 			// Deployment, its ReplicaSets and pods on the worker's cache) and returns when
 			// a sync would write: a trigger adds nothing but history.

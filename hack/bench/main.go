@@ -97,6 +97,8 @@ type Config struct {
 	Nodes                         int
 	// Idle is how long the scale workload sits managed and idle before its rollout.
 	Idle time.Duration
+	// Hold is how long the held workload's rollouts are held at their step.
+	Hold time.Duration
 	// Rolled is how many of the scale workload's Deployments are rolled at once.
 	Rolled int
 	// Workers is how many of our workers share the task queue (our side).
@@ -216,7 +218,7 @@ func main() {
 func parseFlags(args []string) (Config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var c Config
-	workloads := fs.String("workloads", defaultWorkloads, "comma-separated workloads: rolling-<N>x<R>, recreate-<N>x<R>, scale-<N>")
+	workloads := fs.String("workloads", defaultWorkloads, "comma-separated workloads: rolling-<N>x<R>, recreate-<N>x<R>, canary-<N>x<R> (steps 20%, 30s, 60%, 30s), held-<N>x<R> (50%, held --hold), scale-<N>")
 	sides := fs.String("sides", string(SideBuiltin)+","+string(SideOurs), "controllers to run: built-in, temporal")
 	budgets := fs.String("budgets", defaultBudgets, "comma-separated client budgets <qps>/<burst>, each the same for kube-controller-manager and for our worker and watcher; every workload runs at each (--quick: "+quickBudgets+")")
 	qps := fs.Float64("qps", 20, "shorthand for a single budget: --qps Q --burst B is --budgets Q/B")
@@ -227,6 +229,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.DurationVar(&c.PodReadyJitter, "pod-ready-jitter", 500*time.Millisecond, "kwok: random extra time before Ready")
 	fs.IntVar(&c.Nodes, "nodes", 3, "kwok nodes")
 	fs.DurationVar(&c.Idle, "idle", time.Minute, "scale workload: idle time before the rollout")
+	fs.DurationVar(&c.Hold, "hold", 5*time.Minute, "held workload: how long the rollout is held at its step (a timed pause)")
 	fs.IntVar(&c.Rolled, "rolled", 100, "scale workload: Deployments rolled at once")
 	fs.IntVar(&c.Workers, "workers", 1, "our side: workers sharing the task queue (worker, worker-2, ...)")
 	fs.BoolVar(&c.SeparateWatcher, "separate-watcher", false, "our side: run the watcher as its own process (starter watch) instead of inside each worker (worker --watch)")
@@ -328,6 +331,7 @@ func parseFlags(args []string) (Config, error) {
 		if err != nil {
 			return c, err
 		}
+		w.Hold = c.Hold
 		if !seen[w.Name] {
 			seen[w.Name] = true
 			c.Workloads = append(c.Workloads, w)

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -316,12 +318,117 @@ type TemporalStats struct {
 	// heartbeats aside); Heartbeats the heartbeat estimate (cost.EstimateHeartbeats).
 	Actions    []int `json:"actions,omitempty"`
 	Heartbeats []int `json:"heartbeats,omitempty"`
+	// ByCategory are the actions of every rolled Deployment together, by category, for where
+	// they go.
+	ByCategory *cost.Actions `json:"byCategory,omitempty"`
+	// HeartbeatsReached is a count, not an estimate: the RecordActivityTaskHeartbeat requests
+	// the Temporal server answered from the update's start to the closing scrape (its
+	// service_requests metric), for all the rolled Deployments together; nil where the server
+	// exposes no metrics (cluster mode).
+	HeartbeatsReached *int `json:"heartbeatsReached,omitempty"`
+	// PersistenceWrites is a count too: the write operations of the server's persistence
+	// (persistence_requests, operations named as writes: persistenceWrite) over the same
+	// interval, all rolled Deployments together; nil without metrics.
+	PersistenceWrites *int `json:"persistenceWrites,omitempty"`
+	// Samples are the server's counters every serverSampleEvery from the update's start, for
+	// a window of the phase (a hold's minutes, say).
+	Samples []ServerSample `json:"samples,omitempty"`
+}
+
+// ServerSample is the Temporal server's counters T seconds after the update started, since the
+// update started.
+type ServerSample struct {
+	T                 float64 `json:"t"`
+	Heartbeats        int     `json:"heartbeats"`
+	PersistenceWrites int     `json:"persistenceWrites"`
+}
+
+// serverSampleEvery paces ServerSamples.
+const serverSampleEvery = 15 * time.Second
+
+// persistenceWrite reports whether a persistence operation of the Temporal server writes, by
+// its name (CreateWorkflowExecution, UpdateWorkflowExecution, AppendHistoryNodes, CreateTasks,
+// CompleteTasksLessThan, UpdateShard, UpsertWorkflowExecution, ...); reads (Get*, List*,
+// Read*, AssertShardOwnership) are not.
+func persistenceWrite(op string) bool {
+	for _, p := range []string{"Create", "Update", "Append", "Upsert", "Delete", "Complete", "RangeComplete", "ConflictResolve", "Save", "Put", "Set"} {
+		if strings.HasPrefix(op, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// serverCounters reads the Temporal server's /metrics once: heartbeats answered
+// (service_requests of heartbeatOperation at the frontend) and persistence writes (persistence_requests of
+// persistenceWrite operations).
+func serverCounters(ctx context.Context, url string) (heartbeats, writes int, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("scrape temporal metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("scrape temporal metrics: status %s", resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read temporal metrics: %w", err)
+	}
+	// One heartbeat is a request to the frontend, which the history service answers: the dev
+	// server counts it under both services' names; the frontend's is the client's.
+	if heartbeats, err = sumMetric(bytes.NewReader(b), "service_requests", func(l map[string]string) bool {
+		return l["operation"] == heartbeatOperation && (l["service_name"] == "frontend" || l["service_name"] == "")
+	}); err != nil {
+		return 0, 0, err
+	}
+	writes, err = sumMetric(bytes.NewReader(b), "persistence_requests", func(l map[string]string) bool { return persistenceWrite(l["operation"]) })
+	return heartbeats, writes, err
+}
+
+// heartbeatOperation is the frontend's operation label of an activity heartbeat.
+const heartbeatOperation = "RecordActivityTaskHeartbeat"
+
+// sumMetric sums the samples of a Prometheus text exposition's metric whose labels match.
+func sumMetric(r io.Reader, name string, match func(labels map[string]string) bool) (int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var sum float64
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		end := strings.LastIndexByte(line, '}')
+		if end < 0 {
+			continue
+		}
+		if !match(parseLabels(line[len(name)+1 : end])) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.Fields(line[end+1:])[0], 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse %q: %w", line, err)
+		}
+		sum += v
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("read metrics: %w", err)
+	}
+	return int(sum), nil
 }
 
 const localActivityMarker = "LocalActivity"
 
 func temporalStats(ctx context.Context, tc client.Client, ns string, names []string, since time.Time) (*TemporalStats, error) {
-	type one struct{ runs, events, wft, la, act, actions, heartbeats int }
+	type one struct {
+		runs, events, wft, la, act, actions, heartbeats int
+		by                                              cost.Actions
+	}
 	results := make([]one, len(names))
 	err := forEachWorkflow(ctx, tc, ns, names, func(i int, id string, runs []*workflowpb.WorkflowExecutionInfo) error {
 		for _, ex := range runs {
@@ -352,6 +459,7 @@ func temporalStats(ctx context.Context, tc client.Client, ns string, names []str
 			}
 			c := cost.Count(h)
 			results[i].actions += c.Total
+			results[i].by = results[i].by.Add(c.Actions)
 			results[i].heartbeats += c.HeartbeatEstimate.Heartbeats
 		}
 		return nil
@@ -359,8 +467,9 @@ func temporalStats(ctx context.Context, tc client.Client, ns string, names []str
 	if err != nil {
 		return nil, err
 	}
-	st := &TemporalStats{Rollouts: len(names)}
+	st := &TemporalStats{Rollouts: len(names), ByCategory: &cost.Actions{}}
 	for _, r := range results {
+		*st.ByCategory = st.ByCategory.Add(r.by)
 		st.Runs += r.runs
 		st.Events = append(st.Events, r.events)
 		st.WorkflowTasks = append(st.WorkflowTasks, r.wft)

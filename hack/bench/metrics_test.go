@@ -3,6 +3,7 @@ package main
 import (
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -55,5 +56,45 @@ func TestMachineCPU(t *testing.T) {
 	m := s1.since(s0)
 	if m.Seconds < 0.2 || m.Busy < 0.2 || m.Busy > m.Seconds {
 		t.Fatalf("machine CPU %+v over a count of about 0.3 s of CPU, want busy ≥ 0.2 s and ≤ the interval's %.2f s", *m, m.Seconds)
+	}
+}
+
+// TestSumMetric: the samples of the metric whose labels include the wanted ones, summed;
+// other metrics and other operations are not.
+func TestSumMetric(t *testing.T) {
+	give := `# TYPE service_requests counter
+service_requests{namespace="default",operation="RecordActivityTaskHeartbeat",service_name="frontend"} 7
+service_requests{namespace="default",operation="RecordActivityTaskHeartbeat",service_name="history"} 2
+service_requests{namespace="default",operation="StartWorkflowExecution",service_name="frontend"} 40
+service_requests_total{operation="RecordActivityTaskHeartbeat"} 100
+`
+	got, err := sumMetric(strings.NewReader(give), "service_requests", func(l map[string]string) bool { return l["operation"] == "RecordActivityTaskHeartbeat" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 9; got != want {
+		t.Errorf("sumMetric = %d, want %d", got, want)
+	}
+}
+
+func TestPersistenceWrite(t *testing.T) {
+	tests := []struct {
+		give string
+		want bool
+	}{
+		{give: "UpdateWorkflowExecution", want: true},
+		{give: "AppendHistoryNodes", want: true},
+		{give: "CreateTasks", want: true},
+		{give: "CompleteTasksLessThan", want: true},
+		{give: "UpsertWorkflowExecution", want: true},
+		{give: "GetWorkflowExecution", want: false},
+		{give: "ReadHistoryBranch", want: false},
+		{give: "AssertShardOwnership", want: false},
+		{give: "ListNamespaces", want: false},
+	}
+	for _, tt := range tests {
+		if got := persistenceWrite(tt.give); got != tt.want {
+			t.Errorf("persistenceWrite(%s) = %t, want %t", tt.give, got, tt.want)
+		}
 	}
 }

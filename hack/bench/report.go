@@ -350,9 +350,9 @@ func (r *Report) tables() []table {
 	}
 
 	temporal := table{title: "Temporal (our side), per rolled Deployment",
-		header: []string{"workload", "budget", "rollouts", "runs", "history events median / max", "workflow tasks median / max", "local activities median / max", "activities", "total events", "actions median / max", "heartbeats (estimate) median"},
+		header: []string{"workload", "budget", "rollouts", "runs", "history events median / max", "workflow tasks median / max", "local activities median / max", "activities", "total events", "actions median / max", "heartbeats (estimate) median", "heartbeats (counted by the server) per Deployment", "persistence writes (counted by the server) per Deployment"},
 		notes: []string{"Runs of `deployment/<ns>/<name>` closed after the update started or still running, summed per Deployment. Workflow tasks are WorkflowTaskCompleted events; local activities are LocalActivity markers; activities are ActivityTaskScheduled events.",
-			"Actions are Temporal Cloud's billable actions counted from the same histories by `internal/cost` (docs/capacity.md#what-is-counted); heartbeats, which no history holds, are its estimate, apart."}}
+			"Actions are Temporal Cloud's billable actions counted from the same histories by `internal/cost` (docs/capacity.md#what-is-counted); heartbeats, which no history holds, are its estimate, apart; the last column counts them: the Temporal server's RecordActivityTaskHeartbeat requests at its frontend (its service_requests metric) from the update's start to the closing scrape, divided by the rolled Deployments; and the server's persistence writes (persistence_requests of its write operations: Create*, Update*, Append*, Upsert*, Delete*, Complete*, ...) over the same interval, divided the same way. Both count everything the server did in that interval, the watcher's and the harness's calls included."}}
 	for _, res := range r.Results {
 		t := res.Temporal
 		if t == nil {
@@ -363,7 +363,7 @@ func (r *Report) tables() []table {
 			fmt.Sprintf("%s / %d", fmtNum(median(t.WorkflowTasks)), maxOf(t.WorkflowTasks)),
 			fmt.Sprintf("%s / %d", fmtNum(median(t.LocalActivities)), maxOf(t.LocalActivities)),
 			strconv.Itoa(sumOf(t.Activities)), strconv.Itoa(sumOf(t.Events)),
-			fmt.Sprintf("%s / %d", fmtNum(median(t.Actions)), maxOf(t.Actions)), fmtNum(median(t.Heartbeats))})
+			fmt.Sprintf("%s / %d", fmtNum(median(t.Actions)), maxOf(t.Actions)), fmtNum(median(t.Heartbeats)), perRolled(t.HeartbeatsReached, t.Rollouts), perRolled(t.PersistenceWrites, t.Rollouts)})
 	}
 
 	idle := table{title: "Memory of the worker and watcher, scale workload",
@@ -734,4 +734,13 @@ func (r *Report) progressPanel(b Budget) (*plot.Plot, bool, error) {
 	}
 	p.Legend.ThumbnailWidth = vg.Points(20)
 	return p, true, nil
+}
+
+// perRolled is a server count per rolled Deployment, or "—" where the server counted none (no
+// metrics).
+func perRolled(n *int, rollouts int) string {
+	if n == nil || rollouts == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", float64(*n)/float64(rollouts))
 }

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/temporal-rollout/rollout/internal/stack"
+	"github.com/temporal-rollout/rollout/k8s"
 	"github.com/temporal-rollout/rollout/kube"
 )
 
@@ -34,7 +35,21 @@ const (
 	KindRolling  = "rolling"
 	KindRecreate = "recreate"
 	KindScale    = "scale"
+	// KindCanary is rolling with canarySteps on each Deployment (ours: a stepped rollout; the
+	// built-in controller ignores the annotation and rolls as rolling does).
+	KindCanary = "canary"
+	// KindHeld is rolling with heldSteps: half the replicas on the new template, then held for
+	// Workload.Hold on the step's timer (at rest, held-at-rest), then the rest.
+	KindHeld = "held"
 )
+
+// canarySteps: two weights with a 30 s pause after each, then the rest.
+const canarySteps = `[{"setWeight":20},{"pause":{"duration":"30s"}},{"setWeight":60},{"pause":{"duration":"30s"}}]`
+
+// heldSteps is the held workload's steps for a hold.
+func heldSteps(hold time.Duration) string {
+	return fmt.Sprintf(`[{"setWeight":50},{"pause":{"duration":%q}}]`, hold.String())
+}
 
 // Workload is N Deployments x R replicas with one strategy. The scale kind sits idle after
 // creation, then rolls Rolled of its Deployments.
@@ -44,15 +59,18 @@ type Workload struct {
 	N, R   int
 	Rolled int
 	Idle   time.Duration
+	// Hold is the held kind's pause (--hold).
+	Hold time.Duration
 }
 
-var workloadRE = regexp.MustCompile(`^(rolling|recreate)-(\d+)x(\d+)$|^scale-(\d+)$`)
+var workloadRE = regexp.MustCompile(`^(rolling|recreate|canary|held)-(\d+)x(\d+)$|^scale-(\d+)$`)
 
-// ParseWorkload reads rolling-<N>x<R>, recreate-<N>x<R> or scale-<N> (N x 1 replica).
+// ParseWorkload reads rolling-<N>x<R>, recreate-<N>x<R>, canary-<N>x<R>, held-<N>x<R> or
+// scale-<N> (N x 1 replica).
 func ParseWorkload(name string, rolled int, idle time.Duration) (Workload, error) {
 	m := workloadRE.FindStringSubmatch(name)
 	if m == nil {
-		return Workload{}, fmt.Errorf("unknown workload %q (want rolling-<N>x<R>, recreate-<N>x<R> or scale-<N>)", name)
+		return Workload{}, fmt.Errorf("unknown workload %q (want rolling-<N>x<R>, recreate-<N>x<R>, canary-<N>x<R>, held-<N>x<R> or scale-<N>)", name)
 	}
 	w := Workload{Name: name}
 	if m[4] != "" {
@@ -104,6 +122,12 @@ func (w Workload) deployment(ns, name string) *appsv1.Deployment {
 				},
 			},
 		},
+	}
+	switch w.Kind {
+	case KindCanary:
+		d.Annotations = map[string]string{k8s.StepsAnnotation: canarySteps}
+	case KindHeld:
+		d.Annotations = map[string]string{k8s.StepsAnnotation: heldSteps(w.Hold)}
 	}
 	if w.Kind == KindRecreate {
 		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
@@ -388,6 +412,14 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	beats0, writes0 := -1, 0
+	var sampled func() []ServerSample
+	if r.side == SideOurs && r.s.TemporalMetrics != "" {
+		if beats0, writes0, err = serverCounters(ctx, r.s.TemporalMetrics); err != nil {
+			return err
+		}
+		sampled = sampleServer(ctx, r.s.TemporalMetrics, beats0, writes0)
+	}
 	g = tr.setGoal(gens)
 	logf(cfg.Log, "update: new image on %d Deployments", len(rolled))
 	profiled := func() {}
@@ -431,6 +463,17 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var beats, writes *int
+	var server []ServerSample
+	if beats0 >= 0 {
+		server = sampled()
+		b, w, err := serverCounters(ctx, r.s.TemporalMetrics)
+		if err != nil {
+			return err
+		}
+		b, w = b-beats0, w-writes0
+		beats, writes = &b, &w
+	}
 	utl := fr.timeline(ctx, 5*time.Second)
 	res.UpdateTimeline = &utl
 	res.Freshness = fr.stop(time.Now())
@@ -452,6 +495,7 @@ func (r *runner) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		ts.HeartbeatsReached, ts.PersistenceWrites, ts.Samples = beats, writes, server
 		res.Temporal = ts
 		if res.StartPath, err = startPath(ctx, tc, benchNamespace, names, t0, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED); err != nil {
 			return err
@@ -726,4 +770,36 @@ func clusterLabel(side Side, m stack.TemporalMode) string {
 		return string(m)
 	}
 	return ""
+}
+
+// sampleServer reads the Temporal server's counters every serverSampleEvery until the returned
+// function is called, which returns the samples (since beats0 and writes0). A failed scrape is
+// skipped.
+func sampleServer(ctx context.Context, url string, beats0, writes0 int) func() []ServerSample {
+	ctx, cancel := context.WithCancel(ctx)
+	start := time.Now()
+	var out []ServerSample
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(serverSampleEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			b, w, err := serverCounters(ctx, url)
+			if err != nil {
+				continue
+			}
+			out = append(out, ServerSample{T: time.Since(start).Seconds(), Heartbeats: b - beats0, PersistenceWrites: w - writes0})
+		}
+	}()
+	return func() []ServerSample {
+		cancel()
+		<-done
+		return out
+	}
 }

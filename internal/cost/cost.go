@@ -135,11 +135,13 @@ func (f Free) Add(g Free) Free {
 // HeartbeatEstimate is an ESTIMATE of the heartbeats that reached the server, which Cloud
 // bills one action each and which history does not record. For each attempt of an activity
 // with a heartbeat timeout that closed in this history, it takes the time from
-// ActivityTaskStarted to the activity's close event and divides it by the SDK's throttle,
-// 0.8 × the heartbeat timeout, rounding down: a 50s AwaitChange with a 20s heartbeat timeout
-// is 50s / 16s = 3 heartbeats. That is what an activity that calls RecordHeartbeat at least
-// every 16s sends (AwaitChange beats every 5s: at 5s, then the latest at 21s and 37s); one
-// that beats less often sends fewer, and one that ends before its first beat sends none.
+// ActivityTaskStarted to the activity's close event and divides it by HeartbeatEvery of the
+// heartbeat timeout, rounding down: a 50s AwaitChange with a 20s heartbeat timeout (before
+// sparse-await-heartbeats) is 50s / 16s = 3 heartbeats, what an activity that calls
+// RecordHeartbeat at least every 16s sends (that AwaitChange beat every 5s: at 5s, then the
+// latest at 21s and 37s); a 5-minute AwaitChange with a 4-minute timeout, which beats every
+// 3 minutes, is 1. One that ends before its first beat sends none. `make bench` counts the
+// heartbeats the server answered, beside this estimate.
 // Only the last attempt is timed (the history keeps one ActivityTaskStarted).
 type HeartbeatEstimate struct {
 	// Heartbeats is the estimate, in actions.
@@ -314,15 +316,32 @@ func (c *Counts) closeActivity(activities map[int64]*activity, scheduled int64, 
 }
 
 // EstimateHeartbeats is the heartbeats an activity that ran for ran with heartbeat timeout
-// timeout sends to the server at most, one per throttle interval (HeartbeatThrottle × timeout)
-// rounded down: 50s at a 20s timeout is 50s / 16s = 3. A timeout of 0 (no heartbeats) is 0.
+// timeout sends to the server, one per HeartbeatEvery(timeout) rounded down: 50s at a 20s
+// timeout is 50s / 16s = 3; 5 minutes at 4 minutes is 5m / 3m = 1. A timeout of 0 (no
+// heartbeats) is 0.
 func EstimateHeartbeats(ran, timeout time.Duration) int {
-	every := time.Duration(float64(timeout) * HeartbeatThrottle)
+	every := HeartbeatEvery(timeout)
 	if every <= 0 || ran <= 0 {
 		return 0
 	}
 	return int(ran / every)
 }
+
+// HeartbeatEvery is how often an activity of ours with this heartbeat timeout reaches the
+// server: under 2 minutes, at the SDK's throttle (HeartbeatThrottle × timeout, at most the
+// worker's MaxHeartbeatThrottleInterval, 60 s by default), which our activities' beats every
+// few seconds always meet; from 2 minutes on, AwaitChange's own pace, three quarters of the
+// timeout (activities.heartbeatPace, sparse-await-heartbeats), each beat reaching the server.
+func HeartbeatEvery(timeout time.Duration) time.Duration {
+	if timeout >= 2*time.Minute {
+		return timeout * 3 / 4
+	}
+	return min(time.Duration(float64(timeout)*HeartbeatThrottle), SDKMaxHeartbeatThrottle)
+}
+
+// SDKMaxHeartbeatThrottle is the Go SDK's default MaxHeartbeatThrottleInterval: it never waits
+// longer than this between two heartbeats it sends, whatever the timeout.
+const SDKMaxHeartbeatThrottle = 60 * time.Second
 
 // onlyChangeVersion reports whether an upsert sets TemporalChangeVersion and nothing else.
 func onlyChangeVersion(sa *commonpb.SearchAttributes) bool {

@@ -186,6 +186,11 @@ func TestEstimateHeartbeats(t *testing.T) {
 		{name: "shorter than one interval", ran: 15 * time.Second, timeout: 20 * time.Second, want: 0},
 		{name: "50s at 20s: every 16s", ran: 50 * time.Second, timeout: 20 * time.Second, want: 3},
 		{name: "5 minutes at 30s: every 24s", ran: 5 * time.Minute, timeout: 30 * time.Second, want: 12},
+		{name: "5 minutes at 90s: the SDK's 60s cap", ran: 5 * time.Minute, timeout: 90 * time.Second, want: 5},
+		{name: "2 minutes at 3 minutes: before the first beat", ran: 2 * time.Minute, timeout: 3 * time.Minute, want: 0},
+		{name: "5 minutes at 3 minutes: every 2m15s", ran: 5 * time.Minute, timeout: 3 * time.Minute, want: 2},
+		{name: "3 minutes at 4 minutes: before the first beat", ran: 179 * time.Second, timeout: 4 * time.Minute, want: 0},
+		{name: "5 minutes at 4 minutes: every 3 minutes", ran: 5 * time.Minute, timeout: 4 * time.Minute, want: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -100,6 +100,9 @@ type Stack struct {
 	Token           string
 	TemporalAddress string
 	UIAddress       string
+	// TemporalMetrics is the dev server's Prometheus endpoint (http://host:port/metrics); empty
+	// in TemporalCluster mode.
+	TemporalMetrics string
 	Client          kubernetes.Interface
 
 	procs    map[string]*Proc
@@ -523,10 +526,12 @@ func (s *Stack) StartTemporal(ctx context.Context) error {
 		if ui == 0 {
 			ui, _ = FreePort()
 		}
+		metrics, _ := FreePort()
 		s.TemporalAddress = fmt.Sprintf("127.0.0.1:%d", port)
 		s.UIAddress = fmt.Sprintf("http://127.0.0.1:%d", ui)
+		s.TemporalMetrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
 		s.tempArgs = []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
-			"--ui-port", strconv.Itoa(ui), "--db-filename", filepath.Join(o.Dir, "temporal.db"),
+			"--ui-port", strconv.Itoa(ui), "--metrics-port", strconv.Itoa(metrics), "--db-filename", filepath.Join(o.Dir, "temporal.db"),
 			"--log-level", "warn", "--namespace", "default",
 			// WAL with synchronous=NORMAL: commits survive a crash of the server process
 			// (not a power loss) at a fraction of the fsyncs of the default.
