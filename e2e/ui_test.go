@@ -84,16 +84,20 @@ func uiRuns(t *testing.T, id string) []string {
 	return runs
 }
 
-// firstRunSummary checks the static summary of a Deployment's first run, which the watcher
-// started: "Deployment ns/web". Runs continued as new have none (the SDK's continue-as-new
-// takes no summary), and the test says so for the current one.
-func firstRunSummary(t *testing.T, ns, name string) {
+// firstRunSummary checks the static summary and details of a Deployment's first run, which
+// the watcher started: "ns/web: app=nginx:v1, <how>" (watcher.StartSummary) and the images,
+// strategy, replicas and revision as a list. Runs continued as new have none (the SDK's
+// continue-as-new takes no summary), and the test says so for the current one.
+func firstRunSummary(t *testing.T, ns, name, how string) {
 	t.Helper()
 	id := workflowID(ns, name)
 	runs := uiRuns(t, id)
-	summary, _, _ := uiMeta(t, id, runs[0])
-	if want := "Deployment " + ns + "/" + name; summary != want {
-		t.Errorf("static summary of %s's first run %q, want %q", id, summary, want)
+	summary, details, _ := uiMeta(t, id, runs[0])
+	if want := regexp.MustCompile(`^` + regexp.QuoteMeta(ns+"/"+name+": ") + `\S+=nginx:\S+, ` + regexp.QuoteMeta(how) + `$`); !want.MatchString(summary) {
+		t.Errorf("static summary of %s's first run %q, want it to match %s", id, summary, want)
+	}
+	if want := regexp.MustCompile("^- images: `\\S+=nginx:\\S+`\n- strategy: " + regexp.QuoteMeta(how) + "\n- replicas: \\d+\n- revision at this run's start: "); !want.MatchString(details) {
+		t.Errorf("static details of %s's first run %q, want them to match %s", id, details, want)
 	}
 	if len(runs) > 1 {
 		if s, _, _ := uiMeta(t, id, runs[len(runs)-1]); s != "" {
@@ -383,7 +387,7 @@ func TestUISummaries(t *testing.T) {
 	hasSummary(t, events, "TimerStarted", `^pause at step 2 of 2 of `+ns+`/web until \d{4}-\d\d-\d\dT`)
 	hasSummary(t, events, "ActivityTaskScheduled", `^wait for the next move of `+ns+`/web$`)
 
-	firstRunSummary(t, ns, "web")
+	firstRunSummary(t, ns, "web", "canary in 2 steps")
 	_, _, current := uiMeta(t, id, "")
 	promote := "temporal workflow update execute --workflow-id deployment/" + ns + "/web --name promote --input '{}'"
 	wantLines := []string{
@@ -451,7 +455,7 @@ func TestUIBlueGreen(t *testing.T) {
 	hasSummary(t, events, "MarkerRecorded", `^read `+ns+`/web, its ReplicaSets and pods$`)
 	hasSummary(t, events, "TimerStarted", `^blue-green scale-down delay of `+ns+`/web, template `+h2+`, until \d{4}-`)
 	hasSummary(t, events, "ActivityTaskScheduled", `^wait for the next move of `+ns+`/web$`)
-	firstRunSummary(t, ns, "web")
+	firstRunSummary(t, ns, "web", "blue-green")
 	var current string
 	eventually(t, time.Minute, func() string {
 		_, _, current = uiMeta(t, id, "")

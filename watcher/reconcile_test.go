@@ -539,7 +539,9 @@ func TestSignal(t *testing.T) {
 		{Kind: k8s.KindDeployment, Name: "web", ResourceVersion: "42"},
 		{Kind: k8s.KindReplicaSet, Name: rss[0].Name, ResourceVersion: "41"},
 	}}
-	eagerOpts := StartOptions("tq", false, in)
+	// The start options name what the Deployment rolls out (StartSummary): the same for d and fresh.
+	signalled := d
+	eagerOpts := StartOptionsFor("tq", false, in, fresh)
 	eagerOpts.EnableEagerStart, eagerOpts.WorkflowExecutionErrorWhenAlreadyStarted = true, true
 	eagerIn := in
 	eagerIn.Trigger = &freshTrigger
@@ -569,7 +571,7 @@ func TestSignal(t *testing.T) {
 				tc.On("ExecuteWorkflow", mock.Anything, eagerOpts, contract.WorkflowType, eagerIn).
 					Return(nil, serviceerror.NewWorkflowExecutionAlreadyStarted("running", "req", "run")).Once()
 				tc.On("SignalWithStartWorkflow", mock.Anything, id, contract.SignalTrigger, freshTrigger,
-					StartOptions("tq", false, in), contract.WorkflowType, in).Return(nil, nil).Once()
+					StartOptionsFor("tq", false, in, signalled), contract.WorkflowType, in).Return(nil, nil).Once()
 			},
 		},
 		{
@@ -590,7 +592,7 @@ func TestSignal(t *testing.T) {
 			giveEager: true,
 			giveMock: func(tc *mocks.Client) {
 				tc.On("SignalWithStartWorkflow", mock.Anything, id, contract.SignalTrigger, freshTrigger,
-					StartOptions("tq", false, in), contract.WorkflowType, in).Return(nil, nil).Once()
+					StartOptionsFor("tq", false, in, signalled), contract.WorkflowType, in).Return(nil, nil).Once()
 			},
 		},
 		{
@@ -603,7 +605,7 @@ func TestSignal(t *testing.T) {
 					{Kind: k8s.KindReplicaSet, Name: rss[0].Name, ResourceVersion: "41"},
 				}}
 				tc.On("SignalWithStartWorkflow", mock.Anything, id, contract.SignalTrigger, trigger,
-					StartOptions("tq", false, in), contract.WorkflowType, in).Return(nil, nil).Once()
+					StartOptionsFor("tq", false, in, signalled), contract.WorkflowType, in).Return(nil, nil).Once()
 			},
 		},
 		{

@@ -651,7 +651,7 @@ func (w *Watcher) signal(ctx context.Context, key string) error {
 		return err
 	}
 	in := contract.Input{Namespace: ns, Name: name, Cluster: w.opts.Cluster}
-	opts := StartOptions(w.opts.TaskQueue, w.opts.SearchAttributes, in)
+	opts := StartOptionsFor(w.opts.TaskQueue, w.opts.SearchAttributes, in, d)
 	trigger := w.trigger(d)
 	if w.startsEagerly(d) {
 		eager := in
@@ -688,6 +688,53 @@ func (w *Watcher) trigger(d *appsv1.Deployment) contract.Trigger {
 		t.Versions = append(t.Versions, k8s.ReplicaSetVersion(rs))
 	}
 	return t
+}
+
+// StartOptionsFor are StartOptions with the run's summary and details in the Temporal UI
+// (StartSummary): what the Deployment rolls out, and how.
+func StartOptionsFor(taskQueue string, searchAttributes bool, in contract.Input, d *appsv1.Deployment) client.StartWorkflowOptions {
+	o := StartOptions(taskQueue, searchAttributes, in)
+	o.StaticSummary, o.StaticDetails = StartSummary(in, d)
+	return o
+}
+
+// StartSummary is a run's summary and details at its start, from the Deployment as the
+// watcher sees it: "shop/web: app=nginx:1.27, canary in 4 steps, traffic on httproute web",
+// and a Markdown list of the images, the strategy, the replicas and the revision. A run
+// continued as new has none (the SDK's continue-as-new takes no summary): its current details
+// say what it carries.
+func StartSummary(in contract.Input, d *appsv1.Deployment) (summary, details string) {
+	var images []string
+	for _, c := range d.Spec.Template.Spec.Containers {
+		images = append(images, c.Name+"="+c.Image)
+	}
+	how := "rolling update"
+	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		how = "recreate"
+	}
+	if _, ok := d.Annotations[k8s.BlueGreenAnnotation]; ok {
+		how = "blue-green"
+	} else if steps, err := k8s.ParseSteps(d.Annotations); err == nil && len(steps) > 0 {
+		how = fmt.Sprintf("canary in %d steps", len(steps))
+	}
+	if t, err := k8s.ParseTraffic(d.Annotations); err == nil && t != nil {
+		how += ", traffic on httproute " + t.HTTPRoute.Name
+	}
+	summary = fmt.Sprintf("%s/%s: %s, %s", in.Namespace, in.Name, strings.Join(images, " "), how)
+	if in.Cluster != "" {
+		summary += " in cluster " + in.Cluster
+	}
+	replicas := int32(1)
+	if d.Spec.Replicas != nil {
+		replicas = *d.Spec.Replicas
+	}
+	rev := d.Annotations[k8s.RevisionAnnotation]
+	if rev == "" {
+		rev = "none yet"
+	}
+	details = fmt.Sprintf("- images: `%s`\n- strategy: %s\n- replicas: %d\n- revision at this run's start: %s",
+		strings.Join(images, "`, `"), how, replicas, rev)
+	return summary, details
 }
 
 // StartOptions are the options every start of a Deployment's workflow uses: its ID in its

@@ -409,3 +409,28 @@ func TestPace(t *testing.T) {
 		})
 	}
 }
+
+// TestStartSummary: a run started by the watcher says in the Temporal UI what the Deployment
+// rolls out, and how.
+func TestStartSummary(t *testing.T) {
+	in := contract.Input{Namespace: "shop", Name: "web", Cluster: "eu"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Annotations: map[string]string{
+		k8s.StepsAnnotation:    `[{"setWeight":20},{"pause":{}},{"setWeight":60}]`,
+		k8s.TrafficAnnotation:  `{"httpRoute":{"name":"shop"},"stableService":"web-stable","canaryService":"web-canary"}`,
+		k8s.RevisionAnnotation: "4",
+	}}}
+	d.Spec.Replicas = ptrTo(int32(3))
+	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx:1.27"}, {Name: "proxy", Image: "envoy:1.31"}}
+	summary, details := StartSummary(in, d)
+	if want := "shop/web: app=nginx:1.27 proxy=envoy:1.31, canary in 3 steps, traffic on httproute shop in cluster eu"; summary != want {
+		t.Errorf("summary %q, want %q", summary, want)
+	}
+	if want := "- images: `app=nginx:1.27`, `proxy=envoy:1.31`\n- strategy: canary in 3 steps, traffic on httproute shop\n- replicas: 3\n- revision at this run's start: 4"; details != want {
+		t.Errorf("details %q, want %q", details, want)
+	}
+	d.Annotations = nil
+	d.Spec.Strategy.Type = appsv1.RecreateDeploymentStrategyType
+	if summary, _ := StartSummary(contract.Input{Namespace: "shop", Name: "web"}, d); summary != "shop/web: app=nginx:1.27 proxy=envoy:1.31, recreate" {
+		t.Errorf("recreate: summary %q", summary)
+	}
+}

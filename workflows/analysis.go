@@ -48,13 +48,17 @@ func (m *measurer) take(ctx workflow.Context) (activities.Measurement, error) {
 	var res activities.Measurement
 	spec, st := m.spec, m.st
 	if spec.Job != nil {
-		jctx := workflow.WithActivityOptions(ctx, jobOptions(time.Duration(spec.Job.Timeout)))
+		o := jobOptions(time.Duration(spec.Job.Timeout))
+		o.Summary = fmt.Sprintf("run analysis Job %s (step %d of %s/%s, template %s)", st.Job, st.Step+1, m.ref.Namespace, m.ref.Name, m.hash)
+		jctx := workflow.WithActivityOptions(ctx, o)
 		err := workflow.ExecuteActivity(jctx, a.RunAnalysisJob, activities.JobAnalysisInput{
 			Deployment: m.ref, Step: st.Step + 1, Hash: m.hash, Name: st.Job, Job: *spec.Job,
 		}).Get(ctx, &res)
 		return res, err
 	}
-	mctx := workflow.WithActivityOptions(ctx, measureOptions)
+	o := measureOptions
+	o.Summary = fmt.Sprintf("measurement %d of %d (%s) of step %d of %s/%s", st.Taken+1, spec.Count, spec.Provider(), st.Step+1, m.ref.Namespace, m.ref.Name)
+	mctx := workflow.WithActivityOptions(ctx, o)
 	err := workflow.ExecuteActivity(mctx, a.MeasureAnalysis, activities.MeasureInput{
 		Deployment: m.ref, Step: st.Step + 1, Measurement: st.Taken + 1, Query: spec.Query, Min: spec.Min, Max: spec.Max, Web: spec.Web,
 	}).Get(ctx, &res)

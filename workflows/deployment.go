@@ -795,7 +795,8 @@ func (r *deploymentRun) released(ctx workflow.Context, plan k8s.Plan) Result {
 	if plan.Message != "" {
 		ref := activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID}
 		events := []k8s.Event{{Type: "Warning", Reason: "ManagedStrategyUnsupported", Message: plan.Message + "; left to the Deployment controller"}}
-		if err := workflow.ExecuteLocalActivity(ctx, a.RecordEvent, activities.RecordEventInput{Deployment: ref, Events: events}).Get(ctx, nil); err != nil {
+		ectx := withSummary(ctx, "record ManagedStrategyUnsupported on "+r.in.Namespace+"/"+r.in.Name)
+		if err := workflow.ExecuteLocalActivity(ectx, a.RecordEvent, activities.RecordEventInput{Deployment: ref, Events: events}).Get(ctx, nil); err != nil {
 			r.log.Warn("Recording the ManagedStrategyUnsupported event failed", "error", err)
 		}
 	}
@@ -810,7 +811,8 @@ func (r *deploymentRun) released(ctx workflow.Context, plan k8s.Plan) Result {
 func (r *deploymentRun) releaseOnCancel(ctx workflow.Context) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	dctx = workflow.WithLocalActivityOptions(dctx, workflow.LocalActivityOptions{StartToCloseTimeout: 30 * time.Second})
+	dctx = workflow.WithLocalActivityOptions(dctx, workflow.LocalActivityOptions{StartToCloseTimeout: 30 * time.Second,
+		Summary: "hand " + r.in.Namespace + "/" + r.in.Name + " back to kube-controller-manager (the run was canceled)"})
 	ref := activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID}
 	events := []k8s.Event{{Type: "Normal", Reason: "Released", Message: "Workflow canceled: spec.paused and spec.strategy restored, handed back to the Deployment controller"}}
 	if err := workflow.ExecuteLocalActivity(dctx, a.ReleaseDeployment, activities.ParkInput{Deployment: ref, Events: events}).Get(dctx, nil); err != nil {

@@ -147,7 +147,10 @@ func (fx *effects) deliver(ctx workflow.Context, in *activities.NotifyInput) {
 			// Carried to the next run, which sends it.
 			return
 		}
-		actx := workflow.WithActivityOptions(gctx, notifyOptions)
+		o := notifyOptions
+		// The webhook's address is left out: it may carry a token.
+		o.Summary = fmt.Sprintf("notify %s of %s/%s (%s)", in.Notification.Event, in.Notification.Namespace, in.Notification.Deployment, in.Format)
+		actx := workflow.WithActivityOptions(gctx, o)
 		err := workflow.ExecuteActivity(actx, a.Notify, *in).Get(gctx, nil)
 		for i, p := range nt.pending {
 			if p == in {
@@ -288,7 +291,9 @@ func (fx *effects) upsertSearchAttributes(ctx workflow.Context, outcome string, 
 // failed (logged: no hold).
 func (fx *effects) fleetFreeze(ctx workflow.Context) *FreezeHold {
 	var f activities.FleetFreezeResult
-	lctx := workflow.WithLocalActivityOptions(ctx, freezeOptions)
+	o := freezeOptions
+	o.Summary = "ask whether the fleet is frozen, for " + fx.dep.Namespace + "/" + fx.dep.Name
+	lctx := workflow.WithLocalActivityOptions(ctx, o)
 	if err := workflow.ExecuteLocalActivity(lctx, a.FleetFreeze).Get(lctx, &f); err != nil {
 		fx.log.Warn("Asking for the fleet freeze failed; not holding", "error", err)
 		return nil

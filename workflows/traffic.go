@@ -157,7 +157,8 @@ func (rt *router) syncRoute(ctx workflow.Context, ref activities.DeploymentRef, 
 		in.Events = []k8s.Event{{Type: "Normal", Reason: "TrafficShifted", Message: trafficMessage(routeName, *spec, want, avail, target)}}
 	}
 	var res activities.SyncTrafficResult
-	err = workflow.ExecuteLocalActivity(ctx, a.SyncTraffic, in).Get(ctx, &res)
+	sctx := withSummary(ctx, fmt.Sprintf("route %s: canary %s %d%%, stable %s (headers: %s)", routeName, canary, want.Route.CanaryWeight, stable, headerNames(headers)))
+	err = workflow.ExecuteLocalActivity(sctx, a.SyncTraffic, in).Get(ctx, &res)
 	for _, m := range res.Moves {
 		if m.Check != "" {
 			rt.recordStepWarning(ctx, "TrafficInvariant", "Traffic move on "+routeName+": "+m.Check)
@@ -200,7 +201,8 @@ func (rt *router) fallBack(ctx workflow.Context, ref activities.DeploymentRef, s
 			routeName, cause, spec.StableService, spec.CanaryService),
 	}}}
 	var res activities.ReleaseTrafficResult
-	if err := workflow.ExecuteLocalActivity(ctx, a.ReleaseTraffic, in).Get(ctx, &res); err != nil {
+	fctx := withSummary(ctx, fmt.Sprintf("Services %s and %s select every pod of %s/%s (httproute %s not moved)", spec.StableService, spec.CanaryService, ref.Namespace, ref.Name, routeName))
+	if err := workflow.ExecuteLocalActivity(fctx, a.ReleaseTraffic, in).Get(ctx, &res); err != nil {
 		return fmt.Errorf("sync traffic on httproute %s: %v; select every pod instead: %w", routeName, cause, err)
 	}
 	rt.Traffic = &TrafficStatus{Route: routeName, Check: "holds", Hold: "route not moved, the Services select every pod: " + cause.Error(),
@@ -219,7 +221,8 @@ func (rt *router) release(ctx workflow.Context, ref activities.DeploymentRef) er
 		Message: fmt.Sprintf("The %s annotation is gone: Services %s and %s select as their own selectors say again", k8s.TrafficAnnotation, t.Stable.Service, t.Canary.Service),
 	}}}
 	var res activities.ReleaseTrafficResult
-	if err := workflow.ExecuteLocalActivity(ctx, a.ReleaseTraffic, in).Get(ctx, &res); err != nil {
+	rctx := withSummary(ctx, fmt.Sprintf("give Services %s and %s of %s/%s their own selectors back", t.Stable.Service, t.Canary.Service, ref.Namespace, ref.Name))
+	if err := workflow.ExecuteLocalActivity(rctx, a.ReleaseTraffic, in).Get(ctx, &res); err != nil {
 		return fmt.Errorf("give the services their selectors back: %w", err)
 	}
 	rt.Traffic, rt.ask = nil, nil

@@ -100,7 +100,9 @@ func (r *deploymentRun) startAwait(ctx workflow.Context) {
 	}
 	if r.LocalWait > 0 && !r.awaitRemote && !r.recordRollback && !r.recordUpdate {
 		in.MaxWait = r.LocalWait
-		lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, localAwaitOptions(r.LocalWait)))
+		lo := localAwaitOptions(r.LocalWait)
+		lo.Summary = fmt.Sprintf("wait up to %s in the workflow task for the next move of %s/%s", r.LocalWait, r.in.Namespace, r.in.Name)
+		lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, lo))
 		r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteLocalActivity(lctx, a.AwaitChange, in), cancel, true
 		return
 	}
@@ -119,7 +121,9 @@ func (r *deploymentRun) startAwait(ctx workflow.Context) {
 func (r *deploymentRun) startRetryAwait(ctx workflow.Context) {
 	r.stopAwait()
 	in := activities.AwaitInput{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID, Retry: true, MaxWait: awaitMaxWait}
-	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, awaitActivityOptions(ctx)))
+	opts := awaitActivityOptions(ctx)
+	opts.Summary = "sync " + r.in.Namespace + "/" + r.in.Name + " again once the client budget admits it"
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
 	r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteActivity(actx, a.AwaitChange, in), cancel, false
 }
 
