@@ -107,7 +107,7 @@ func (meas *measurer) run(gctx workflow.Context, send func(verdict, msg string))
 	}
 	for st.Taken < spec.Count {
 		if st.Taken > 0 {
-			if err := workflow.Sleep(gctx, time.Duration(spec.Interval)); err != nil {
+			if err := workflow.NewTimerWithOptions(gctx, time.Duration(spec.Interval), workflow.TimerOptions{Summary: fmt.Sprintf("next measurement (%d of %d) of step %d of %s/%s in %s", st.Taken+1, spec.Count, st.Step+1, meas.ref.Namespace, meas.ref.Name, time.Duration(spec.Interval))}).Get(gctx, nil); err != nil {
 				return
 			}
 		}
