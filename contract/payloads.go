@@ -1,6 +1,8 @@
 package contract
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -295,4 +297,22 @@ type FreezeHold struct {
 	Until  time.Time `json:"until,omitzero"`
 	Reason string    `json:"reason,omitempty"`
 	By     string    `json:"by,omitempty"`
+}
+
+// ParseUpdate decodes an update's payload strictly, as the Deployment and release workflows
+// both take theirs: unknown fields and trailing data are errors; no payload (or null) leaves v
+// as it is, the zero value.
+func ParseUpdate(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("payload %s: %w", string(raw), err)
+	}
+	if dec.More() {
+		return fmt.Errorf("payload %s has data after the object", string(raw))
+	}
+	return nil
 }

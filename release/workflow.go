@@ -1187,14 +1187,14 @@ func (r *run) register(ctx workflow.Context) error {
 	for _, h := range []handler{
 		{UpdateApprove, func(ctx workflow.Context, raw json.RawMessage) error {
 			var req ApproveRequest
-			if err := parseUpdate(raw, &req); err != nil {
+			if err := contract.ParseUpdate(raw, &req); err != nil {
 				return err
 			}
 			_, err := r.canApprove(req, workflow.Now(ctx))
 			return err
 		}, func(ctx workflow.Context, raw json.RawMessage) {
 			var req ApproveRequest
-			_ = parseUpdate(raw, &req)
+			_ = contract.ParseUpdate(raw, &req)
 			// The validator accepted it in this workflow task: the same check gives the
 			// same approval.
 			ap, _ := r.canApprove(req, workflow.Now(ctx))
@@ -1205,7 +1205,7 @@ func (r *run) register(ctx workflow.Context) error {
 		}},
 		{UpdatePause, func(_ workflow.Context, raw json.RawMessage) error {
 			var req ReasonRequest
-			if err := parseUpdate(raw, &req); err != nil {
+			if err := contract.ParseUpdate(raw, &req); err != nil {
 				return err
 			}
 			if err := r.over(); err != nil {
@@ -1217,7 +1217,7 @@ func (r *run) register(ctx workflow.Context) error {
 			return nil
 		}, func(ctx workflow.Context, raw json.RawMessage) {
 			var req ReasonRequest
-			_ = parseUpdate(raw, &req)
+			_ = contract.ParseUpdate(raw, &req)
 			if req.Reason == "" {
 				req.Reason = "paused by an update"
 			}
@@ -1225,7 +1225,7 @@ func (r *run) register(ctx workflow.Context) error {
 		}},
 		{UpdateResume, func(_ workflow.Context, raw json.RawMessage) error {
 			var req struct{}
-			if err := parseUpdate(raw, &req); err != nil {
+			if err := contract.ParseUpdate(raw, &req); err != nil {
 				return err
 			}
 			if err := r.over(); err != nil {
@@ -1240,7 +1240,7 @@ func (r *run) register(ctx workflow.Context) error {
 		}},
 		{UpdateAbort, func(_ workflow.Context, raw json.RawMessage) error {
 			var req ReasonRequest
-			if err := parseUpdate(raw, &req); err != nil {
+			if err := contract.ParseUpdate(raw, &req); err != nil {
 				return err
 			}
 			if strings.TrimSpace(req.Reason) == "" {
@@ -1249,12 +1249,12 @@ func (r *run) register(ctx workflow.Context) error {
 			return r.over()
 		}, func(ctx workflow.Context, raw json.RawMessage) {
 			var req ReasonRequest
-			_ = parseUpdate(raw, &req)
+			_ = contract.ParseUpdate(raw, &req)
 			r.failWith("aborted: " + strings.TrimSpace(req.Reason))
 		}},
 		{UpdateSkipBake, func(_ workflow.Context, raw json.RawMessage) error {
 			var req struct{}
-			if err := parseUpdate(raw, &req); err != nil {
+			if err := contract.ParseUpdate(raw, &req); err != nil {
 				return err
 			}
 			if r.st.Status.Phase != PhaseBaking || r.failed() {
@@ -1367,23 +1367,6 @@ func (r *run) canApprove(req ApproveRequest, now time.Time) (ApprovalAt, error) 
 		}
 	}
 	return ap, nil
-}
-
-// parseUpdate decodes an update's payload strictly: unknown fields and trailing data are
-// errors; no payload is the zero value.
-func parseUpdate(raw json.RawMessage, v any) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("payload %s: %w", string(raw), err)
-	}
-	if dec.More() {
-		return fmt.Errorf("payload %s has data after the object", string(raw))
-	}
-	return nil
 }
 
 // errMessage is an activity error's cause, without the SDK's wrapping.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -36,23 +37,6 @@ type queuedUpdate struct {
 	done    bool
 }
 
-// parseUpdate decodes an update's payload strictly: a JSON object with only the known fields.
-// No payload is {}.
-func parseUpdate(raw json.RawMessage, v any) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	dec := json.NewDecoder(bytesReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("payload %s: %w", string(raw), err)
-	}
-	if dec.More() {
-		return fmt.Errorf("payload %s has data after the object", string(raw))
-	}
-	return nil
-}
-
 // register sets the promote and abort update handlers. Each validator rejects what makes
 // no sense now (promote with nothing paused, abort with nothing to abort); an accepted update
 // is applied by the main loop, and returns the status once it is applied and recorded.
@@ -63,19 +47,19 @@ func (us *updateState) register(ctx workflow.Context) error {
 	return handleUpdate(ctx, us, UpdateAbort, func(AbortRequest) error { return us.st.canAbort() }, func(req *AbortRequest) *queuedUpdate { return &queuedUpdate{abort: req} })
 }
 
-// handleUpdate registers the update name: its payload decoded strictly (parseUpdate), checked
+// handleUpdate registers the update name: its payload decoded strictly (contract.ParseUpdate), checked
 // by valid in the validator and again by the main loop, and queued as queued says.
 func handleUpdate[Req any](ctx workflow.Context, us *updateState, name string, valid func(Req) error, queued func(*Req) *queuedUpdate) error {
 	run := func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
 		var req Req
-		if err := parseUpdate(raw, &req); err != nil {
+		if err := contract.ParseUpdate(raw, &req); err != nil {
 			return Status{}, err
 		}
 		return us.queue(ctx, queued(&req))
 	}
 	validate := func(ctx workflow.Context, raw json.RawMessage) error {
 		var req Req
-		if err := parseUpdate(raw, &req); err != nil {
+		if err := contract.ParseUpdate(raw, &req); err != nil {
 			return err
 		}
 		return valid(req)
