@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temporal-rollout/rollout/activities"
@@ -14,26 +13,6 @@ import (
 // Analysis providers: a Prometheus query and a web endpoint are measured by MeasureAnalysis,
 // one activity per measurement; a Job by RunAnalysisJob, one activity that creates the Job
 // and waits for its result. Each result is in the history.
-
-// jobOptions: RunAnalysisJob may wait for its Job up to the step's timeout, heartbeating, so a
-// dead worker's wait fails within the heartbeat timeout and the retry (on any worker) finds
-// the Job the first attempt created and waits on. Past the timeout (plus a margin over the
-// Job's activeDeadlineSeconds, which fails it first) the analysis is inconclusive.
-func jobOptions(timeout time.Duration) workflow.ActivityOptions {
-	if timeout <= 0 {
-		timeout = k8s.DefaultJobTimeout
-	}
-	return workflow.ActivityOptions{
-		ScheduleToCloseTimeout: timeout + 2*time.Minute,
-		HeartbeatTimeout:       30 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        30 * time.Second,
-			NonRetryableErrorTypes: []string{activities.ErrInvalid, activities.ErrJobGone, activities.ErrNotFound},
-		},
-	}
-}
 
 // measurer takes an analysis step's measurements with its provider's activity.
 type measurer struct {
@@ -75,20 +54,6 @@ const (
 // maxKeptMeasurements bounds the measurements the state (and the status query) keeps; every
 // one is in the history as its activity's result.
 const maxKeptMeasurements = 10
-
-// measureOptions: one measurement retries a failing query every few seconds for up to 5
-// minutes (a query error is not a failed measurement); after that the analysis is
-// inconclusive and the rollout waits for promote or abort.
-var measureOptions = workflow.ActivityOptions{
-	StartToCloseTimeout:    45 * time.Second,
-	ScheduleToCloseTimeout: 5 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        15 * time.Second,
-		NonRetryableErrorTypes: []string{activities.ErrNoPrometheus},
-	},
-}
 
 // analysisResult is what an analysis goroutine hands the main loop.
 type analysisResult struct {

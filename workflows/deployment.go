@@ -25,20 +25,6 @@ const (
 	maxSyncsPerRun = 200
 )
 
-// localActivityOptions: every Kubernetes read and write is a local activity, recorded as one
-// marker event, so a rollout's history stays small. Each is idempotent, so a retry after a
-// worker crash repeats it safely.
-var localActivityOptions = workflow.LocalActivityOptions{
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 2 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:    500 * time.Millisecond,
-		BackoffCoefficient: 2,
-		MaximumInterval:    10 * time.Second,
-		MaximumAttempts:    5,
-	},
-}
-
 // newRollout builds a run from its input: the state the previous run handed over (or a new
 // one), and the runtime parts rebuilt around it. resumeWaits restarts the waits under way.
 func newRollout(ctx workflow.Context, in Input) *deploymentRun {
@@ -811,8 +797,7 @@ func (r *deploymentRun) released(ctx workflow.Context, plan k8s.Plan) Result {
 func (r *deploymentRun) releaseOnCancel(ctx workflow.Context) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	dctx = workflow.WithLocalActivityOptions(dctx, workflow.LocalActivityOptions{StartToCloseTimeout: 30 * time.Second,
-		Summary: "hand " + r.in.Namespace + "/" + r.in.Name + " back to kube-controller-manager (the run was canceled)"})
+	dctx = withSummary(workflow.WithLocalActivityOptions(dctx, releaseOptions), "hand "+r.in.Namespace+"/"+r.in.Name+" back to kube-controller-manager (the run was canceled)")
 	ref := activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID}
 	events := []k8s.Event{{Type: "Normal", Reason: "Released", Message: "Workflow canceled: spec.paused and spec.strategy restored, handed back to the Deployment controller"}}
 	if err := workflow.ExecuteLocalActivity(dctx, a.ReleaseDeployment, activities.ParkInput{Deployment: ref, Events: events}).Get(dctx, nil); err != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temporal-rollout/rollout/k8s"
@@ -21,13 +20,6 @@ import (
 
 // freezeRecheck is how often a held rollout asks the freeze again.
 const freezeRecheck = 15 * time.Second
-
-// freezeOptions: one quick question; an answer that does not come is no freeze.
-var freezeOptions = workflow.LocalActivityOptions{
-	StartToCloseTimeout:    5 * time.Second,
-	ScheduleToCloseTimeout: 12 * time.Second,
-	RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2},
-}
 
 // freezeChecked reports whether this run asks for the fleet freeze (the versioned branch).
 func freezeChecked(ctx workflow.Context) bool {

@@ -1,11 +1,6 @@
 package workflows
 
 import (
-	"time"
-
-	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/temporal-rollout/rollout/activities"
 )
 
@@ -18,20 +13,6 @@ import (
 //
 // Delivery is at least once: notifications not delivered when a run continues as new are
 // carried to the next run, which sends them again.
-
-// notifyOptions: a webhook gets 10 attempts within 10 minutes; a 4xx answer (other than 408
-// and 429) is not retried.
-var notifyOptions = workflow.ActivityOptions{
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 10 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        2 * time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        2 * time.Minute,
-		MaximumAttempts:        10,
-		NonRetryableErrorTypes: []string{activities.ErrWebhookRejected, activities.ErrInvalid},
-	},
-}
 
 // notifier is a run's notification state.
 type notifier struct {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temporal-rollout/rollout/activities"
@@ -163,28 +162,6 @@ func (w *waitState) scheduleWake(ctx workflow.Context, plan k8s.Plan) {
 	w.setWake(ctx, plan.RecheckAt.Time)
 }
 
-// awaitMaxWait bounds one AwaitChange: a rollout under way is synced at least this often.
-const awaitMaxWait = 5 * time.Minute
-
-// awaitOptions: AwaitChange is a regular activity (it may wait minutes), heartbeating so that a
-// dead worker's wait fails within the heartbeat timeout and the workflow syncs instead. It is
-// not retried: the workflow decides what comes next. These are the options of runs before
-// sparse-await-heartbeats: a 20 s heartbeat timeout, one heartbeat reaching the server every
-// 16 s (3.75 billable actions a minute of any wait).
-var awaitOptions = workflow.ActivityOptions{
-	ScheduleToCloseTimeout: awaitMaxWait + time.Minute,
-	HeartbeatTimeout:       20 * time.Second,
-	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
-}
-
-// awaitHeartbeatTimeout is AwaitChange's heartbeat timeout from sparse-await-heartbeats on: the
-// wait beats every 3 minutes (activities.heartbeatPace), so a wait under that costs no
-// heartbeat and a 5-minute one (awaitMaxWait) one, and the server fails the wait of a worker
-// that died at most 4 minutes after its last heartbeat. A worker that comes back sooner takes
-// its rollouts over at once: at start it signals every rollout under way (watcher.TakeOver),
-// whose workflow then gives up the dead wait, syncs and waits again on a live worker.
-const awaitHeartbeatTimeout = 4 * time.Minute
-
 // awaitActivityOptions are AwaitChange's activity options for this run (sparse-await-heartbeats).
 func awaitActivityOptions(ctx workflow.Context) workflow.ActivityOptions {
 	opts := awaitOptions
@@ -201,15 +178,6 @@ func awaitActivityOptions(ctx workflow.Context) workflow.ActivityOptions {
 // reaches the workflow before it ends.
 func (r *deploymentRun) takeOver(ctx workflow.Context) bool {
 	return !r.awaitLocal && workflow.GetVersion(ctx, changeSparseAwaitHeartbeats, workflow.DefaultVersion, 1) >= 1
-}
-
-// localAwaitOptions: a local wait (see State.LocalWait) is not retried; on any error the
-// AwaitChange activity waits.
-func localAwaitOptions(window time.Duration) workflow.LocalActivityOptions {
-	return workflow.LocalActivityOptions{
-		StartToCloseTimeout: window + 10*time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-	}
 }
 
 func (r *deploymentRun) addSignals(ctx workflow.Context, sel workflow.Selector) {
