@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -17,7 +18,7 @@ import (
 // measurer takes an analysis step's measurements with its provider's activity.
 type measurer struct {
 	spec *k8s.AnalysisStep
-	st   *analysisState
+	st   *contract.AnalysisStatus
 	ref  activities.DeploymentRef
 	hash string
 }

@@ -88,11 +88,11 @@ func TestWebAnalysisFailsAborts(t *testing.T) {
 	at(env, 90*time.Second, func() {
 		st := queryStatus(t, env)
 		s := st.Steps
-		check(t, s != nil && s.WaitingFor == WaitingForAnalysis && s.Analysis != nil && s.Analysis.Provider == k8s.ProviderWeb,
+		check(t, s != nil && s.WaitingFor == contract.WaitingForAnalysis && s.Analysis != nil && s.Analysis.Provider == k8s.ProviderWeb,
 			"measuring: steps %+v, want step 2 waiting for a web analysis", s)
 		check(t, s != nil && strings.Contains(s.Current, "web analysis of GET http://metrics.local/api $.data.errorRate"), "current step %q", s.Current)
 	})
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
 	if len(*ins) != 1 || (*ins)[0].Web == nil || (*ins)[0].Web.URL != "http://metrics.local/api" || (*ins)[0].Query != "" || (*ins)[0].Step != 2 {
@@ -108,7 +108,7 @@ func TestWebAnalysisPasses(t *testing.T) {
 	f := stepped(webSteps)
 	env := newEnv(t, f)
 	ins := measurements(env, activities.VerdictSuccessful)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
 	if len(*ins) != 2 || (*ins)[1].Measurement != 2 {
@@ -146,7 +146,7 @@ func TestJobAnalysis(t *testing.T) {
 				check(t, s != nil && s.Analysis != nil && s.Analysis.Provider == k8s.ProviderJob && strings.HasPrefix(s.Analysis.Job, testName+"-"),
 					"running the job: steps %+v, want a job analysis naming its job", s)
 			})
-			env.ExecuteWorkflow(WorkflowType, input())
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 			continuedAsNew(t, env)
 			assertReplicas(t, f, tt.wantImages)
 			if len(ins) != 1 || ins[0].Step != 2 || ins[0].Deployment.UID != testUID || time.Duration(ins[0].Job.Timeout) != 5*time.Minute ||
@@ -171,7 +171,7 @@ func TestNotifyOnAbort(t *testing.T) {
 	hook := &webhook{}
 	hook.register(env)
 	measurements(env, activities.VerdictFailed)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	// Each notification is its own activity: those scheduled in one workflow task (the failed
 	// analysis and the abort) may be delivered in either order.
@@ -218,8 +218,8 @@ func TestNotifyCompleted(t *testing.T) {
 			hook := &webhook{fail: tt.fail}
 			hook.register(env)
 			var promoted updateOutcome
-			updateAt(env, time.Hour, UpdatePromote, nil, &promoted)
-			env.ExecuteWorkflow(WorkflowType, input())
+			updateAt(env, time.Hour, contract.UpdatePromote, nil, &promoted)
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 			next := continuedAsNew(t, env)
 			assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
 			if !promoted.completed || promoted.err != nil {
@@ -256,7 +256,7 @@ func TestNotifyCompleted(t *testing.T) {
 			hook2 := &webhook{}
 			hook2.register(env2)
 			endByDeletion(env2, f, time.Minute)
-			env2.ExecuteWorkflow(WorkflowType, next)
+			env2.ExecuteWorkflow(contract.WorkflowType, next)
 			// Both are sent at once; they arrive in either order.
 			got, want := hook2.events(), strings.Split(wantCarried, ",")
 			sort.Strings(got)
@@ -275,7 +275,7 @@ func TestNoNotifyWithoutAnnotation(t *testing.T) {
 	hook := &webhook{}
 	hook.register(env)
 	measurements(env, activities.VerdictFailed)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	if hook.attempts != 0 {
 		t.Errorf("notify attempts %d, want 0", hook.attempts)
@@ -289,7 +289,7 @@ func TestInvalidNotifyAnnotation(t *testing.T) {
 	env := newEnv(t, f)
 	hook := &webhook{}
 	hook.register(env)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
 	var warned string
@@ -315,8 +315,8 @@ func TestNotifyRevision(t *testing.T) {
 	hook := &webhook{}
 	hook.register(env)
 	var promoted updateOutcome
-	updateAt(env, time.Hour, UpdatePromote, nil, &promoted)
-	env.ExecuteWorkflow(WorkflowType, input())
+	updateAt(env, time.Hour, contract.UpdatePromote, nil, &promoted)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	var got []string
 	for _, in := range hook.got {

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -59,7 +60,7 @@ func newBlueGreen(ctx workflow.Context, fx *effects, endCanary func()) *blueGree
 }
 
 // promote promotes (the promote update).
-func (b *blueGreenStrategy) promoteBlueGreen(ctx workflow.Context, req PromoteRequest) {
+func (b *blueGreenStrategy) promoteBlueGreen(ctx workflow.Context, req contract.PromoteRequest) {
 	b.promoteWhy(ctx, req, "Promoted")
 }
 
@@ -71,14 +72,14 @@ func replicasOf(d *appsv1.Deployment) int32 {
 }
 
 func analysisName(of string) string {
-	if of == BlueGreenPostPromotionAnalysis {
+	if of == contract.BlueGreenPostPromotionAnalysis {
 		return "post-promotion analysis"
 	}
 	return "pre-promotion analysis"
 }
 
 // switchesDone: every switch leaves its Service as it is, or points it where it already is.
-func switchesDone(switches []activities.ServiceSwitch, sv *BlueGreenServices) bool {
+func switchesDone(switches []activities.ServiceSwitch, sv *contract.BlueGreenServices) bool {
 	for _, sw := range switches {
 		cur := sv.ActiveSelects
 		if sw.Service == sv.Preview && sw.Service != sv.Active {
@@ -155,20 +156,20 @@ func (b *blueGreenStrategy) blueGreenRequest(ctx workflow.Context, d *appsv1.Dep
 		b.endBlueGreen()
 		b.BlueGreen = &blueGreenState{Hash: hash, Revision: rev}
 		b.recordStep(ctx, "BlueGreenStarted", fmt.Sprintf("Rolling out template %s blue-green: active Service %s stays on %s until promoted", hash, spec.ActiveService, b.StableHash))
-		b.enterPhase(ctx, BlueGreenPreview)
+		b.enterPhase(ctx, contract.BlueGreenPreview)
 	}
 	bg := b.BlueGreen
 	bg.Spec = spec
 	bg.Revision = rev
 	c = &k8s.Canary{Hash: hash, BlueGreen: true}
 	switch bg.Phase {
-	case BlueGreenScalingDown:
+	case contract.BlueGreenScalingDown:
 		return nil, true
-	case BlueGreenPreview, BlueGreenPrePromotionAnalysis, BlueGreenPaused:
+	case contract.BlueGreenPreview, contract.BlueGreenPrePromotionAnalysis, contract.BlueGreenPaused:
 		c.BlueGreenReplicas = spec.PreviewReplicas(replicasOf(d))
 	}
 	switch bg.Phase {
-	case BlueGreenPreview, BlueGreenPromoting:
+	case contract.BlueGreenPreview, contract.BlueGreenPromoting:
 	default:
 		c.Hold, c.Message = true, bg.Message
 	}
@@ -186,44 +187,44 @@ func (b *blueGreenStrategy) enterPhase(ctx workflow.Context, to string) {
 	bg.Phase, bg.Until, bg.Analysis, bg.AnalysisSpec, bg.Freeze = to, nil, nil, nil, nil
 	active, preview := spec.ActiveService, spec.PreviewService
 	switch to {
-	case BlueGreenPreview:
-		bg.WaitingFor = WaitingForReplicaSet
+	case contract.BlueGreenPreview:
+		bg.WaitingFor = contract.WaitingForReplicaSet
 		bg.Message = fmt.Sprintf("Blue-green: scaling up the new ReplicaSet (template %s)", bg.Hash)
 		if preview != "" {
 			bg.Message += "; the preview Service " + preview + " switches once all its pods are available"
 		}
-	case BlueGreenPrePromotionAnalysis, BlueGreenPostPromotionAnalysis:
+	case contract.BlueGreenPrePromotionAnalysis, contract.BlueGreenPostPromotionAnalysis:
 		bg.AnalysisSpec = spec.PrePromotionAnalysis
 		step := 1
-		if to == BlueGreenPostPromotionAnalysis {
+		if to == contract.BlueGreenPostPromotionAnalysis {
 			bg.AnalysisSpec, step = spec.PostPromotionAnalysis, 2
 		}
-		bg.Analysis = &analysisState{Step: step - 1}
-		bg.WaitingFor = WaitingForAnalysis
+		bg.Analysis = &contract.AnalysisStatus{Step: step - 1}
+		bg.WaitingFor = contract.WaitingForAnalysis
 		bg.Message = fmt.Sprintf("Blue-green: %s (%s): measuring", analysisName(to), bg.AnalysisSpec)
 		b.startAnalysis(ctx, b.BlueGreen.AnalysisSpec, b.BlueGreen.Analysis, b.BlueGreen.Hash)
-	case BlueGreenPaused:
+	case contract.BlueGreenPaused:
 		if spec.AutoPromotionSeconds > 0 {
 			until := workflow.Now(ctx).Add(time.Duration(spec.AutoPromotionSeconds) * time.Second).UTC()
 			bg.Until = &until
-			bg.WaitingFor = WaitingForTimer
+			bg.WaitingFor = contract.WaitingForTimer
 			bg.Message = fmt.Sprintf("Blue-green: preview ready, promoting automatically at %s (autoPromotionSeconds %d)", until.Format(time.RFC3339), spec.AutoPromotionSeconds)
 			b.startPhaseTimer(ctx)
 		} else {
-			bg.WaitingFor = WaitingForPromote
+			bg.WaitingFor = contract.WaitingForPromote
 			bg.Message = "Blue-green: preview ready, paused until promoted"
 		}
-	case BlueGreenPromoting:
-		bg.WaitingFor = WaitingForReplicaSet
+	case contract.BlueGreenPromoting:
+		bg.WaitingFor = contract.WaitingForReplicaSet
 		bg.Message = fmt.Sprintf("Blue-green: promoted; the active Service %s switches to template %s once all its pods are available", active, bg.Hash)
-	case BlueGreenScaleDownDelay:
+	case contract.BlueGreenScaleDownDelay:
 		delay := spec.ScaleDownDelay()
 		until := workflow.Now(ctx).Add(delay).UTC()
 		bg.Until = &until
-		bg.WaitingFor = WaitingForTimer
+		bg.WaitingFor = contract.WaitingForTimer
 		bg.Message = fmt.Sprintf("Blue-green: active Service %s on template %s; the old ReplicaSet stays warm until %s (scaleDownDelaySeconds %d)", active, bg.Hash, until.Format(time.RFC3339), int64(delay/time.Second))
 		b.startPhaseTimer(ctx)
-	case BlueGreenScalingDown:
+	case contract.BlueGreenScalingDown:
 		bg.WaitingFor = ""
 		bg.Message = "Blue-green: scaling the old ReplicaSet down"
 	}
@@ -241,18 +242,18 @@ func (b *blueGreenStrategy) afterBlueGreen(ctx workflow.Context, plan k8s.Plan) 
 	sv := b.BlueGreenServices
 	switch {
 	case plan.Phase == k8s.PhaseComplete:
-		if bg.Phase == BlueGreenScalingDown {
+		if bg.Phase == contract.BlueGreenScalingDown {
 			b.recordStep(ctx, "OldReplicaSetScaledDown", fmt.Sprintf("Blue-green: the old ReplicaSet is scaled down; template %s is complete", bg.Hash))
 		}
 		b.endBlueGreen()
-	case bg.Phase == BlueGreenPreview && plan.CanaryReached && (spec.PreviewService == "" || sv != nil && sv.PreviewSelects == bg.Hash):
+	case bg.Phase == contract.BlueGreenPreview && plan.CanaryReached && (spec.PreviewService == "" || sv != nil && sv.PreviewSelects == bg.Hash):
 		b.previewReady(ctx)
-	case bg.Phase == BlueGreenPromoting && sv != nil && sv.ActiveSelects == bg.Hash:
+	case bg.Phase == contract.BlueGreenPromoting && sv != nil && sv.ActiveSelects == bg.Hash:
 		if spec.PostPromotionAnalysis != nil && !bg.Full {
-			b.enterPhase(ctx, BlueGreenPostPromotionAnalysis)
+			b.enterPhase(ctx, contract.BlueGreenPostPromotionAnalysis)
 			return
 		}
-		b.enterPhase(ctx, BlueGreenScaleDownDelay)
+		b.enterPhase(ctx, contract.BlueGreenScaleDownDelay)
 	}
 }
 
@@ -261,24 +262,24 @@ func (b *blueGreenStrategy) previewReady(ctx workflow.Context) {
 	bg, spec := b.BlueGreen, b.spec
 	switch {
 	case bg.Promoted:
-		b.enterPhase(ctx, BlueGreenPromoting)
+		b.enterPhase(ctx, contract.BlueGreenPromoting)
 	case spec.PrePromotionAnalysis != nil:
-		b.enterPhase(ctx, BlueGreenPrePromotionAnalysis)
+		b.enterPhase(ctx, contract.BlueGreenPrePromotionAnalysis)
 	case spec.AutoPromotes() && spec.AutoPromotionSeconds == 0:
 		b.autoPromote(ctx, "Promoted automatically (autoPromotionEnabled)")
 	default:
-		b.enterPhase(ctx, BlueGreenPaused)
+		b.enterPhase(ctx, contract.BlueGreenPaused)
 	}
 }
 
 // promoteWhy promotes: the active Service switches at the next sync once the new pods
 // are all available. During the post-promotion analysis it skips the analysis.
-func (b *blueGreenStrategy) promoteWhy(ctx workflow.Context, req PromoteRequest, why string) {
+func (b *blueGreenStrategy) promoteWhy(ctx workflow.Context, req contract.PromoteRequest, why string) {
 	bg := b.BlueGreen
 	b.stop()
-	if bg.Phase == BlueGreenPostPromotionAnalysis {
+	if bg.Phase == contract.BlueGreenPostPromotionAnalysis {
 		b.recordStep(ctx, "RolloutPromoted", why+": the post-promotion analysis is skipped")
-		b.enterPhase(ctx, BlueGreenScaleDownDelay)
+		b.enterPhase(ctx, contract.BlueGreenScaleDownDelay)
 		return
 	}
 	bg.Promoted, bg.Full = true, req.Full
@@ -287,14 +288,14 @@ func (b *blueGreenStrategy) promoteWhy(ctx workflow.Context, req PromoteRequest,
 		msg += "; both analyses are skipped"
 	}
 	b.recordStep(ctx, "RolloutPromoted", msg)
-	if bg.Phase == BlueGreenPreview {
+	if bg.Phase == contract.BlueGreenPreview {
 		// promote {"full":true} before the preview is ready: it stays in Preview, which goes
 		// on to Promoting once the new pods are available.
 		bg.Message = "Blue-green: promoted in full; waiting for the new pods to be available"
 		b.Dirty = true
 		return
 	}
-	b.enterPhase(ctx, BlueGreenPromoting)
+	b.enterPhase(ctx, contract.BlueGreenPromoting)
 }
 
 // sync points the active and preview Services at their templates before the plan's
@@ -345,7 +346,7 @@ func (b *blueGreenStrategy) syncServices(ctx workflow.Context, ref activities.De
 	if err := workflow.ExecuteLocalActivity(sctx, a.SyncBlueGreen, activities.SyncBlueGreenInput{Deployment: ref, Switches: switches}).Get(ctx, &res); err != nil {
 		return fmt.Errorf("switch blue-green services: %w", err)
 	}
-	sv := &BlueGreenServices{Active: spec.ActiveService, ActiveSelects: res.Selects[spec.ActiveService], Hold: res.Hold}
+	sv := &contract.BlueGreenServices{Active: spec.ActiveService, ActiveSelects: res.Selects[spec.ActiveService], Hold: res.Hold}
 	if spec.PreviewService != "" {
 		sv.Preview, sv.PreviewSelects = spec.PreviewService, res.Selects[spec.PreviewService]
 	}
@@ -364,7 +365,7 @@ func (b *blueGreenStrategy) syncServices(ctx workflow.Context, ref activities.De
 func (b *blueGreenStrategy) startPhaseTimer(ctx workflow.Context) {
 	bg := b.BlueGreen
 	what := "blue-green scale-down delay"
-	if bg.Phase != BlueGreenScalingDown && bg.Phase != BlueGreenScaleDownDelay {
+	if bg.Phase != contract.BlueGreenScalingDown && bg.Phase != contract.BlueGreenScaleDownDelay {
 		what = "blue-green automatic promotion"
 	}
 	b.startTimer(ctx, bg.Phase, *bg.Until, fmt.Sprintf("%s of %s/%s, template %s, until %s", what, b.dep.Namespace, b.dep.Name, bg.Hash, bg.Until.UTC().Format(time.RFC3339)))
@@ -399,9 +400,9 @@ func (b *blueGreenStrategy) resumeBlueGreen(ctx workflow.Context) {
 	}
 	b.spec = bg.Spec
 	switch {
-	case bg.Until != nil && (bg.Phase == BlueGreenPaused || bg.Phase == BlueGreenScaleDownDelay):
+	case bg.Until != nil && (bg.Phase == contract.BlueGreenPaused || bg.Phase == contract.BlueGreenScaleDownDelay):
 		b.startPhaseTimer(ctx)
-	case bg.WaitingFor == WaitingForAnalysis && bg.AnalysisSpec != nil && bg.Analysis != nil:
+	case bg.WaitingFor == contract.WaitingForAnalysis && bg.AnalysisSpec != nil && bg.Analysis != nil:
 		b.startAnalysis(ctx, b.BlueGreen.AnalysisSpec, b.BlueGreen.Analysis, b.BlueGreen.Hash)
 	}
 }
@@ -417,35 +418,35 @@ func (b *blueGreenStrategy) phaseTimerFired(ctx workflow.Context) {
 	if bg == nil || bg.Phase != b.timerFor || b.spec == nil {
 		return
 	}
-	if bg.WaitingFor == WaitingForFreeze && bg.Phase == BlueGreenPaused {
+	if bg.WaitingFor == contract.WaitingForFreeze && bg.Phase == contract.BlueGreenPaused {
 		bg.Until = nil
 		if !b.recheckFreeze(ctx, &bg.PhaseWait, func() string { return blueGreenFrozenMessage(bg.Freeze) }, b.phaseFreezeLook, "promoting") {
-			b.promoteWhy(ctx, PromoteRequest{}, "Promoted automatically after the fleet freeze")
+			b.promoteWhy(ctx, contract.PromoteRequest{}, "Promoted automatically after the fleet freeze")
 			b.Dirty = true
 		}
 		return
 	}
-	if bg.WaitingFor != WaitingForTimer {
+	if bg.WaitingFor != contract.WaitingForTimer {
 		return
 	}
 	switch bg.Phase {
-	case BlueGreenPaused:
+	case contract.BlueGreenPaused:
 		b.autoPromote(ctx, fmt.Sprintf("Promoted automatically after autoPromotionSeconds %d", b.spec.AutoPromotionSeconds))
-	case BlueGreenScaleDownDelay:
-		b.enterPhase(ctx, BlueGreenScalingDown)
+	case contract.BlueGreenScaleDownDelay:
+		b.enterPhase(ctx, contract.BlueGreenScalingDown)
 	}
 }
 
 // phaseVerdict goes on from the pre- or post-promotion analysis's verdict.
 func (b *blueGreenStrategy) phaseVerdict(ctx workflow.Context, res analysisResult) {
 	bg := b.BlueGreen
-	if bg == nil || bg.WaitingFor != WaitingForAnalysis || b.spec == nil {
+	if bg == nil || bg.WaitingFor != contract.WaitingForAnalysis || b.spec == nil {
 		return
 	}
 	name := analysisName(bg.Phase)
 	b.analysisVerdict(ctx, res, "Blue-green: "+name, name+" failed: ", &bg.PhaseWait, func() {
-		if bg.Phase == BlueGreenPostPromotionAnalysis {
-			b.enterPhase(ctx, BlueGreenScaleDownDelay)
+		if bg.Phase == contract.BlueGreenPostPromotionAnalysis {
+			b.enterPhase(ctx, contract.BlueGreenScaleDownDelay)
 		} else {
 			b.afterPrePromotion(ctx)
 		}
@@ -460,7 +461,7 @@ func (b *blueGreenStrategy) afterPrePromotion(ctx workflow.Context) {
 		b.autoPromote(ctx, "Promoted automatically (autoPromotionEnabled)")
 		return
 	}
-	b.enterPhase(ctx, BlueGreenPaused)
+	b.enterPhase(ctx, contract.BlueGreenPaused)
 }
 
 // end forgets the blue-green rollout.
@@ -477,13 +478,13 @@ func (b *blueGreenStrategy) endBlueGreen() {
 func (b *blueGreenStrategy) autoPromote(ctx workflow.Context, why string) {
 	f := b.freezeHold(ctx)
 	if f == nil {
-		b.promoteWhy(ctx, PromoteRequest{}, why)
+		b.promoteWhy(ctx, contract.PromoteRequest{}, why)
 		return
 	}
 	bg := b.BlueGreen
 	b.stop()
-	bg.Phase, bg.Analysis, bg.AnalysisSpec, bg.Freeze = BlueGreenPaused, nil, nil, f
-	bg.WaitingFor, bg.Message = WaitingForFreeze, blueGreenFrozenMessage(f)
+	bg.Phase, bg.Analysis, bg.AnalysisSpec, bg.Freeze = contract.BlueGreenPaused, nil, nil, f
+	bg.WaitingFor, bg.Message = contract.WaitingForFreeze, blueGreenFrozenMessage(f)
 	b.phaseFreezeLook(ctx)
 	b.recordStepWarning(ctx, "RolloutFrozen", bg.Message)
 	b.Dirty = true

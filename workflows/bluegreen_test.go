@@ -69,21 +69,21 @@ func TestBlueGreenRollout(t *testing.T) {
 		assertReplicasNow(t, f, "paused", map[string]int32{"nginx:v1": 10, "nginx:v2": 10})
 		st := queryStatus(t, env)
 		bg := st.BlueGreen
-		check(t, bg != nil && bg.Phase == BlueGreenPaused && bg.WaitingFor == WaitingForPromote && bg.Hash == h2 && bg.StableHash == h1,
+		check(t, bg != nil && bg.Phase == contract.BlueGreenPaused && bg.WaitingFor == contract.WaitingForPromote && bg.Hash == h2 && bg.StableHash == h1,
 			"paused: blueGreen %+v, want Paused waiting for promote", bg)
 		check(t, bg != nil && bg.ActiveSelects == h1 && bg.PreviewSelects == h2, "paused: services %+v, want active on %s, preview on %s", bg, h1, h2)
 		c := k8s.GetCondition(f.d.Status, appsv1.DeploymentProgressing)
 		check(t, c != nil && c.Reason == k8s.CanaryPausedReason && strings.Contains(c.Message, "paused until promoted"), "paused: Progressing %+v", c)
 	})
-	updateAt(env, 2*time.Hour, UpdatePromote, nil, &promoted)
+	updateAt(env, 2*time.Hour, contract.UpdatePromote, nil, &promoted)
 	at(env, 2*time.Hour+5*time.Minute, func() {
 		assertReplicasNow(t, f, "in the scale-down delay", map[string]int32{"nginx:v1": 10, "nginx:v2": 10})
 		st := queryStatus(t, env)
-		check(t, st.BlueGreen != nil && st.BlueGreen.Phase == BlueGreenScaleDownDelay && st.BlueGreen.ActiveSelects == h2,
+		check(t, st.BlueGreen != nil && st.BlueGreen.Phase == contract.BlueGreenScaleDownDelay && st.BlueGreen.ActiveSelects == h2,
 			"in the delay: blueGreen %+v, want ScaleDownDelay with the active Service on %s", st.BlueGreen, h2)
 	})
-	updateAt(env, 2*time.Hour+6*time.Minute, UpdatePromote, nil, &again)
-	env.ExecuteWorkflow(WorkflowType, input())
+	updateAt(env, 2*time.Hour+6*time.Minute, contract.UpdatePromote, nil, &again)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 
 	next := continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
@@ -134,11 +134,11 @@ func TestBlueGreenRollbackToWarm(t *testing.T) {
 			env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(svcs.SyncBlueGreen)
 			at(env, 30*time.Minute, func() {
 				st := queryStatus(t, env)
-				check(t, st.BlueGreen != nil && st.BlueGreen.Phase == BlueGreenScaleDownDelay && svcs.selects["web"] == h2,
+				check(t, st.BlueGreen != nil && st.BlueGreen.Phase == contract.BlueGreenScaleDownDelay && svcs.selects["web"] == h2,
 					"auto-promoted: blueGreen %+v, want in the delay with the active Service on %s", st.BlueGreen, h2)
 			})
-			signalAt(env, 40*time.Minute, SignalRollback, map[string]int64{"revision": 0})
-			env.ExecuteWorkflow(WorkflowType, input())
+			signalAt(env, 40*time.Minute, contract.SignalRollback, map[string]int64{"revision": 0})
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 
 			next := continuedAsNew(t, env)
 			assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
@@ -172,19 +172,19 @@ func TestBlueGreenCanPromote(t *testing.T) {
 		full    bool
 		wantErr string
 	}{
-		{name: "paused", phase: BlueGreenPaused},
-		{name: "pre-promotion analysis", phase: BlueGreenPrePromotionAnalysis},
-		{name: "post-promotion analysis", phase: BlueGreenPostPromotionAnalysis},
-		{name: "preview scaling", phase: BlueGreenPreview, wantErr: "is not ready"},
-		{name: "preview scaling, full", phase: BlueGreenPreview, full: true},
-		{name: "promoting", phase: BlueGreenPromoting, wantErr: "already promoted"},
-		{name: "scale-down delay", phase: BlueGreenScaleDownDelay, wantErr: "already promoted"},
+		{name: "paused", phase: contract.BlueGreenPaused},
+		{name: "pre-promotion analysis", phase: contract.BlueGreenPrePromotionAnalysis},
+		{name: "post-promotion analysis", phase: contract.BlueGreenPostPromotionAnalysis},
+		{name: "preview scaling", phase: contract.BlueGreenPreview, wantErr: "is not ready"},
+		{name: "preview scaling, full", phase: contract.BlueGreenPreview, full: true},
+		{name: "promoting", phase: contract.BlueGreenPromoting, wantErr: "already promoted"},
+		{name: "scale-down delay", phase: contract.BlueGreenScaleDownDelay, wantErr: "already promoted"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &deploymentRun{in: input()}
 			r.BlueGreen = &blueGreenState{Phase: tt.phase}
-			err := r.canPromote(PromoteRequest{Full: tt.full})
+			err := r.canPromote(contract.PromoteRequest{Full: tt.full})
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("canPromote = %v, want %q", err, tt.wantErr)
 			}
@@ -217,14 +217,14 @@ func TestBlueGreenDelayAcrossContinueAsNew(t *testing.T) {
 	at(env, 10*time.Minute, func() {
 		assertReplicasNow(t, f, "in the delay", map[string]int32{"nginx:v1": 10, "nginx:v2": 10})
 		st := queryStatus(t, env)
-		check(t, st.BlueGreen != nil && st.BlueGreen.Phase == BlueGreenScaleDownDelay && st.BlueGreen.Until != nil && st.BlueGreen.Until.Equal(until),
+		check(t, st.BlueGreen != nil && st.BlueGreen.Phase == contract.BlueGreenScaleDownDelay && st.BlueGreen.Until != nil && st.BlueGreen.Until.Equal(until),
 			"in the delay: blueGreen %+v, want the carried end %s", st.BlueGreen, until)
 	})
-	env.ExecuteWorkflow(WorkflowType, Input{Input: contract.Input{Namespace: testNS, Name: testName}, State: &State{
-		StableHash: h1, Status: Status{Namespace: testNS, Name: testName, Phase: "Progressing", CurrentRevision: 1},
-		BlueGreen: &blueGreenState{Hash: h2, Revision: 2, Phase: BlueGreenScaleDownDelay, PhaseWait: PhaseWait{WaitingFor: WaitingForTimer},
+	env.ExecuteWorkflow(contract.WorkflowType, Input{Input: contract.Input{Namespace: testNS, Name: testName}, State: &State{
+		StableHash: h1, Status: contract.Status{Namespace: testNS, Name: testName, Phase: "Progressing", CurrentRevision: 1},
+		BlueGreen: &blueGreenState{Hash: h2, Revision: 2, Phase: contract.BlueGreenScaleDownDelay, PhaseWait: PhaseWait{WaitingFor: contract.WaitingForTimer},
 			Promoted: true, Until: &until, Spec: spec},
-		BlueGreenServices: &BlueGreenServices{Active: "web", ActiveSelects: h2, Preview: "web-preview", PreviewSelects: h2},
+		BlueGreenServices: &contract.BlueGreenServices{Active: "web", ActiveSelects: h2, Preview: "web-preview", PreviewSelects: h2},
 	}})
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
@@ -247,8 +247,8 @@ func TestBlueGreenNotify(t *testing.T) {
 	hook := &webhook{}
 	hook.register(env)
 	var promoted updateOutcome
-	updateAt(env, 2*time.Hour, UpdatePromote, nil, &promoted)
-	env.ExecuteWorkflow(WorkflowType, input())
+	updateAt(env, 2*time.Hour, contract.UpdatePromote, nil, &promoted)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	next := continuedAsNew(t, env)
 	if !promoted.completed || promoted.err != nil {
 		t.Fatalf("promote: %+v, want completed", promoted)
@@ -293,7 +293,7 @@ func TestBlueGreenAbortDelay(t *testing.T) {
 			env := newEnv(t, f)
 			env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(svcs.SyncBlueGreen)
 			var aborted updateOutcome
-			updateAt(env, time.Hour, UpdateAbort, map[string]string{"reason": "preview looks wrong"}, &aborted)
+			updateAt(env, time.Hour, contract.UpdateAbort, map[string]string{"reason": "preview looks wrong"}, &aborted)
 			var downAt time.Duration
 			var sawHold bool
 			for i := time.Duration(1); i <= 30; i++ {
@@ -307,7 +307,7 @@ func TestBlueGreenAbortDelay(t *testing.T) {
 					}
 				})
 			}
-			env.ExecuteWorkflow(WorkflowType, input())
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 			continuedAsNew(t, env)
 			if !aborted.completed || aborted.err != nil {
 				t.Fatalf("abort: %+v, want completed", aborted)
@@ -344,12 +344,12 @@ func TestBlueGreenNewTemplateInScaleDownDelay(t *testing.T) {
 	env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(svcs.SyncBlueGreen)
 	at(env, 30*time.Minute, func() {
 		st := queryStatus(t, env)
-		check(t, st.BlueGreen != nil && st.BlueGreen.Phase == BlueGreenScaleDownDelay && svcs.selects["web"] == h2,
+		check(t, st.BlueGreen != nil && st.BlueGreen.Phase == contract.BlueGreenScaleDownDelay && svcs.selects["web"] == h2,
 			"auto-promoted: blueGreen %+v, want in the delay with the active Service on %s", st.BlueGreen, h2)
 	})
 	at(env, 40*time.Minute, func() {
 		f.setImage("nginx:v3")
-		env.SignalWorkflow(SignalTrigger, nil)
+		env.SignalWorkflow(contract.SignalTrigger, nil)
 	})
 	at(env, 40*time.Minute+time.Second, func() {
 		st := queryStatus(t, env)
@@ -364,7 +364,7 @@ func TestBlueGreenNewTemplateInScaleDownDelay(t *testing.T) {
 		}
 	})
 	endByDeletion(env, f, 2*time.Hour)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	if svcs.selects["web"] != h3 {
 		t.Errorf("at the end: services %v, want active on %s (v3, auto-promoted)", svcs.selects, h3)
 	}

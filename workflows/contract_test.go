@@ -11,7 +11,7 @@ import (
 // Input held the state itself (between image and trigger; a continued run's input has neither), and
 // an input written with carry before trigger reads back whole.
 func TestInputJSON(t *testing.T) {
-	give := Input{Input: contract.Input{Namespace: "default", Name: "web", Cluster: "eu"}, State: &State{Idle: true, Runs: 2, Status: Status{Namespace: "default", Name: "web", Phase: "Complete", CurrentRevision: 3}}}
+	give := Input{Input: contract.Input{Namespace: "default", Name: "web", Cluster: "eu"}, State: &State{Idle: true, Runs: 2, Status: contract.Status{Namespace: "default", Name: "web", Phase: "Complete", CurrentRevision: 3}}}
 	b, err := json.Marshal(give)
 	if err != nil {
 		t.Fatal(err)

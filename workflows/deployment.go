@@ -30,10 +30,10 @@ const (
 func newRollout(ctx workflow.Context, in Input) *deploymentRun {
 	r := &deploymentRun{
 		in:       in,
-		trigger:  workflow.GetSignalChannel(ctx, SignalTrigger),
-		pause:    workflow.GetSignalChannel(ctx, SignalPause),
-		resume:   workflow.GetSignalChannel(ctx, SignalResume),
-		rollback: workflow.GetSignalChannel(ctx, SignalRollback),
+		trigger:  workflow.GetSignalChannel(ctx, contract.SignalTrigger),
+		pause:    workflow.GetSignalChannel(ctx, contract.SignalPause),
+		resume:   workflow.GetSignalChannel(ctx, contract.SignalResume),
+		rollback: workflow.GetSignalChannel(ctx, contract.SignalRollback),
 
 		updateState: updateState{kick: workflow.NewBufferedChannel(ctx, 1)},
 	}
@@ -45,7 +45,7 @@ func newRollout(ctx workflow.Context, in Input) *deploymentRun {
 		r.Dirty = true
 	}
 	if r.Status.Phase == "" {
-		r.Status = Status{Phase: "Pending"}
+		r.Status = contract.Status{Phase: "Pending"}
 	}
 	r.Status.Namespace, r.Status.Name = in.Namespace, in.Name
 	r.fromRevision = r.Status.CurrentRevision
@@ -70,9 +70,9 @@ func newRollout(ctx workflow.Context, in Input) *deploymentRun {
 // waits for a signal (trigger from the watcher, pause, resume, rollback) or a timer (progress
 // deadline, resync). When a rollout converges it continues as new, so each run reads as one
 // rollout.
-func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
+func DeploymentWorkflow(ctx workflow.Context, in Input) (contract.Result, error) {
 	if err := in.Validate(); err != nil {
-		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", nil)
+		return contract.Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", nil)
 	}
 	r := newRollout(ctx, in)
 	if in.State != nil {
@@ -80,20 +80,20 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		// its current details tell the carried state from its first task.
 		workflow.SetCurrentDetails(ctx, r.details())
 	}
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) {
+	if err := workflow.SetQueryHandler(ctx, contract.QueryStatus, func() (contract.Status, error) {
 		return r.queryStatus(), nil
 	}); err != nil {
-		return Result{}, fmt.Errorf("register status query: %w", err)
+		return contract.Result{}, fmt.Errorf("register status query: %w", err)
 	}
 	if err := r.register(ctx); err != nil {
-		return Result{}, err
+		return contract.Result{}, err
 	}
 	ctx = workflow.WithLocalActivityOptions(ctx, localActivityOptions)
 	r.resumeWaits(ctx)
 
 	if len(in.Image) > 0 {
 		if err := r.setImage(ctx); err != nil {
-			return Result{}, err
+			return contract.Result{}, err
 		}
 	}
 
@@ -112,7 +112,7 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			if r.Managed {
 				r.releaseOnCancel(ctx)
 			}
-			return Result{}, err
+			return contract.Result{}, err
 		}
 		r.drainSignals(ctx)
 		if r.applyUpdates(ctx) {
@@ -137,11 +137,11 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 		r.failures = 0
 		r.rolling = !plan.Phase.Converged()
 		if !found {
-			r.finishRollout(ctx, OutcomeDeleted)
+			r.finishRollout(ctx, contract.OutcomeDeleted)
 			msg := fmt.Sprintf("deployment %s/%s no longer exists", in.Namespace, in.Name)
 			r.log.Info("Deployment deleted, workflow ends")
 			r.endRun(ctx)
-			return Result{Outcome: OutcomeDeleted, Revision: r.Status.CurrentRevision, Message: msg}, nil
+			return contract.Result{Outcome: contract.OutcomeDeleted, Revision: r.Status.CurrentRevision, Message: msg}, nil
 		}
 		if plan.Phase == k8s.PhaseReleased {
 			return r.released(ctx, plan), nil
@@ -157,16 +157,16 @@ func DeploymentWorkflow(ctx workflow.Context, in Input) (Result, error) {
 			if !pending || r.nextChangeOnly(ctx) {
 				outcome := string(plan.Phase)
 				if r.aborted != nil && plan.Phase == k8s.PhaseComplete {
-					outcome = OutcomeAborted
+					outcome = contract.OutcomeAborted
 				}
 				r.finishRollout(ctx, outcome)
 				r.log.Info("Rollout converged, continuing as new", "phase", plan.Phase, "revision", plan.Revision, "syncs", r.syncs, "next", pending)
-				return Result{}, r.continueAsNew(ctx, !pending)
+				return contract.Result{}, r.continueAsNew(ctx, !pending)
 			}
 		}
 		if r.syncs >= maxSyncsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			r.drainSignals(ctx)
-			return Result{}, r.continueAsNew(ctx, plan.Phase.Converged() && !r.pendingWork(ctx))
+			return contract.Result{}, r.continueAsNew(ctx, plan.Phase.Converged() && !r.pendingWork(ctx))
 		}
 	}
 }
@@ -205,7 +205,7 @@ func (r *deploymentRun) endRun(ctx workflow.Context) {
 }
 
 // queryStatus is the status query's answer.
-func (r *deploymentRun) queryStatus() Status {
+func (r *deploymentRun) queryStatus() contract.Status {
 	st := r.Status
 	st.Cluster = r.in.Cluster
 	st.PendingRollback = r.RollbackTo
@@ -226,7 +226,7 @@ func (r *deploymentRun) continueAsNew(ctx workflow.Context, idle bool) error {
 	next := r.nextInput(idle)
 	r.stopAwait()
 	r.endRun(ctx)
-	return workflow.NewContinueAsNewError(ctx, WorkflowType, next)
+	return workflow.NewContinueAsNewError(ctx, contract.WorkflowType, next)
 }
 
 // drainSignals handles every signal already delivered, without blocking.
@@ -582,7 +582,7 @@ func (r *deploymentRun) details() string {
 }
 
 // applyPromote promotes the rollout under way (the promote update, validated): blue-green or steps.
-func (r *deploymentRun) applyPromote(ctx workflow.Context, req PromoteRequest) {
+func (r *deploymentRun) applyPromote(ctx workflow.Context, req contract.PromoteRequest) {
 	if r.BlueGreen != nil {
 		r.blueGreen.promoteBlueGreen(ctx, req)
 		return
@@ -777,7 +777,7 @@ func (r *deploymentRun) nextInput(idle bool) Input {
 // released ends the run of a Deployment that is kube-controller-manager's (k8s.PhaseReleased):
 // it opted out and was handed back, never opted in, or cannot be parked, which a
 // ManagedStrategyUnsupported warning says on the Deployment.
-func (r *deploymentRun) released(ctx workflow.Context, plan k8s.Plan) Result {
+func (r *deploymentRun) released(ctx workflow.Context, plan k8s.Plan) contract.Result {
 	if plan.Message != "" {
 		ref := activities.DeploymentRef{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.UID}
 		events := []k8s.Event{{Type: "Warning", Reason: "ManagedStrategyUnsupported", Message: plan.Message + "; left to the Deployment controller"}}
@@ -786,10 +786,10 @@ func (r *deploymentRun) released(ctx workflow.Context, plan k8s.Plan) Result {
 			r.log.Warn("Recording the ManagedStrategyUnsupported event failed", "error", err)
 		}
 	}
-	r.finishRollout(ctx, OutcomeReleased)
+	r.finishRollout(ctx, contract.OutcomeReleased)
 	r.log.Info("Deployment is not driven in managed mode, workflow ends", "reason", plan.Message)
 	r.endRun(ctx)
-	return Result{Outcome: OutcomeReleased, Revision: r.Status.CurrentRevision, Message: plan.Message}
+	return contract.Result{Outcome: contract.OutcomeReleased, Revision: r.Status.CurrentRevision, Message: plan.Message}
 }
 
 // releaseOnCancel hands the Deployment back when the run is canceled in managed mode: a parked

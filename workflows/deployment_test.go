@@ -643,7 +643,7 @@ func newEnv(t *testing.T, f *fakeCluster) *testsuite.TestWorkflowEnvironment {
 	// binaries on a loaded machine; a real deadlock still ends the test.
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 10 * time.Second})
 	env.SetTestTimeout(30 * time.Second)
-	env.RegisterWorkflowWithOptions(DeploymentWorkflow, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterWorkflowWithOptions(DeploymentWorkflow, workflow.RegisterOptions{Name: contract.WorkflowType})
 	f.register(env)
 	recordGolden(t, env)
 	return env
@@ -665,17 +665,17 @@ func signalAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, name stri
 func endByDeletion(env *testsuite.TestWorkflowEnvironment, f *fakeCluster, d time.Duration) {
 	env.RegisterDelayedCallback(func() {
 		f.deleteDeployment()
-		env.SignalWorkflow(SignalTrigger, nil)
+		env.SignalWorkflow(contract.SignalTrigger, nil)
 	}, d)
 }
 
-func queryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) Status {
+func queryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) contract.Status {
 	t.Helper()
-	v, err := env.QueryWorkflow(QueryStatus)
+	v, err := env.QueryWorkflow(contract.QueryStatus)
 	if err != nil {
 		t.Fatalf("query status: %v", err)
 	}
-	var st Status
+	var st contract.Status
 	if err := v.Get(&st); err != nil {
 		t.Fatalf("decode status: %v", err)
 	}
@@ -693,8 +693,8 @@ func continuedAsNew(t *testing.T, env *testsuite.TestWorkflowEnvironment) Input 
 	if !errors.As(err, &can) {
 		t.Fatalf("workflow error: got %v (%T), want a *workflow.ContinueAsNewError", err, err)
 	}
-	if can.WorkflowType == nil || can.WorkflowType.Name != WorkflowType {
-		t.Fatalf("continue-as-new workflow type: got %v, want %s", can.WorkflowType, WorkflowType)
+	if can.WorkflowType == nil || can.WorkflowType.Name != contract.WorkflowType {
+		t.Fatalf("continue-as-new workflow type: got %v, want %s", can.WorkflowType, contract.WorkflowType)
 	}
 	var next Input
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
@@ -706,7 +706,7 @@ func continuedAsNew(t *testing.T, env *testsuite.TestWorkflowEnvironment) Input 
 	return next
 }
 
-func deleted(t *testing.T, env *testsuite.TestWorkflowEnvironment) Result {
+func deleted(t *testing.T, env *testsuite.TestWorkflowEnvironment) contract.Result {
 	t.Helper()
 	if !env.IsWorkflowCompleted() {
 		t.Fatalf("workflow did not complete")
@@ -714,12 +714,12 @@ func deleted(t *testing.T, env *testsuite.TestWorkflowEnvironment) Result {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatalf("workflow error: got %v, want none", err)
 	}
-	var res Result
+	var res contract.Result
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatalf("workflow result: %v", err)
 	}
-	if res.Outcome != OutcomeDeleted {
-		t.Fatalf("outcome: got %q, want %q", res.Outcome, OutcomeDeleted)
+	if res.Outcome != contract.OutcomeDeleted {
+		t.Fatalf("outcome: got %q, want %q", res.Outcome, contract.OutcomeDeleted)
 	}
 	return res
 }
@@ -785,7 +785,7 @@ func TestRolloutCompletesAndContinuesAsNew(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := tt.cluster()
 			env := newEnv(t, f)
-			env.ExecuteWorkflow(WorkflowType, tt.in)
+			env.ExecuteWorkflow(contract.WorkflowType, tt.in)
 
 			next := continuedAsNew(t, env)
 			if !next.State.Idle || next.State.Dirty || next.State.RollbackTo != nil || next.State.Pause != nil {
@@ -820,19 +820,19 @@ func TestPauseAndResume(t *testing.T) {
 	t.Run("paused before a template change", func(t *testing.T) {
 		f := steady()
 		env := newEnv(t, f)
-		signalAt(env, 10*time.Second, SignalPause, nil)
+		signalAt(env, 10*time.Second, contract.SignalPause, nil)
 		at(env, 20*time.Second, func() {
 			check(t, f.paused(), "after pause: spec.paused got false, want true")
 			f.setImage("nginx:v2")
-			env.SignalWorkflow(SignalTrigger, nil)
+			env.SignalWorkflow(contract.SignalTrigger, nil)
 		})
 		at(env, 30*time.Second, func() {
 			check(t, f.numReplicaSets() == 1, "while paused: replicasets got %d, want 1", f.numReplicaSets())
 			st := queryStatus(t, env)
 			check(t, st.Paused && st.Phase == string(k8s.PhasePaused), "while paused: status got paused=%t phase %q, want true, Paused", st.Paused, st.Phase)
 		})
-		signalAt(env, 40*time.Second, SignalResume, nil)
-		env.ExecuteWorkflow(WorkflowType, input())
+		signalAt(env, 40*time.Second, contract.SignalResume, nil)
+		env.ExecuteWorkflow(contract.WorkflowType, input())
 
 		next := continuedAsNew(t, env)
 		if !next.State.Idle || next.State.Pause != nil {
@@ -849,7 +849,7 @@ func TestPauseAndResume(t *testing.T) {
 		env := newEnv(t, f)
 		// The first sync creates the v2 ReplicaSet; the pause lands before the wait a minute
 		// later asks for the next move.
-		signalAt(env, 30*time.Second, SignalPause, nil)
+		signalAt(env, 30*time.Second, contract.SignalPause, nil)
 		var mid map[string]int32
 		at(env, 2*time.Minute, func() {
 			check(t, f.paused(), "after pause: spec.paused got false, want true")
@@ -859,7 +859,7 @@ func TestPauseAndResume(t *testing.T) {
 			check(t, st.Phase == string(k8s.PhasePaused), "after pause: phase %q, want Paused (the run stays open for the resume)", st.Phase)
 			// A template change while paused creates nothing.
 			f.setImage("nginx:v3")
-			env.SignalWorkflow(SignalTrigger, nil)
+			env.SignalWorkflow(contract.SignalTrigger, nil)
 		})
 		at(env, 3*time.Minute, func() {
 			check(t, f.numReplicaSets() == 2, "while paused: replicasets got %d, want 2", f.numReplicaSets())
@@ -867,8 +867,8 @@ func TestPauseAndResume(t *testing.T) {
 			check(t, f.paused(), "while paused: spec.paused got false, want true")
 		})
 		// The resume is part of the same run: a paused rollout does not continue as new.
-		signalAt(env, 4*time.Minute, SignalResume, nil)
-		env.ExecuteWorkflow(WorkflowType, input())
+		signalAt(env, 4*time.Minute, contract.SignalResume, nil)
+		env.ExecuteWorkflow(contract.WorkflowType, input())
 
 		next := continuedAsNew(t, env)
 		if !next.State.Idle {
@@ -910,7 +910,7 @@ func TestRollback(t *testing.T) {
 				check(t, st.Phase == string(k8s.PhaseComplete) && st.PendingRollback == nil,
 					"before rollback: status got phase %q pending %v, want Complete, nil", st.Phase, st.PendingRollback)
 			})
-			signalAt(env, 10*time.Second, SignalRollback, map[string]any{"revision": tt.revision})
+			signalAt(env, 10*time.Second, contract.SignalRollback, map[string]any{"revision": tt.revision})
 			if tt.wantEvent == k8s.RollbackRevisionNotFound {
 				// Nothing to write: the event is recorded, the request consumed, and the run
 				// stays open; end it by deleting the Deployment.
@@ -920,14 +920,14 @@ func TestRollback(t *testing.T) {
 					check(t, f.hasEvent(tt.wantEvent), "events: got %+v, want %s", f.events, tt.wantEvent)
 				})
 				endByDeletion(env, f, 30*time.Second)
-				env.ExecuteWorkflow(WorkflowType, input())
+				env.ExecuteWorkflow(contract.WorkflowType, input())
 				deleted(t, env)
 				if len(f.rollbacks) != 0 {
 					t.Fatalf("RollbackDeployment calls: got %d, want 0 (nothing to change)", len(f.rollbacks))
 				}
 				return
 			}
-			env.ExecuteWorkflow(WorkflowType, input())
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 
 			next := continuedAsNew(t, env)
 			if next.State.RollbackTo != nil || !next.State.Idle {
@@ -989,11 +989,11 @@ func TestMalformedRollbackIgnored(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := steadyAtV2()
 			env := newEnv(t, f)
-			signalAt(env, 10*time.Second, SignalRollback, tt.payload)
-			var st Status
+			signalAt(env, 10*time.Second, contract.SignalRollback, tt.payload)
+			var st contract.Status
 			at(env, 20*time.Second, func() { st = queryStatus(t, env) })
 			endByDeletion(env, f, 30*time.Second)
-			env.ExecuteWorkflow(WorkflowType, input())
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 
 			deleted(t, env)
 			if !strings.HasPrefix(st.IgnoredSignal, "rollback: ") {
@@ -1053,8 +1053,8 @@ func TestCarryFromContinueAsNew(t *testing.T) {
 		f := steadyAtV2()
 		env := newEnv(t, f)
 		in := input()
-		in.State = &State{Idle: true, RollbackTo: int64p(1), Runs: 3, Status: Status{Namespace: testNS, Name: testName, Phase: "Complete", CurrentRevision: 2}}
-		env.ExecuteWorkflow(WorkflowType, in)
+		in.State = &State{Idle: true, RollbackTo: int64p(1), Runs: 3, Status: contract.Status{Namespace: testNS, Name: testName, Phase: "Complete", CurrentRevision: 2}}
+		env.ExecuteWorkflow(contract.WorkflowType, in)
 
 		next := continuedAsNew(t, env)
 		if len(f.rollbacks) != 1 || f.image() != "nginx:v1" {
@@ -1071,10 +1071,10 @@ func TestCarryFromContinueAsNew(t *testing.T) {
 		env := newEnv(t, f)
 		in := input()
 		in.State = &State{Idle: true, Pause: boolp(true)}
-		var st Status
+		var st contract.Status
 		at(env, 10*time.Second, func() { st = queryStatus(t, env) })
 		endByDeletion(env, f, 20*time.Second)
-		env.ExecuteWorkflow(WorkflowType, in)
+		env.ExecuteWorkflow(contract.WorkflowType, in)
 
 		deleted(t, env)
 		if n := f.callCount("SetPaused"); n != 1 {
@@ -1089,16 +1089,16 @@ func TestCarryFromContinueAsNew(t *testing.T) {
 		f := steady()
 		env := newEnv(t, f)
 		in := input()
-		in.State = &State{Idle: true, Status: Status{Namespace: testNS, Name: testName, Phase: "Complete", CurrentRevision: 1}}
-		var before, after Status
+		in.State = &State{Idle: true, Status: contract.Status{Namespace: testNS, Name: testName, Phase: "Complete", CurrentRevision: 1}}
+		var before, after contract.Status
 		var observedBefore int
 		at(env, 10*time.Second, func() {
 			before, observedBefore = queryStatus(t, env), f.callCount("Observe")
-			env.SignalWorkflow(SignalTrigger, "anything")
+			env.SignalWorkflow(contract.SignalTrigger, "anything")
 		})
 		at(env, 20*time.Second, func() { after = queryStatus(t, env) })
 		endByDeletion(env, f, 30*time.Second)
-		env.ExecuteWorkflow(WorkflowType, in)
+		env.ExecuteWorkflow(contract.WorkflowType, in)
 
 		deleted(t, env)
 		if observedBefore != 0 || before.Syncs != 0 || before.Phase != "Complete" || before.CurrentRevision != 1 {
@@ -1114,7 +1114,7 @@ func TestCarryFromContinueAsNew(t *testing.T) {
 func TestDeploymentDeleted(t *testing.T) {
 	f := newFakeCluster(nil)
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 
 	res := deleted(t, env)
 	if !strings.Contains(res.Message, testNS+"/"+testName) {
@@ -1136,7 +1136,7 @@ func TestInvalidInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := steady()
 			env := newEnv(t, f)
-			env.ExecuteWorkflow(WorkflowType, tt.in)
+			env.ExecuteWorkflow(contract.WorkflowType, tt.in)
 
 			if !env.IsWorkflowCompleted() {
 				t.Fatalf("workflow did not complete")
@@ -1161,14 +1161,14 @@ func TestInvalidInput(t *testing.T) {
 func TestSignalDuringFinalSyncIsKept(t *testing.T) {
 	f := midRollout()
 	env := newEnv(t, f)
-	sent := onCompletingWrite(f, func() { env.SignalWorkflow(SignalPause, nil) })
+	sent := onCompletingWrite(f, func() { env.SignalWorkflow(contract.SignalPause, nil) })
 	// The pause is applied in this run (a paused rollout keeps its run); the resume ends it.
 	var paused bool
 	at(env, 10*time.Minute, func() {
 		paused = f.paused()
-		env.SignalWorkflow(SignalResume, nil)
+		env.SignalWorkflow(contract.SignalResume, nil)
 	})
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 
 	continuedAsNew(t, env)
 	if !*sent {
@@ -1212,9 +1212,9 @@ func TestNextChangeDuringFinalSyncEndsTheRun(t *testing.T) {
 		f.d.Spec.Template.Spec.Containers[0].Image = "nginx:v3"
 		f.d.Generation++
 		f.mu.Unlock()
-		env.SignalWorkflow(SignalTrigger, Trigger{})
+		env.SignalWorkflow(contract.SignalTrigger, contract.Trigger{})
 	})
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 
 	next := continuedAsNew(t, env)
 	if !*sent {
@@ -1240,7 +1240,7 @@ func TestStaleRetriesLeaveTheTask(t *testing.T) {
 	f := midRollout()
 	f.staleCreates = 3
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
@@ -1273,13 +1273,13 @@ func TestBusyWriteWaitsForTheBudget(t *testing.T) {
 	f := midRollout()
 	f.busyCreates = 2
 	env := newEnv(t, f)
-	var during Status
+	var during contract.Status
 	f.afterWrite = func(activity string) {
 		if activity == "CreateReplicaSet" && during.Name == "" {
 			during = queryStatus(t, env)
 		}
 	}
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
@@ -1310,13 +1310,13 @@ func TestTriggerNewerThanWaitSnapshot(t *testing.T) {
 			at(env, 30*time.Second, func() {
 				observedBefore = f.callCount("Observe")
 				if trigger {
-					env.SignalWorkflow(SignalTrigger, Trigger{Versions: []k8s.ObjectVersion{{Kind: k8s.KindDeployment, Name: testName, ResourceVersion: "11"}}})
+					env.SignalWorkflow(contract.SignalTrigger, contract.Trigger{Versions: []k8s.ObjectVersion{{Kind: k8s.KindDeployment, Name: testName, ResourceVersion: "11"}}})
 				}
 			})
 			var observedAfter int
 			at(env, 90*time.Second, func() { observedAfter = f.callCount("Observe") })
 			endByDeletion(env, f, 2*time.Hour)
-			env.ExecuteWorkflow(WorkflowType, input())
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 
 			if f.callCount("AwaitChange") == 0 {
 				t.Fatalf("no AwaitChange activity ran")
@@ -1339,11 +1339,11 @@ func TestTriggerNewerThanWaitSnapshot(t *testing.T) {
 func TestTakeOverTrigger(t *testing.T) {
 	tests := []struct {
 		name     string
-		give     *Trigger
+		give     *contract.Trigger
 		wantSync bool
 	}{
 		{name: "plain", give: nil, wantSync: true},
-		{name: "with versions", give: &Trigger{Versions: []k8s.ObjectVersion{{Kind: k8s.KindDeployment, Name: testName, ResourceVersion: "1"}}}, wantSync: false},
+		{name: "with versions", give: &contract.Trigger{Versions: []k8s.ObjectVersion{{Kind: k8s.KindDeployment, Name: testName, ResourceVersion: "1"}}}, wantSync: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1359,14 +1359,14 @@ func TestTakeOverTrigger(t *testing.T) {
 			at(env, 30*time.Second, func() {
 				observedBefore, awaitsBefore = f.callCount("Observe"), started
 				if tt.give == nil {
-					env.SignalWorkflow(SignalTrigger, nil)
+					env.SignalWorkflow(contract.SignalTrigger, nil)
 				} else {
-					env.SignalWorkflow(SignalTrigger, *tt.give)
+					env.SignalWorkflow(contract.SignalTrigger, *tt.give)
 				}
 			})
 			at(env, 45*time.Second, func() { observedAfter, awaitsAfter = f.callCount("Observe"), started })
 			endByDeletion(env, f, 2*time.Hour)
-			env.ExecuteWorkflow(WorkflowType, input())
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 
 			if awaitsBefore == 0 {
 				t.Fatalf("no AwaitChange activity had started by 30s")
@@ -1390,8 +1390,8 @@ func TestTriggerInInput(t *testing.T) {
 	endByDeletion(env, f, time.Hour)
 	in := input()
 	want := []k8s.ObjectVersion{{Kind: k8s.KindDeployment, Name: testName, ResourceVersion: "7"}}
-	in.Trigger = &Trigger{Versions: want}
-	env.ExecuteWorkflow(WorkflowType, in)
+	in.Trigger = &contract.Trigger{Versions: want}
+	env.ExecuteWorkflow(contract.WorkflowType, in)
 
 	if len(f.observed) == 0 {
 		t.Fatalf("no Observe ran")
@@ -1424,7 +1424,7 @@ func TestCancel(t *testing.T) {
 				observed = f.callCount("Observe")
 				env.CancelWorkflow()
 			})
-			env.ExecuteWorkflow(WorkflowType, input())
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 
 			if !env.IsWorkflowCompleted() {
 				t.Fatalf("workflow did not complete")
@@ -1466,7 +1466,7 @@ func TestCarryKeepsUID(t *testing.T) {
 	f := midRollout()
 	f.localWait = testLocalWait
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	next := continuedAsNew(t, env)
 	if next.State.UID != testUID || next.State.LocalWait != testLocalWait {
 		t.Fatalf("carry: got uid %q local wait %s, want %q, %s", next.State.UID, next.State.LocalWait, testUID, testLocalWait)
@@ -1482,20 +1482,20 @@ func TestNonJSONSignalPayloadIgnored(t *testing.T) {
 		name   string
 		signal string
 	}{
-		{name: "rollback", signal: SignalRollback},
-		{name: "trigger", signal: SignalTrigger},
+		{name: "rollback", signal: contract.SignalRollback},
+		{name: "trigger", signal: contract.SignalTrigger},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := steadyAtV2()
 			env := newEnv(t, f)
 			signalAt(env, 10*time.Second, tt.signal, []byte{0xff, 0x00, 0x13})
-			signalAt(env, 20*time.Second, SignalRollback, map[string]any{"revision": 1})
-			var st Status
+			signalAt(env, 20*time.Second, contract.SignalRollback, map[string]any{"revision": 1})
+			var st contract.Status
 			at(env, 15*time.Second, func() { st = queryStatus(t, env) })
-			env.ExecuteWorkflow(WorkflowType, input())
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 
-			if tt.signal == SignalRollback && !strings.Contains(st.IgnoredSignal, `encoding "binary/plain" is not JSON`) {
+			if tt.signal == contract.SignalRollback && !strings.Contains(st.IgnoredSignal, `encoding "binary/plain" is not JSON`) {
 				t.Errorf("status.ignoredSignal: got %q, want the binary payload explained", st.IgnoredSignal)
 			}
 			// The rollback after it goes through: the workflow is not stuck.
@@ -1525,7 +1525,7 @@ func TestRollbackSurvivesHashCollision(t *testing.T) {
 	env := newEnv(t, f)
 	in := input()
 	in.State = &State{RollbackTo: int64p(1)}
-	env.ExecuteWorkflow(WorkflowType, in)
+	env.ExecuteWorkflow(contract.WorkflowType, in)
 
 	continuedAsNew(t, env)
 	if f.d.Status.CollisionCount == nil || *f.d.Status.CollisionCount != 1 {
@@ -1551,7 +1551,7 @@ func TestLocalAwait(t *testing.T) {
 				f.localMoves = 100
 			}
 			env := newEnv(t, f)
-			env.ExecuteWorkflow(WorkflowType, input())
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 			continuedAsNew(t, env)
 			assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
 			local, remote := f.callCount("LocalAwaitChange"), f.callCount("AwaitChange")
@@ -1576,7 +1576,7 @@ func TestNoLocalWait(t *testing.T) {
 	f := midRollout()
 	f.localMoves = 100
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 3})
 	if local, remote := f.callCount("LocalAwaitChange"), f.callCount("AwaitChange"); local != 0 || remote == 0 {
@@ -1597,16 +1597,16 @@ func TestWaitMovesInline(t *testing.T) {
 			}
 			f.awaitMoves = []activities.Move{{Kind: k8s.StepScaleDown, ReplicaSet: "web-old", From: 3, To: 2}}
 			env := newEnv(t, f)
-			var st Status
+			var st contract.Status
 			var queryErr error
 			at(env, 90*time.Second, func() {
-				v, err := env.QueryWorkflow(QueryStatus)
+				v, err := env.QueryWorkflow(contract.QueryStatus)
 				if queryErr = err; err == nil {
 					queryErr = v.Get(&st)
 				}
 			})
 			endByDeletion(env, f, time.Hour)
-			env.ExecuteWorkflow(WorkflowType, input())
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 
 			if queryErr != nil {
 				t.Fatalf("status query: %v", queryErr)

@@ -26,7 +26,7 @@ type effects struct {
 	dep contract.Input
 	log log.Logger
 	// status is the status query's answer (the memo carries parts of it).
-	status func() Status
+	status func() contract.Status
 	// notifier: the webhook of the notify annotation (notify.go).
 	notifier notifier
 	// stateDirty: the step state changed in this workflow task and is written once, before
@@ -65,7 +65,7 @@ func (fx *effects) notifyEvent(ctx workflow.Context, ev k8s.Event) {
 	switch ev.Reason {
 	case "RolloutStep":
 		event = k8s.NotifyStepReached
-		if fx.Steps != nil && fx.Steps.WaitingFor == WaitingForPromote {
+		if fx.Steps != nil && fx.Steps.WaitingFor == contract.WaitingForPromote {
 			event = k8s.NotifyPaused
 		}
 	case "AnalysisInconclusive":
@@ -82,7 +82,7 @@ func (fx *effects) notifyEvent(ctx workflow.Context, ev k8s.Event) {
 			return
 		}
 		event = k8s.NotifyStepReached
-		if fx.BlueGreen.WaitingFor == WaitingForPromote {
+		if fx.BlueGreen.WaitingFor == contract.WaitingForPromote {
 			event = k8s.NotifyPaused
 		}
 		if !cfg.Wants(event) || workflow.GetVersion(ctx, changeBlueGreenNotify, workflow.DefaultVersion, 1) < 1 {
@@ -289,7 +289,7 @@ func (fx *effects) upsertSearchAttributes(ctx workflow.Context, outcome string, 
 
 // fleetFreeze asks for the fleet freeze; nil when the fleet is not frozen, or when asking
 // failed (logged: no hold).
-func (fx *effects) fleetFreeze(ctx workflow.Context) *FreezeHold {
+func (fx *effects) fleetFreeze(ctx workflow.Context) *contract.FreezeHold {
 	var f activities.FleetFreezeResult
 	o := freezeOptions
 	o.Summary = "ask whether the fleet is frozen, for " + fx.dep.Namespace + "/" + fx.dep.Name
@@ -301,5 +301,5 @@ func (fx *effects) fleetFreeze(ctx workflow.Context) *FreezeHold {
 	if !f.Frozen || (!f.Until.IsZero() && !f.Until.After(workflow.Now(ctx))) {
 		return nil
 	}
-	return &FreezeHold{Until: f.Until.UTC(), Reason: f.Reason, By: f.By}
+	return &contract.FreezeHold{Until: f.Until.UTC(), Reason: f.Reason, By: f.By}
 }

@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -26,10 +27,10 @@ func freezeChecked(ctx workflow.Context) bool {
 	return workflow.GetVersion(ctx, changeFleetFreezeHold, workflow.DefaultVersion, 1) >= 1
 }
 
-func blueGreenFrozenMessage(f *FreezeHold) string {
+func blueGreenFrozenMessage(f *contract.FreezeHold) string {
 	return fmt.Sprintf("Blue-green: automatic promotion held: %s %s (%s)", k8s.FleetFreezeHeldText, f.Until.Format(time.RFC3339), f.Reason)
 }
 
-func frozenError(ns, name string, f *FreezeHold) error {
+func frozenError(ns, name string, f *contract.FreezeHold) error {
 	return fmt.Errorf("promote refused: the fleet is frozen until %s (%s); %s/%s goes on after `starter thaw` or the freeze's end, and abort still works", f.Until.Format(time.RFC3339), f.Reason, ns, name)
 }

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -57,7 +58,7 @@ func TestFleetFreezeHoldsSteps(t *testing.T) {
 	at(env, 2*time.Hour, func() {
 		assertReplicasNow(t, f, "held by the freeze", map[string]int32{"nginx:v1": 7, "nginx:v2": 3})
 		st := queryStatus(t, env)
-		check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == WaitingForFreeze && st.Steps.Weight == 30,
+		check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == contract.WaitingForFreeze && st.Steps.Weight == 30,
 			"held: steps %+v, want step 2 waiting for the freeze at weight 30", st.Steps)
 		check(t, st.Steps != nil && st.Steps.Freeze != nil && st.Steps.Freeze.Reason == "black friday" && st.Steps.Freeze.Until.Equal(freezeUntil),
 			"held: freeze %+v, want the fleet freeze", st.Steps)
@@ -65,8 +66,8 @@ func TestFleetFreezeHoldsSteps(t *testing.T) {
 			"held: message %q", st.Steps.Message)
 	})
 	var promote, full updateOutcome
-	updateAt(env, 2*time.Hour+time.Minute, UpdatePromote, nil, &promote)
-	updateAt(env, 2*time.Hour+2*time.Minute, UpdatePromote, PromoteRequest{Full: true}, &full)
+	updateAt(env, 2*time.Hour+time.Minute, contract.UpdatePromote, nil, &promote)
+	updateAt(env, 2*time.Hour+2*time.Minute, contract.UpdatePromote, contract.PromoteRequest{Full: true}, &full)
 	// The freeze is extended: the held rollout says so once, with the new end.
 	at(env, 2*time.Hour+5*time.Minute, func() {
 		z.mu.Lock()
@@ -77,7 +78,7 @@ func TestFleetFreezeHoldsSteps(t *testing.T) {
 		st := queryStatus(t, env)
 		check(t, st.Steps != nil && strings.HasSuffix(st.Steps.Message, "fleet freeze until 2100-01-01T01:00:00Z (black friday)"), "after the extension: steps %+v", st.Steps)
 	})
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 
 	next := continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 7, "nginx:v2": 3})
@@ -86,7 +87,7 @@ func TestFleetFreezeHoldsSteps(t *testing.T) {
 			t.Errorf("promote while held: rejected with %v, want refused naming the freeze", u.rejected)
 		}
 	}
-	if s := next.State.Steps; s == nil || s.Step != 1 || s.WaitingFor != WaitingForFreeze || s.Freeze == nil {
+	if s := next.State.Steps; s == nil || s.Step != 1 || s.WaitingFor != contract.WaitingForFreeze || s.Freeze == nil {
 		t.Fatalf("carry while held: steps %+v, want held at step 2 (0-based 1) for the freeze", s)
 	}
 	if n := f.countEvents("RolloutFrozen"); n != 2 || f.hasEvent("RolloutThawed") {
@@ -103,10 +104,10 @@ func TestFleetFreezeHoldsSteps(t *testing.T) {
 	at(env, 30*time.Minute, func() {
 		assertReplicasNow(t, f, "held in the next run", map[string]int32{"nginx:v1": 7, "nginx:v2": 3})
 		st := queryStatus(t, env)
-		check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForFreeze, "held in the next run: steps %+v", st.Steps)
+		check(t, st.Steps != nil && st.Steps.WaitingFor == contract.WaitingForFreeze, "held in the next run: steps %+v", st.Steps)
 		z.set(false)
 	})
-	env.ExecuteWorkflow(WorkflowType, next)
+	env.ExecuteWorkflow(contract.WorkflowType, next)
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
 	if !f.hasEvent("RolloutThawed") || !f.hasEvent("RolloutStepsPassed") {
@@ -123,14 +124,14 @@ func TestFleetFreezePromoteRefusedAbortWorks(t *testing.T) {
 	z.register(env)
 	at(env, 30*time.Minute, func() { z.set(true) })
 	var promote, abort updateOutcome
-	updateAt(env, time.Hour, UpdatePromote, nil, &promote)
+	updateAt(env, time.Hour, contract.UpdatePromote, nil, &promote)
 	at(env, 90*time.Minute, func() {
 		st := queryStatus(t, env)
-		check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == WaitingForPromote, "after the refused promote: steps %+v, want still at the pause", st.Steps)
+		check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == contract.WaitingForPromote, "after the refused promote: steps %+v, want still at the pause", st.Steps)
 		assertReplicasNow(t, f, "after the refused promote", map[string]int32{"nginx:v1": 7, "nginx:v2": 3})
 	})
-	updateAt(env, 2*time.Hour, UpdateAbort, map[string]string{"reason": "bad canary"}, &abort)
-	env.ExecuteWorkflow(WorkflowType, input())
+	updateAt(env, 2*time.Hour, contract.UpdateAbort, map[string]string{"reason": "bad canary"}, &abort)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 
 	continuedAsNew(t, env)
 	if !promote.accepted || promote.err == nil || !strings.Contains(promote.err.Error(), "promote refused: the fleet is frozen until 2100-01-01T00:00:00Z (black friday)") {
@@ -152,7 +153,7 @@ func TestFleetFreezeErrorDoesNotHold(t *testing.T) {
 	z := &fakeFreeze{err: errors.New("query freeze/fleet: connection refused")}
 	env := newEnv(t, f)
 	z.register(env)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
@@ -167,7 +168,7 @@ func TestFleetFreezeExpiredDoesNotHold(t *testing.T) {
 	z := &fakeFreeze{state: activities.FleetFreezeResult{Frozen: true, Until: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), Reason: "old"}}
 	env := newEnv(t, f)
 	z.register(env)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
@@ -201,15 +202,15 @@ func TestFleetFreezeHoldsBlueGreenAutoPromotion(t *testing.T) {
 	at(env, time.Hour, func() {
 		assertReplicasNow(t, f, "held", map[string]int32{"nginx:v1": 10, "nginx:v2": 10})
 		bg := queryStatus(t, env).BlueGreen
-		check(t, bg != nil && bg.Phase == BlueGreenPaused && bg.WaitingFor == WaitingForFreeze && bg.Freeze != nil && !bg.Promoted,
+		check(t, bg != nil && bg.Phase == contract.BlueGreenPaused && bg.WaitingFor == contract.WaitingForFreeze && bg.Freeze != nil && !bg.Promoted,
 			"held: blueGreen %+v, want Paused waiting for the freeze", bg)
 		check(t, bg != nil && bg.ActiveSelects == h1 && bg.PreviewSelects == h2, "held: services %+v, want active on %s", bg, h1)
 		check(t, bg != nil && bg.Message == "Blue-green: automatic promotion held: fleet freeze until 2100-01-01T00:00:00Z (black friday)", "held: message %q", bg.Message)
 	})
 	var promote updateOutcome
-	updateAt(env, time.Hour+time.Minute, UpdatePromote, nil, &promote)
+	updateAt(env, time.Hour+time.Minute, contract.UpdatePromote, nil, &promote)
 	at(env, 2*time.Hour, func() { z.set(false) })
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
@@ -266,9 +267,9 @@ func TestFleetFreezeDoesNotHoldAReleaseRollback(t *testing.T) {
 			held := false
 			at(env, 2*time.Hour, func() {
 				st := queryStatus(t, env)
-				held = st.Steps != nil && st.Steps.WaitingFor == WaitingForFreeze
+				held = st.Steps != nil && st.Steps.WaitingFor == contract.WaitingForFreeze
 			})
-			env.ExecuteWorkflow(WorkflowType, input())
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 			continuedAsNew(t, env)
 			if held != tt.wantHeld {
 				t.Errorf("held by the freeze at 2h: %t, want %t", held, tt.wantHeld)

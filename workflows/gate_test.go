@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -36,8 +37,8 @@ func TestGateRollbackSignalAtFullWeight(t *testing.T) {
 		check(t, st.Steps != nil && st.Steps.Traffic != nil && st.Steps.Traffic.CanaryWeight == 100, "in the pause: %+v, want the canary at 100", st.Steps)
 		from = len(route.moves)
 	})
-	signalAt(env, 2*time.Hour, SignalRollback, map[string]int64{"revision": 1})
-	env.ExecuteWorkflow(WorkflowType, input())
+	signalAt(env, 2*time.Hour, contract.SignalRollback, map[string]int64{"revision": 1})
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
 	if from < 0 || from >= len(route.moves) {
@@ -77,13 +78,13 @@ func TestGateAbortNeverRaisesCanary(t *testing.T) {
 			from := -1
 			at(env, time.Hour, func() {
 				st := queryStatus(t, env)
-				check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForPromote, "in the pause: %+v, want waiting for promote", st.Steps)
+				check(t, st.Steps != nil && st.Steps.WaitingFor == contract.WaitingForPromote, "in the pause: %+v, want waiting for promote", st.Steps)
 				check(t, f.replicasByImage()["nginx:v2"] == 3, "in the pause: replicas %v, want 3 canary pods", f.replicasByImage())
 				from = len(route.moves)
 			})
 			var aborted updateOutcome
-			updateAt(env, 2*time.Hour, UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
-			env.ExecuteWorkflow(WorkflowType, input())
+			updateAt(env, 2*time.Hour, contract.UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 			continuedAsNew(t, env)
 			if !aborted.completed || aborted.err != nil {
 				t.Fatalf("abort: %+v, want completed", aborted)
@@ -117,12 +118,12 @@ func TestGateCanaryScaleThenWeight(t *testing.T) {
 	at(env, 10*time.Minute, func() {
 		ran = true
 		st := queryStatus(t, env)
-		check(t, st.Steps != nil && st.Steps.Step == 3 && st.Steps.WaitingFor == WaitingForPromote, "after 10 minutes: steps %+v, want the pause (step 3) reached", st.Steps)
+		check(t, st.Steps != nil && st.Steps.Step == 3 && st.Steps.WaitingFor == contract.WaitingForPromote, "after 10 minutes: steps %+v, want the pause (step 3) reached", st.Steps)
 		got := f.replicasByImage()
 		check(t, got["nginx:v2"] == 2 && got["nginx:v1"] == 6, "after 10 minutes: replicas %v, want 2 canary and 6 stable", got)
 		check(t, st.Steps != nil && st.Steps.Traffic != nil && st.Steps.Traffic.CanaryWeight == 25, "after 10 minutes: traffic %+v, want the canary at its pods' share, 25", st.Steps.Traffic)
 	})
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	if !ran {
 		t.Fatalf("the run continued as new before 10 minutes: replicas %v", f.replicasByImage())
@@ -167,7 +168,7 @@ func TestGateMissedCompletionStableTemplate(t *testing.T) {
 		held = true
 		st := queryStatus(t, env)
 		check(t, moved, "v3 was never set")
-		check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForPromote, "v3 in its pause: steps %+v", st.Steps)
+		check(t, st.Steps != nil && st.Steps.WaitingFor == contract.WaitingForPromote, "v3 in its pause: steps %+v", st.Steps)
 		got := f.replicasByImage()
 		check(t, got["nginx:v2"] == 5 && got["nginx:v3"] == 5 && got["nginx:v1"] == 0, "v3 at 50%%: replicas %v, want v2 5 and v3 5 (v1 0)", got)
 		if tr := st.Steps.Traffic; tr == nil || tr.Stable.Hash != h2 {
@@ -175,8 +176,8 @@ func TestGateMissedCompletionStableTemplate(t *testing.T) {
 		}
 	})
 	var aborted updateOutcome
-	updateAt(env, 2*time.Hour, UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
-	env.ExecuteWorkflow(WorkflowType, input())
+	updateAt(env, 2*time.Hour, contract.UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	if !held {
 		t.Fatalf("the run ended before v3's pause: replicas %v", f.replicasByImage())
@@ -211,12 +212,12 @@ func TestGateTrafficErrorDoesNotBlockAbort(t *testing.T) {
 	})
 	at(env, time.Hour, func() {
 		st := queryStatus(t, env)
-		check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForPromote, "in the pause: steps %+v", st.Steps)
+		check(t, st.Steps != nil && st.Steps.WaitingFor == contract.WaitingForPromote, "in the pause: steps %+v", st.Steps)
 		broken = true
 	})
 	var aborted updateOutcome
-	updateAt(env, 2*time.Hour, UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
-	env.ExecuteWorkflow(WorkflowType, input())
+	updateAt(env, 2*time.Hour, contract.UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	if !aborted.completed || aborted.err != nil {
 		t.Fatalf("abort: %+v, want completed", aborted)
@@ -246,8 +247,8 @@ func TestGateAbortAtFullWeightFromRest(t *testing.T) {
 			env := newEnv(t, f)
 			env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
 			var aborted updateOutcome
-			updateAt(env, time.Hour, UpdateAbort, map[string]string{"reason": "soak"}, &aborted)
-			env.ExecuteWorkflow(WorkflowType, input())
+			updateAt(env, time.Hour, contract.UpdateAbort, map[string]string{"reason": "soak"}, &aborted)
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 			continuedAsNew(t, env)
 			if !aborted.completed || aborted.err != nil {
 				t.Fatalf("abort: %+v, want completed", aborted)

@@ -19,7 +19,7 @@ func (s *State) holds(id string) []contract.Hold {
 	updateCmd := func(u, input string) string {
 		return fmt.Sprintf("temporal workflow update execute --workflow-id %s --name %s --input '%s'", id, u, input)
 	}
-	promoteCmd, abortCmd := updateCmd(UpdatePromote, `{}`), updateCmd(UpdateAbort, `{"reason":"..."}`)
+	promoteCmd, abortCmd := updateCmd(contract.UpdatePromote, `{}`), updateCmd(contract.UpdateAbort, `{"reason":"..."}`)
 	var hs []contract.Hold
 	if ab := s.Abort; ab != nil {
 		hs = append(hs, contract.Hold{Kind: contract.HoldAbort, Message: "aborting: " + ab.Reason, Until: ab.Until})
@@ -32,19 +32,19 @@ func (s *State) holds(id string) []contract.Hold {
 		hs = append(hs, contract.Hold{Kind: contract.HoldPaused, Message: "paused (spec.paused)", Do: fmt.Sprintf("kubectl rollout resume deployment/%s -n %s", name, ns)})
 	}
 	if t := s.Traffic; t != nil && t.Hold != "" {
-		hs = append(hs, contract.Hold{Kind: WaitingForTrafficGate, Message: "traffic gate: " + t.Hold})
+		hs = append(hs, contract.Hold{Kind: contract.WaitingForTrafficGate, Message: "traffic gate: " + t.Hold})
 	}
 	if b := s.BlueGreenServices; b != nil && b.Hold != "" {
-		hs = append(hs, contract.Hold{Kind: WaitingForTrafficGate, Message: "traffic gate: " + b.Hold})
+		hs = append(hs, contract.Hold{Kind: contract.WaitingForTrafficGate, Message: "traffic gate: " + b.Hold})
 	}
 	addPhase := func(w PhaseWait, until *time.Time) {
 		h := contract.Hold{Kind: w.WaitingFor, Message: w.Message, Until: until}
 		switch w.WaitingFor {
-		case WaitingForPromote, WaitingForTimer, WaitingForAnalysis:
+		case contract.WaitingForPromote, contract.WaitingForTimer, contract.WaitingForAnalysis:
 			h.Do = promoteCmd + " (or abort: " + abortCmd + ")"
-		case WaitingForWeight:
-			h.Do = updateCmd(UpdatePromote, `{"full":true}`) + " skips the remaining steps"
-		case WaitingForFreeze:
+		case contract.WaitingForWeight:
+			h.Do = updateCmd(contract.UpdatePromote, `{"full":true}`) + " skips the remaining steps"
+		case contract.WaitingForFreeze:
 			h.Do = "starter thaw (abort still works: " + abortCmd + ")"
 			if w.Freeze != nil {
 				u := w.Freeze.Until
@@ -81,17 +81,17 @@ func waitingForAttr(hs []contract.Hold) string {
 // canPromote says whether promote (req) makes sense now: a stepped rollout paused at a step or
 // measuring, a blue-green rollout paused or measuring (or, with {"full":true}, still
 // scaling its preview), and never while the fleet freeze holds the phase.
-func (s *State) canPromote(req PromoteRequest) error {
+func (s *State) canPromote(req contract.PromoteRequest) error {
 	if bg := s.BlueGreen; bg != nil {
 		// Blue-green: promote goes past a paused rollout or an analysis; {"full":true} also
 		// promotes a preview still scaling, and skips both analyses.
-		if bg.WaitingFor == WaitingForFreeze && bg.Freeze != nil {
+		if bg.WaitingFor == contract.WaitingForFreeze && bg.Freeze != nil {
 			return frozenError(s.Status.Namespace, s.Status.Name, bg.Freeze)
 		}
 		switch bg.Phase {
-		case BlueGreenPaused, BlueGreenPrePromotionAnalysis, BlueGreenPostPromotionAnalysis:
+		case contract.BlueGreenPaused, contract.BlueGreenPrePromotionAnalysis, contract.BlueGreenPostPromotionAnalysis:
 			return nil
-		case BlueGreenPreview:
+		case contract.BlueGreenPreview:
 			if req.Full {
 				return nil
 			}
@@ -103,16 +103,16 @@ func (s *State) canPromote(req PromoteRequest) error {
 	if cur == nil || cur.Full {
 		return fmt.Errorf("no stepped rollout is in progress for %s/%s", s.Status.Namespace, s.Status.Name)
 	}
-	if cur.WaitingFor == WaitingForFreeze && cur.Freeze != nil {
+	if cur.WaitingFor == contract.WaitingForFreeze && cur.Freeze != nil {
 		return frozenError(s.Status.Namespace, s.Status.Name, cur.Freeze)
 	}
 	if req.Full {
 		return nil
 	}
 	switch cur.WaitingFor {
-	case WaitingForPromote, WaitingForTimer, WaitingForAnalysis:
+	case contract.WaitingForPromote, contract.WaitingForTimer, contract.WaitingForAnalysis:
 		return nil
-	case WaitingForWeight:
+	case contract.WaitingForWeight:
 		return fmt.Errorf("step %d of %d (%s) is not paused: it goes on by itself once its weight is reached; promote {\"full\":true} skips the remaining steps", cur.Step+1, len(s.StepList), s.currentStep())
 	}
 	return fmt.Errorf("nothing is paused for %s/%s: every step has passed and the rollout goes to 100%%", s.Status.Namespace, s.Status.Name)

@@ -13,7 +13,7 @@ import (
 func TestHolds(t *testing.T) {
 	until := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
 	yes, no := true, false
-	base := func() State { return State{Status: Status{Namespace: "shop", Name: "web"}} }
+	base := func() State { return State{Status: contract.Status{Namespace: "shop", Name: "web"}} }
 	tests := []struct {
 		name    string
 		state   func(s *State)
@@ -23,26 +23,26 @@ func TestHolds(t *testing.T) {
 	}{
 		{"nothing", func(*State) {}, nil, "", ""},
 		{"step paused until promoted", func(s *State) {
-			s.Steps = &stepsState{PhaseWait: PhaseWait{WaitingFor: WaitingForPromote, Message: "Step 2 of 3 (pause): paused until promoted"}}
-		}, []string{WaitingForPromote}, WaitingForPromote, "temporal workflow update execute --workflow-id deployment/shop/web --name promote --input '{}'"},
+			s.Steps = &stepsState{PhaseWait: PhaseWait{WaitingFor: contract.WaitingForPromote, Message: "Step 2 of 3 (pause): paused until promoted"}}
+		}, []string{contract.WaitingForPromote}, contract.WaitingForPromote, "temporal workflow update execute --workflow-id deployment/shop/web --name promote --input '{}'"},
 		{"user pause over a timed step", func(s *State) {
 			s.Status.Paused = true
-			s.Steps = &stepsState{PhaseWait: PhaseWait{WaitingFor: WaitingForTimer}, PauseUntil: &until}
-		}, []string{contract.HoldPaused, WaitingForTimer}, WaitingForTimer, "kubectl rollout resume deployment/web -n shop"},
+			s.Steps = &stepsState{PhaseWait: PhaseWait{WaitingFor: contract.WaitingForTimer}, PauseUntil: &until}
+		}, []string{contract.HoldPaused, contract.WaitingForTimer}, contract.WaitingForTimer, "kubectl rollout resume deployment/web -n shop"},
 		{"resume asked while spec.paused", func(s *State) { s.Status.Paused, s.Pause = true, &no }, nil, "", ""},
 		{"pause asked", func(s *State) { s.Pause = &yes }, []string{contract.HoldPaused}, "", "kubectl rollout resume deployment/web -n shop"},
 		{"abort with a traffic gate", func(s *State) {
 			s.Abort = &abortState{Reason: "analysis failed"}
-			s.Traffic = &TrafficStatus{Hold: "no available canary pod"}
-		}, []string{contract.HoldAbort, WaitingForTrafficGate}, WaitingForTrafficGate, ""},
+			s.Traffic = &contract.TrafficStatus{Hold: "no available canary pod"}
+		}, []string{contract.HoldAbort, contract.WaitingForTrafficGate}, contract.WaitingForTrafficGate, ""},
 		{"invalid annotation", func(s *State) { s.AnnotationError = "Rollout held: invalid annotation: x" },
 			[]string{contract.HoldInvalidAnnotation}, "", "kubectl edit deployment/web -n shop (fix the temporal-rollout.io annotation)"},
 		{"blue-green frozen", func(s *State) {
-			s.BlueGreen = &blueGreenState{PhaseWait: PhaseWait{WaitingFor: WaitingForFreeze, Freeze: &FreezeHold{Until: until, Reason: "sale"}}}
-		}, []string{WaitingForFreeze}, WaitingForFreeze, "starter thaw"},
+			s.BlueGreen = &blueGreenState{PhaseWait: PhaseWait{WaitingFor: contract.WaitingForFreeze, Freeze: &contract.FreezeHold{Until: until, Reason: "sale"}}}
+		}, []string{contract.WaitingForFreeze}, contract.WaitingForFreeze, "starter thaw"},
 		{"steps passed, blue-green state ignored", func(s *State) {
 			s.Steps = &stepsState{Full: true}
-			s.BlueGreen = &blueGreenState{PhaseWait: PhaseWait{WaitingFor: WaitingForPromote}}
+			s.BlueGreen = &blueGreenState{PhaseWait: PhaseWait{WaitingFor: contract.WaitingForPromote}}
 		}, nil, "", ""},
 	}
 	for _, tt := range tests {

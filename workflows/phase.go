@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -54,7 +55,7 @@ func (p *phase) addTo(ctx workflow.Context, sel workflow.Selector) {
 // Deployment's, the template's, the step's and this run's, so every attempt (and a run
 // continued from this one, which carries the name) waits on the same Job, and a later rollout
 // of the same template makes a new one.
-func (p *phase) startAnalysis(ctx workflow.Context, spec *k8s.AnalysisStep, st *analysisState, hash string) {
+func (p *phase) startAnalysis(ctx workflow.Context, spec *k8s.AnalysisStep, st *contract.AnalysisStatus, hash string) {
 	st.Provider = spec.Provider()
 	if spec.Job != nil && st.Job == "" {
 		st.Job = k8s.AnalysisJobName(p.dep.Name, hash, st.Step+1, workflow.GetInfo(ctx).WorkflowExecution.RunID)
@@ -76,7 +77,7 @@ func (p *phase) analysisVerdict(ctx workflow.Context, res analysisResult, label,
 		p.recordStepWarning(ctx, "AnalysisFailed", label+" failed: "+res.message)
 		p.abort(ctx, abortReason+res.message)
 	default:
-		w.WaitingFor, w.Message = WaitingForPromote, label+" inconclusive, paused until promoted or aborted: "+res.message
+		w.WaitingFor, w.Message = contract.WaitingForPromote, label+" inconclusive, paused until promoted or aborted: "+res.message
 		p.recordStepWarning(ctx, "AnalysisInconclusive", w.Message)
 	}
 	p.Dirty = true
@@ -97,7 +98,7 @@ func (p *phase) holdInvalid(ctx workflow.Context, d *appsv1.Deployment, hash str
 
 // freezeHold asks whether the fleet freeze holds the phase before it goes on: nil to go on (the
 // run has no freeze branch, the fleet is not frozen, or the rollout is a release's rollback).
-func (p *phase) freezeHold(ctx workflow.Context) *FreezeHold {
+func (p *phase) freezeHold(ctx workflow.Context) *contract.FreezeHold {
 	if !freezeChecked(ctx) {
 		return nil
 	}
@@ -134,7 +135,7 @@ func (p *phase) recheckFreeze(ctx workflow.Context, w *PhaseWait, text func() st
 
 // nextLook is when a phase the freeze holds asks again: in freezeRecheck, or at the freeze's
 // end if sooner.
-func nextLook(ctx workflow.Context, f *FreezeHold) time.Time {
+func nextLook(ctx workflow.Context, f *contract.FreezeHold) time.Time {
 	at := workflow.Now(ctx).Add(freezeRecheck)
 	if u := f.Until; !u.IsZero() && u.Before(at) {
 		at = u

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
@@ -36,7 +37,7 @@ func receive(ctx workflow.Context, c workflow.ReceiveChannel) (json.RawMessage, 
 // ParseTrigger reads the versions a trigger signal carries. Any other payload, or none, is a
 // plain trigger.
 func ParseTrigger(raw json.RawMessage) []k8s.ObjectVersion {
-	var t Trigger
+	var t contract.Trigger
 	if len(raw) == 0 || json.Unmarshal(raw, &t) != nil {
 		return nil
 	}
@@ -49,7 +50,7 @@ func ParseRollback(raw json.RawMessage) (int64, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return 0, errors.New(`payload is empty; want {"revision": N}`)
 	}
-	var req RollbackRequest
+	var req contract.RollbackRequest
 	dec := json.NewDecoder(bytesReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {

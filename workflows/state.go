@@ -54,7 +54,7 @@ type State struct {
 	LocalWait time.Duration `json:"localWait,omitempty"`
 	// Status is the status query's answer as the last sync left it, so the query answers
 	// before a run's first sync.
-	Status Status `json:"status"`
+	Status contract.Status `json:"status"`
 	// AtLeast and LiveNext are read-your-writes: the versions the next sync must see, and
 	// whether it must read live (after a stale decision).
 	AtLeast  []k8s.ObjectVersion `json:"atLeast,omitempty"`
@@ -77,10 +77,10 @@ type State struct {
 	ManagedProgress *appsv1.DeploymentCondition `json:"managedProgress,omitempty"`
 	ManagedGuard    bool                        `json:"managedGuard,omitempty"`
 	// Traffic: the route as the last traffic move left it (traffic.go).
-	Traffic *TrafficStatus `json:"traffic,omitempty"`
+	Traffic *contract.TrafficStatus `json:"traffic,omitempty"`
 	// BlueGreen: a blue-green rollout in progress, and what its Services select (bluegreen.go).
-	BlueGreen         *blueGreenState    `json:"blueGreen,omitempty"`
-	BlueGreenServices *BlueGreenServices `json:"blueGreenServices,omitempty"`
+	BlueGreen         *blueGreenState             `json:"blueGreen,omitempty"`
+	BlueGreenServices *contract.BlueGreenServices `json:"blueGreenServices,omitempty"`
 	// Notify is the notify annotation as the last sync read it, UIURL the worker's --ui-url,
 	// and Notifications, as a run continues, those not yet delivered, which the next run
 	// sends (notify.go).
@@ -109,10 +109,10 @@ type stepsState struct {
 // says, the analysis under way and the fleet freeze that holds the phase. Its fields are its
 // holder's in JSON.
 type PhaseWait struct {
-	WaitingFor string         `json:"waitingFor,omitempty"`
-	Message    string         `json:"message,omitempty"`
-	Analysis   *analysisState `json:"analysis,omitempty"`
-	Freeze     *FreezeHold    `json:"freeze,omitempty"`
+	WaitingFor string                   `json:"waitingFor,omitempty"`
+	Message    string                   `json:"message,omitempty"`
+	Analysis   *contract.AnalysisStatus `json:"analysis,omitempty"`
+	Freeze     *contract.FreezeHold     `json:"freeze,omitempty"`
 }
 
 // abortState is an abort under way: the rollback to the stable revision, until it completes.
@@ -170,12 +170,12 @@ func (s *State) weight() int32 {
 }
 
 // stepsStatus is the status query's view of the stepped rollout.
-func (s *State) stepsStatus() *StepsStatus {
+func (s *State) stepsStatus() *contract.StepsStatus {
 	cur := s.Steps
 	if cur == nil {
 		return nil
 	}
-	st := &StepsStatus{
+	st := &contract.StepsStatus{
 		Step: cur.Step + 1, Steps: len(s.StepList), Current: s.currentStep(), Weight: s.weight(),
 		WaitingFor: cur.WaitingFor, Message: cur.Message, PauseUntil: cur.PauseUntil, Full: cur.Full, Analysis: cur.Analysis,
 		Traffic: s.Traffic, Freeze: cur.Freeze,
@@ -206,11 +206,11 @@ func (s *State) stepSummary() string {
 }
 
 // blueGreenStatus is the status query's view: nil for a Deployment without blue-green.
-func (s *State) blueGreenStatus() *BlueGreenStatus {
+func (s *State) blueGreenStatus() *contract.BlueGreenStatus {
 	if s.BlueGreen == nil && s.BlueGreenServices == nil {
 		return nil
 	}
-	st := &BlueGreenStatus{}
+	st := &contract.BlueGreenStatus{}
 	if sv := s.BlueGreenServices; sv != nil {
 		st.BlueGreenServices = *sv
 	}
@@ -241,7 +241,7 @@ func (s *State) report(snap k8s.Snapshot, plan k8s.Plan) {
 		if rs.Spec.Replicas != nil {
 			n = *rs.Spec.Replicas
 		}
-		st.ReplicaSets = append(st.ReplicaSets, ReplicaSetStatus{Name: rs.Name, Hash: rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey], Revision: rev, Replicas: n, Ready: rs.Status.ReadyReplicas, Available: rs.Status.AvailableReplicas})
+		st.ReplicaSets = append(st.ReplicaSets, contract.ReplicaSetStatus{Name: rs.Name, Hash: rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey], Revision: rev, Replicas: n, Ready: rs.Status.ReadyReplicas, Available: rs.Status.AvailableReplicas})
 	}
 	sort.Slice(st.ReplicaSets, func(i, j int) bool { return st.ReplicaSets[i].Revision > st.ReplicaSets[j].Revision })
 	if plan.Phase == k8s.PhaseComplete {

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -74,7 +75,7 @@ func (c *canaryStrategy) stepsRequest(ctx workflow.Context, d *appsv1.Deployment
 		return nil
 	}
 	cp := &k8s.Canary{Hash: hash, Weight: c.weight(), Scale: k8s.ActiveCanaryScale(steps, s.Step)}
-	if s.WaitingFor != WaitingForWeight {
+	if s.WaitingFor != contract.WaitingForWeight {
 		cp.Hold, cp.Message = true, s.Message
 	}
 	return cp
@@ -100,17 +101,17 @@ func (c *canaryStrategy) enterStep(ctx workflow.Context, i int) {
 	}
 	switch {
 	case step.SetWeight != nil:
-		s.WaitingFor, s.Message = WaitingForWeight, prefix+": scaling"
+		s.WaitingFor, s.Message = contract.WaitingForWeight, prefix+": scaling"
 	case step.Pause != nil && step.Pause.Duration > 0:
 		until := workflow.Now(ctx).Add(time.Duration(step.Pause.Duration)).UTC()
 		s.PauseUntil = &until
-		s.WaitingFor, s.Message = WaitingForTimer, fmt.Sprintf("%s: paused until %s", prefix, until.Format(time.RFC3339))
+		s.WaitingFor, s.Message = contract.WaitingForTimer, fmt.Sprintf("%s: paused until %s", prefix, until.Format(time.RFC3339))
 		c.startPauseTimer(ctx)
 	case step.Pause != nil:
-		s.WaitingFor, s.Message = WaitingForPromote, prefix+": paused until promoted"
+		s.WaitingFor, s.Message = contract.WaitingForPromote, prefix+": paused until promoted"
 	case step.Analysis != nil:
-		s.Analysis = &analysisState{Step: i}
-		s.WaitingFor, s.Message = WaitingForAnalysis, prefix+": measuring"
+		s.Analysis = &contract.AnalysisStatus{Step: i}
+		s.WaitingFor, s.Message = contract.WaitingForAnalysis, prefix+": measuring"
 		c.startAnalysis(ctx, c.StepList[i].Analysis, s.Analysis, s.Hash)
 	}
 	c.recordStep(ctx, "RolloutStep", s.Message)
@@ -129,7 +130,7 @@ func (c *canaryStrategy) enterTraffic(ctx workflow.Context, i int, prefix string
 	}
 	c.Dirty = true
 	if workflow.GetVersion(ctx, changeTrafficStepPods, workflow.DefaultVersion, 1) == 1 {
-		c.Steps.WaitingFor, c.Steps.Message = WaitingForWeight, prefix+": waiting for the canary's pods"
+		c.Steps.WaitingFor, c.Steps.Message = contract.WaitingForWeight, prefix+": waiting for the canary's pods"
 		c.recordStep(ctx, "RolloutStep", c.Steps.Message)
 		return true
 	}
@@ -150,7 +151,7 @@ func (c *canaryStrategy) nextStep(ctx workflow.Context) {
 	}
 	c.stop()
 	s.PauseUntil, s.Freeze = nil, f
-	s.WaitingFor, s.Message = WaitingForFreeze, c.frozenMessage()
+	s.WaitingFor, s.Message = contract.WaitingForFreeze, c.frozenMessage()
 	c.stepFreezeLook(ctx)
 	c.recordStepWarning(ctx, "RolloutFrozen", s.Message)
 }
@@ -158,7 +159,7 @@ func (c *canaryStrategy) nextStep(ctx workflow.Context) {
 // reached passes a setWeight (or traffic) step once the sync's plan reached its weight and
 // routeReached says the route carries it.
 func (c *canaryStrategy) weightReached(ctx workflow.Context, plan k8s.Plan, routeReached func() bool) {
-	if s := c.Steps; s != nil && !s.Full && s.WaitingFor == WaitingForWeight && plan.CanaryReached && routeReached() {
+	if s := c.Steps; s != nil && !s.Full && s.WaitingFor == contract.WaitingForWeight && plan.CanaryReached && routeReached() {
 		c.recordStep(ctx, "RolloutStepReached", fmt.Sprintf("Step %d of %d (%s) reached", s.Step+1, len(c.StepList), c.currentStep()))
 		c.nextStep(ctx)
 		c.Dirty = true
@@ -173,11 +174,11 @@ func (c *canaryStrategy) resumeSteps(ctx workflow.Context) {
 		return
 	}
 	switch s.WaitingFor {
-	case WaitingForTimer:
+	case contract.WaitingForTimer:
 		c.startPauseTimer(ctx)
-	case WaitingForAnalysis:
+	case contract.WaitingForAnalysis:
 		c.startAnalysis(ctx, c.StepList[s.Step].Analysis, s.Analysis, s.Hash)
-	case WaitingForFreeze:
+	case contract.WaitingForFreeze:
 		c.stepFreezeLook(ctx)
 	}
 }
@@ -201,13 +202,13 @@ func (c *canaryStrategy) stepTimerFired(ctx workflow.Context) {
 		return
 	}
 	switch s.WaitingFor {
-	case WaitingForFreeze:
+	case contract.WaitingForFreeze:
 		if !c.recheckFreeze(ctx, &s.PhaseWait, c.frozenMessage, c.stepFreezeLook, fmt.Sprintf("going on past step %d of %d", s.Step+1, len(c.StepList))) {
 			c.enterStep(ctx, s.Step+1)
 			c.Dirty = true
 		}
 		return
-	case WaitingForTimer:
+	case contract.WaitingForTimer:
 	default:
 		return
 	}
@@ -219,7 +220,7 @@ func (c *canaryStrategy) stepTimerFired(ctx workflow.Context) {
 // stepVerdict goes on from an analysis step's verdict.
 func (c *canaryStrategy) stepVerdict(ctx workflow.Context, res analysisResult) {
 	s := c.Steps
-	if s == nil || s.WaitingFor != WaitingForAnalysis {
+	if s == nil || s.WaitingFor != contract.WaitingForAnalysis {
 		return
 	}
 	prefix := fmt.Sprintf("Step %d of %d (%s)", s.Step+1, len(c.StepList), c.currentStep())
@@ -227,7 +228,7 @@ func (c *canaryStrategy) stepVerdict(ctx workflow.Context, res analysisResult) {
 }
 
 // promote goes past the step the rollout waits at, or ({"full":true}) skips every step left.
-func (c *canaryStrategy) promoteSteps(ctx workflow.Context, req PromoteRequest) {
+func (c *canaryStrategy) promoteSteps(ctx workflow.Context, req contract.PromoteRequest) {
 	s := c.Steps
 	c.stop()
 	if req.Full {

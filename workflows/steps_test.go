@@ -29,7 +29,7 @@ func updateAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, name stri
 			OnReject: func(err error) { got.rejected = err },
 			OnComplete: func(v any, err error) {
 				got.completed, got.err = true, err
-				if st, ok := v.(Status); ok {
+				if st, ok := v.(contract.Status); ok {
 					got.status = st
 				}
 			},
@@ -40,7 +40,7 @@ func updateAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, name stri
 type updateOutcome struct {
 	accepted, completed bool
 	rejected, err       error
-	status              Status
+	status              contract.Status
 }
 
 // A stepped rollout: each setWeight caps the new ReplicaSet, the timed pause waits on a
@@ -52,7 +52,7 @@ func TestSteppedRollout(t *testing.T) {
 	at(env, 30*time.Minute, func() {
 		assertReplicasNow(t, f, "in the timed pause", map[string]int32{"nginx:v1": 7, "nginx:v2": 3})
 		st := queryStatus(t, env)
-		check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == WaitingForTimer && st.Steps.PauseUntil != nil,
+		check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == contract.WaitingForTimer && st.Steps.PauseUntil != nil,
 			"in the timed pause: steps %+v, want step 2 waiting for the timer", st.Steps)
 		c := k8s.GetCondition(f.d.Status, appsv1.DeploymentProgressing)
 		check(t, c != nil && c.Reason == k8s.CanaryPausedReason && strings.Contains(c.Message, "Step 2 of 4 (pause 1h0m0s): paused until"),
@@ -60,15 +60,15 @@ func TestSteppedRollout(t *testing.T) {
 	})
 	// While the timed pause runs, promote {} is fine; but test the rejection at a setWeight
 	// step elsewhere. Here: wait for the untimed pause.
-	updateAt(env, 90*time.Minute, UpdatePromote, json.RawMessage(`{"fast":true}`), &early)
+	updateAt(env, 90*time.Minute, contract.UpdatePromote, json.RawMessage(`{"fast":true}`), &early)
 	at(env, 2*time.Hour, func() {
 		assertReplicasNow(t, f, "in the untimed pause", map[string]int32{"nginx:v1": 4, "nginx:v2": 6})
 		st := queryStatus(t, env)
-		check(t, st.Steps != nil && st.Steps.Step == 4 && st.Steps.WaitingFor == WaitingForPromote,
+		check(t, st.Steps != nil && st.Steps.Step == 4 && st.Steps.WaitingFor == contract.WaitingForPromote,
 			"in the untimed pause: steps %+v, want step 4 waiting for promote", st.Steps)
 	})
-	updateAt(env, 3*time.Hour, UpdatePromote, nil, &promoted)
-	env.ExecuteWorkflow(WorkflowType, input())
+	updateAt(env, 3*time.Hour, contract.UpdatePromote, nil, &promoted)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 
 	next := continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
@@ -96,9 +96,9 @@ func TestAbortSteppedRollout(t *testing.T) {
 	f := stepped(`[{"setWeight":30},{"pause":{}},{"setWeight":60}]`)
 	env := newEnv(t, f)
 	var early, aborted, again updateOutcome
-	updateAt(env, 0, UpdateAbort, json.RawMessage(`"now"`), &early)
-	updateAt(env, time.Hour, UpdateAbort, map[string]string{"reason": "error rate"}, &aborted)
-	env.ExecuteWorkflow(WorkflowType, input())
+	updateAt(env, 0, contract.UpdateAbort, json.RawMessage(`"now"`), &early)
+	updateAt(env, time.Hour, contract.UpdateAbort, map[string]string{"reason": "error rate"}, &aborted)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
@@ -124,11 +124,11 @@ func TestUpdatesRejected(t *testing.T) {
 	f.d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":30},{"pause":{}}]`
 	env := newEnv(t, f)
 	var promote, abort updateOutcome
-	updateAt(env, time.Second, UpdatePromote, nil, &promote)
-	updateAt(env, 2*time.Second, UpdateAbort, nil, &abort)
+	updateAt(env, time.Second, contract.UpdatePromote, nil, &promote)
+	updateAt(env, 2*time.Second, contract.UpdateAbort, nil, &abort)
 	endByDeletion(env, f, time.Minute)
 	tmpl := podTemplate("nginx:v1")
-	env.ExecuteWorkflow(WorkflowType, Input{Input: contract.Input{Namespace: testNS, Name: testName}, State: &State{Idle: true, StableHash: k8s.PodTemplateHash(&tmpl, nil)}})
+	env.ExecuteWorkflow(contract.WorkflowType, Input{Input: contract.Input{Namespace: testNS, Name: testName}, State: &State{Idle: true, StableHash: k8s.PodTemplateHash(&tmpl, nil)}})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
@@ -152,9 +152,9 @@ func TestInvalidStepsAnnotation(t *testing.T) {
 		f.mu.Lock()
 		f.d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":50}]`
 		f.mu.Unlock()
-		env.SignalWorkflow(SignalTrigger, nil)
+		env.SignalWorkflow(contract.SignalTrigger, nil)
 	})
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	if !f.hasEvent("InvalidRolloutAnnotation") {
 		t.Errorf("no InvalidRolloutAnnotation event")
@@ -183,12 +183,12 @@ func TestSteppedRolloutOneReplica(t *testing.T) {
 	at(env, time.Hour, func() {
 		assertReplicasNow(t, f, "in the pause", map[string]int32{"nginx:v1": 1, "nginx:v2": 1})
 		st := queryStatus(t, env)
-		check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == WaitingForPromote,
+		check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == contract.WaitingForPromote,
 			"in the pause: steps %+v, want step 2 waiting for promote", st.Steps)
 		check(t, st.Phase != string(k8s.PhaseComplete), "in the pause: phase %s, want not Complete", st.Phase)
 	})
-	updateAt(env, 2*time.Hour, UpdatePromote, nil, &promoted)
-	env.ExecuteWorkflow(WorkflowType, input())
+	updateAt(env, 2*time.Hour, contract.UpdatePromote, nil, &promoted)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 1})
@@ -217,9 +217,9 @@ func TestContinuedRunRecordsStepEvents(t *testing.T) {
 	in := input()
 	in.State = &State{
 		Idle: true, UID: testUID, StableHash: k8s.PodTemplateHash(&v1, nil), StepList: list,
-		Steps: &stepsState{Hash: k8s.PodTemplateHash(&v2, nil), Revision: 2, Step: 1, PhaseWait: PhaseWait{WaitingFor: WaitingForTimer}, PauseUntil: &until},
+		Steps: &stepsState{Hash: k8s.PodTemplateHash(&v2, nil), Revision: 2, Step: 1, PhaseWait: PhaseWait{WaitingFor: contract.WaitingForTimer}, PauseUntil: &until},
 	}
-	env.ExecuteWorkflow(WorkflowType, in)
+	env.ExecuteWorkflow(contract.WorkflowType, in)
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
 	var reached bool
@@ -248,20 +248,20 @@ func TestHeldAtRestWaitsWithoutActivity(t *testing.T) {
 			ran := false
 			at(env, 30*time.Minute, func() {
 				st := queryStatus(t, env)
-				check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == WaitingForPromote,
+				check(t, st.Steps != nil && st.Steps.Step == 2 && st.Steps.WaitingFor == contract.WaitingForPromote,
 					"at 30m: steps %+v, want step 2 waiting for promote", st.Steps)
 				n30 = f.callCount("AwaitChange")
 			})
 			at(env, 100*time.Minute, func() {
 				n2h, restAt2h = f.callCount("AwaitChange"), f.restAwaits
-				env.SignalWorkflow(SignalTrigger, nil) // the watcher: a pod of the held rollout died
+				env.SignalWorkflow(contract.SignalTrigger, nil) // the watcher: a pod of the held rollout died
 			})
 			at(env, 110*time.Minute, func() {
 				n3h = f.callCount("AwaitChange")
 				ran = true
 			})
-			updateAt(env, 150*time.Minute, UpdatePromote, nil, &promoted)
-			env.ExecuteWorkflow(WorkflowType, input())
+			updateAt(env, 150*time.Minute, contract.UpdatePromote, nil, &promoted)
+			env.ExecuteWorkflow(contract.WorkflowType, input())
 			continuedAsNew(t, env)
 			if !ran {
 				t.Fatal("the run ended before 110m")

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -175,7 +176,7 @@ func (rt *router) syncRoute(ctx workflow.Context, ref activities.DeploymentRef, 
 		}
 		return fmt.Errorf("sync traffic on httproute %s: %w", routeName, err)
 	}
-	st := &TrafficStatus{
+	st := &contract.TrafficStatus{
 		Route: routeName, StableWeight: res.Stable.Weight, CanaryWeight: res.Canary.Weight,
 		Stable: res.Stable, Canary: res.Canary, HeaderRoutes: res.After.Route.HeaderRoutes, Check: "holds", Hold: res.Hold,
 	}
@@ -205,7 +206,7 @@ func (rt *router) fallBack(ctx workflow.Context, ref activities.DeploymentRef, s
 	if err := workflow.ExecuteLocalActivity(fctx, a.ReleaseTraffic, in).Get(ctx, &res); err != nil {
 		return fmt.Errorf("sync traffic on httproute %s: %v; select every pod instead: %w", routeName, cause, err)
 	}
-	rt.Traffic = &TrafficStatus{Route: routeName, Check: "holds", Hold: "route not moved, the Services select every pod: " + cause.Error(),
+	rt.Traffic = &contract.TrafficStatus{Route: routeName, Check: "holds", Hold: "route not moved, the Services select every pod: " + cause.Error(),
 		Stable: k8s.Backend{Service: spec.StableService}, Canary: k8s.Backend{Service: spec.CanaryService}}
 	rt.ask = nil
 	rt.upsertStepState(ctx)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"github.com/temporal-rollout/rollout/k8s"
 )
 
@@ -107,13 +108,13 @@ func TestTrafficRouting(t *testing.T) {
 	at(env, time.Hour, func() {
 		st := queryStatus(t, env)
 		tr := st.Steps.Traffic
-		check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForPromote, "in the pause: steps %+v, want waiting for promote", st.Steps)
+		check(t, st.Steps != nil && st.Steps.WaitingFor == contract.WaitingForPromote, "in the pause: steps %+v, want waiting for promote", st.Steps)
 		check(t, tr != nil && tr.CanaryWeight == 30 && tr.StableWeight == 70 && tr.Check == "holds" && len(tr.HeaderRoutes) == 1 && tr.HeaderRoutes[0].Name == "testers",
 			"in the pause: traffic %+v, want 70/30, the testers header route, and the invariant holding", tr)
 		check(t, tr != nil && tr.Canary.Hash == h2 && tr.Stable.Hash == h1, "in the pause: traffic %+v, want canary on %s and stable on %s", tr, h2, h1)
 	})
-	updateAt(env, 2*time.Hour, UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
-	env.ExecuteWorkflow(WorkflowType, input())
+	updateAt(env, 2*time.Hour, contract.UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
 	if !aborted.completed || aborted.err != nil {
@@ -168,7 +169,7 @@ func TestTrafficStepNeedsAnnotation(t *testing.T) {
 		check(t, f.numReplicaSets() == 1, "%d ReplicaSets, want 1 (left as it is)", f.numReplicaSets())
 	})
 	endByDeletion(env, f, time.Hour)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	if !f.hasEvent("InvalidRolloutAnnotation") {
 		t.Errorf("no InvalidRolloutAnnotation event")
 	}
@@ -216,8 +217,8 @@ func TestTrafficStableGoingPods(t *testing.T) {
 	env := newEnv(t, f)
 	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
 	var promoted updateOutcome
-	updateAt(env, time.Hour, UpdatePromote, PromoteRequest{Full: true}, &promoted)
-	env.ExecuteWorkflow(WorkflowType, input())
+	updateAt(env, time.Hour, contract.UpdatePromote, contract.PromoteRequest{Full: true}, &promoted)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 0, "nginx:v2": 10})
 	if !promoted.completed || promoted.err != nil {
@@ -314,13 +315,13 @@ func TestTrafficAbortFollowsStablePods(t *testing.T) {
 	abortAt := -1
 	at(env, time.Hour, func() {
 		st := queryStatus(t, env)
-		check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForPromote, "in the pause: steps %+v, want waiting for promote", st.Steps)
+		check(t, st.Steps != nil && st.Steps.WaitingFor == contract.WaitingForPromote, "in the pause: steps %+v, want waiting for promote", st.Steps)
 		check(t, st.Steps.Traffic != nil && st.Steps.Traffic.CanaryWeight == 100, "in the pause: traffic %+v, want the canary at 100", st.Steps.Traffic)
 		abortAt = len(route.moves)
 	})
 	var aborted updateOutcome
-	updateAt(env, 2*time.Hour, UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
-	env.ExecuteWorkflow(WorkflowType, input())
+	updateAt(env, 2*time.Hour, contract.UpdateAbort, map[string]string{"reason": "errors"}, &aborted)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	continuedAsNew(t, env)
 	assertReplicas(t, f, map[string]int32{"nginx:v1": 10, "nginx:v2": 0})
 	if !aborted.completed || aborted.err != nil {
@@ -360,14 +361,14 @@ func TestTrafficStepsWaitForCanaryPods(t *testing.T) {
 	at(env, 30*time.Second, func() {
 		st := queryStatus(t, env)
 		started = env.Now().Add(-30 * time.Second)
-		check(t, st.Steps != nil && st.Steps.Step == 1 && st.Steps.WaitingFor == WaitingForWeight,
+		check(t, st.Steps != nil && st.Steps.Step == 1 && st.Steps.WaitingFor == contract.WaitingForWeight,
 			"before the canary's pods are available: steps %+v, want step 1 waiting for them", st.Steps)
 		check(t, st.Steps == nil || st.Steps.PauseUntil == nil, "before the canary's pods: the pause's timer started (%v)", st.Steps.PauseUntil)
 	})
 	var pausedAt time.Time
 	at(env, 5*time.Minute, func() {
 		st := queryStatus(t, env)
-		check(t, st.Steps != nil && st.Steps.WaitingFor == WaitingForTimer && st.Steps.PauseUntil != nil,
+		check(t, st.Steps != nil && st.Steps.WaitingFor == contract.WaitingForTimer && st.Steps.PauseUntil != nil,
 			"once the canary's pods are available: steps %+v, want the pause's timer", st.Steps)
 		if st.Steps != nil && st.Steps.PauseUntil != nil {
 			pausedAt = st.Steps.PauseUntil.Add(-10 * time.Minute)
@@ -376,7 +377,7 @@ func TestTrafficStepsWaitForCanaryPods(t *testing.T) {
 		check(t, tr != nil && len(tr.HeaderRoutes) == 1 && tr.Canary.Available == 2, "in the pause: traffic %+v, want the header route on 2 canary pods", tr)
 	})
 	endByDeletion(env, f, time.Hour)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	if pausedAt.IsZero() || pausedAt.Before(started.Add(time.Minute)) {
 		t.Errorf("the pause's timer started at %v (workflow start %v); want after the canary's pods came up (a wait later)", pausedAt, started)
 	}
@@ -436,11 +437,11 @@ func TestTrafficStepPassesAtItsWeight(t *testing.T) {
 	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
 	at(env, time.Hour, func() {
 		st := queryStatus(t, env)
-		check(t, st.Steps != nil && st.Steps.Step == 4 && st.Steps.WaitingFor == WaitingForPromote, "steps %+v, want waiting for promote at step 4", st.Steps)
+		check(t, st.Steps != nil && st.Steps.Step == 4 && st.Steps.WaitingFor == contract.WaitingForPromote, "steps %+v, want waiting for promote at step 4", st.Steps)
 		check(t, st.Steps.Traffic != nil && st.Steps.Traffic.CanaryWeight == 50, "in the pause: traffic %+v, want the canary at 50", st.Steps.Traffic)
 	})
 	endByDeletion(env, f, 2*time.Hour)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	held := 0
 	for i, in := range f.awaits {
 		if c := in.Request.Canary; c != nil && c.Hold && strings.Contains(c.Message, "paused until promoted") {
@@ -476,14 +477,14 @@ func TestTrafficAnnotationRemovedReleasesServices(t *testing.T) {
 		delete(f.d.Annotations, k8s.TrafficAnnotation)
 		f.d.Generation++
 		f.mu.Unlock()
-		env.SignalWorkflow(SignalTrigger, nil)
+		env.SignalWorkflow(contract.SignalTrigger, nil)
 	})
 	at(env, 2*time.Hour, func() {
 		st := queryStatus(t, env)
 		check(t, st.Steps == nil || st.Steps.Traffic == nil, "after the annotation went: traffic %+v, want none", st.Steps)
 	})
 	endByDeletion(env, f, 3*time.Hour)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	if len(released) != 1 || strings.Join(released[0].Services, ",") != "web-stable,web-canary" {
 		t.Fatalf("ReleaseTraffic calls %+v, want one for web-stable and web-canary", released)
 	}
@@ -531,7 +532,7 @@ func TestTrafficHeldFollowsPods(t *testing.T) {
 		weightAfter, ran = route.state.Route.CanaryWeight, true
 	})
 	endByDeletion(env, f, 2*time.Hour)
-	env.ExecuteWorkflow(WorkflowType, input())
+	env.ExecuteWorkflow(contract.WorkflowType, input())
 	if !ran {
 		t.Fatal("the run ended before 1h10m")
 	}

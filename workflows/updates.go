@@ -25,14 +25,14 @@ type updateState struct {
 	recordUpdate bool
 	// st and status: the state the validators check, and the answer an update returns.
 	st     *State
-	status func() Status
+	status func() contract.Status
 }
 
 // queuedUpdate is a promote or abort waiting for the main loop.
 type queuedUpdate struct {
 	seq     int
-	promote *PromoteRequest
-	abort   *AbortRequest
+	promote *contract.PromoteRequest
+	abort   *contract.AbortRequest
 	err     error
 	done    bool
 }
@@ -41,19 +41,19 @@ type queuedUpdate struct {
 // no sense now (promote with nothing paused, abort with nothing to abort); an accepted update
 // is applied by the main loop, and returns the status once it is applied and recorded.
 func (us *updateState) register(ctx workflow.Context) error {
-	if err := handleUpdate(ctx, us, UpdatePromote, us.st.canPromote, func(req *PromoteRequest) *queuedUpdate { return &queuedUpdate{promote: req} }); err != nil {
+	if err := handleUpdate(ctx, us, contract.UpdatePromote, us.st.canPromote, func(req *contract.PromoteRequest) *queuedUpdate { return &queuedUpdate{promote: req} }); err != nil {
 		return err
 	}
-	return handleUpdate(ctx, us, UpdateAbort, func(AbortRequest) error { return us.st.canAbort() }, func(req *AbortRequest) *queuedUpdate { return &queuedUpdate{abort: req} })
+	return handleUpdate(ctx, us, contract.UpdateAbort, func(contract.AbortRequest) error { return us.st.canAbort() }, func(req *contract.AbortRequest) *queuedUpdate { return &queuedUpdate{abort: req} })
 }
 
 // handleUpdate registers the update name: its payload decoded strictly (contract.ParseUpdate), checked
 // by valid in the validator and again by the main loop, and queued as queued says.
 func handleUpdate[Req any](ctx workflow.Context, us *updateState, name string, valid func(Req) error, queued func(*Req) *queuedUpdate) error {
-	run := func(ctx workflow.Context, raw json.RawMessage) (Status, error) {
+	run := func(ctx workflow.Context, raw json.RawMessage) (contract.Status, error) {
 		var req Req
 		if err := contract.ParseUpdate(raw, &req); err != nil {
-			return Status{}, err
+			return contract.Status{}, err
 		}
 		return us.queue(ctx, queued(&req))
 	}
@@ -71,19 +71,19 @@ func handleUpdate[Req any](ctx workflow.Context, us *updateState, name string, v
 }
 
 // queue queues an update for the main loop and waits until it was applied and synced.
-func (us *updateState) queue(ctx workflow.Context, u *queuedUpdate) (Status, error) {
+func (us *updateState) queue(ctx workflow.Context, u *queuedUpdate) (contract.Status, error) {
 	us.updateSeq++
 	u.seq = us.updateSeq
 	us.updates = append(us.updates, u)
 	us.kick.SendAsync(true)
 	if err := workflow.Await(ctx, func() bool { return u.done || us.ended }); err != nil {
-		return Status{}, err
+		return contract.Status{}, err
 	}
 	if u.err != nil {
-		return Status{}, u.err
+		return contract.Status{}, u.err
 	}
 	if !u.done {
-		return Status{}, errors.New("the workflow ended before the update was applied")
+		return contract.Status{}, errors.New("the workflow ended before the update was applied")
 	}
 	return us.status(), nil
 }

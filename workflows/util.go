@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/temporal-rollout/rollout/activities"
+	"github.com/temporal-rollout/rollout/contract"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -12,11 +13,11 @@ import (
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 var (
-	saNamespace  = temporal.NewSearchAttributeKeyKeyword(SearchAttrNamespace)
-	saDeployment = temporal.NewSearchAttributeKeyKeyword(SearchAttrDeployment)
-	saRevision   = temporal.NewSearchAttributeKeyInt64(SearchAttrRevision)
-	saOutcome    = temporal.NewSearchAttributeKeyKeyword(SearchAttrOutcome)
-	saWaitingFor = temporal.NewSearchAttributeKeyKeyword(SearchAttrWaitingFor)
+	saNamespace  = temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrNamespace)
+	saDeployment = temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrDeployment)
+	saRevision   = temporal.NewSearchAttributeKeyInt64(contract.SearchAttrRevision)
+	saOutcome    = temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrOutcome)
+	saWaitingFor = temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrWaitingFor)
 )
 
 // a names the activities for workflow.ExecuteActivity and ExecuteLocalActivity (never called).
