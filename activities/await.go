@@ -177,8 +177,8 @@ const (
 // finds nothing to write and converges. Anything else returns AwaitDecide and the workflow
 // syncs, recording each write as its own step.
 //
-// It heartbeats (see heartbeatPace: with the workflow's 4-minute heartbeat timeout, once every
-// 3 minutes), and returns on cancellation or after MaxWait (or at the progress deadline, as a
+// It heartbeats (see heartbeatPace: with the workflow's 5-minute heartbeat timeout, once every
+// 3¾ minutes), and returns on cancellation or after MaxWait (or at the progress deadline, as a
 // Decide). A cancellation reaches it with its next heartbeat's answer: until then a wait its
 // workflow gave up on goes on weighing; its writes keep their preconditions (the Deployment's
 // resourceVersion, the ReplicaSet's replicas, the generation and annotations it was started
@@ -462,9 +462,9 @@ func (a *Activities) admitRetry(ctx context.Context, in AwaitInput) (AwaitResult
 // rest into it), and three quarters of the timeout from two minutes on, each of which reaches
 // the server at once (the SDK sends a heartbeat at once when none went in the last min(80% of
 // the timeout, the worker's MaxHeartbeatThrottleInterval, 60 s by default); from two minutes
-// three quarters of the timeout is past that). With the workflow's 4-minute
-// timeout (sparse-await-heartbeats) that is one heartbeat every 3 minutes, a minute before the
-// server would time the wait out, instead of one every 16 s: a wait of 3 minutes costs none. A local wait
+// three quarters of the timeout is past that). With the workflow's 5-minute
+// timeout (sparse-await-heartbeats) that is one heartbeat every 3¾ minutes, 75 s before the
+// server would time the wait out, instead of one every 16 s: a wait of 3½ minutes costs none. A local wait
 // (no heartbeats) or a call outside an activity gets heartbeatEvery; its beats do nothing.
 func heartbeatPace(ctx context.Context) time.Duration {
 	if !activity.IsActivity(ctx) {

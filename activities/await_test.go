@@ -977,6 +977,7 @@ func TestAwaitHeartbeatPace(t *testing.T) {
 		{give: 2 * time.Minute, want: 90 * time.Second},
 		{give: 3 * time.Minute, want: 135 * time.Second},
 		{give: 4 * time.Minute, want: 3 * time.Minute},
+		{give: 5 * time.Minute, want: 225 * time.Second},
 	}
 	for _, tt := range tests {
 		got := heartbeatPaceFor(tt.give)

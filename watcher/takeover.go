@@ -16,7 +16,7 @@ import (
 
 // TakeOver signals the workflow of every rollout under way on the cluster (WorkerCovers), once,
 // as a worker starts: a wait (AwaitChange) that ran on a worker that died (this one, before a
-// SIGKILL) is still open on the Temporal server until its heartbeat timeout, 4 minutes after
+// SIGKILL) is still open on the Temporal server until its heartbeat timeout, 5 minutes after
 // its last heartbeat (sparse-await-heartbeats), and nobody else wakes its workflow: the
 // watcher leaves a rollout under way to the worker's wait. On the trigger the workflow gives
 // up that wait, syncs on a live read and waits again, on a live worker. A rollout whose wait

@@ -204,7 +204,7 @@ func changes() []change {
 		},
 		{
 			ID:     changeSparseAwaitHeartbeats,
-			Branch: "startAwait, startRetryAwait: the AwaitChange activity is scheduled with a 4-minute heartbeat timeout instead of 20 s, and the wait beats every 3 minutes instead of every 16 s; takeOver (addSignals): a trigger naming no version while that activity waits gives it up and syncs (a starting worker's, watcher.TakeOver), where before it was ignored",
+			Branch: "startAwait, startRetryAwait: the AwaitChange activity is scheduled with a 5-minute heartbeat timeout instead of 20 s, and the wait beats every 3¾ minutes instead of every 16 s; takeOver (addSignals): a trigger naming no version while that activity waits gives it up and syncs (a starting worker's, watcher.TakeOver), where before it was ignored",
 			Old:    []string{"deployment-e2e-teststepsweights-3044-web-259ef786"},
 			New:    []string{"deployment-e2e-testworkercrash-4534-web-400e7db6"},
 		},

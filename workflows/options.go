@@ -91,12 +91,12 @@ var awaitOptions = workflow.ActivityOptions{
 }
 
 // awaitHeartbeatTimeout is AwaitChange's heartbeat timeout from sparse-await-heartbeats on: the
-// wait beats every 3 minutes (activities.heartbeatPace), so a wait under that costs no
+// wait beats every 3¾ minutes (activities.heartbeatPace), so a wait under that costs no
 // heartbeat and a 5-minute one (awaitMaxWait) one, and the server fails the wait of a worker
-// that died at most 4 minutes after its last heartbeat. A worker that comes back sooner takes
+// that died at most 5 minutes after its last heartbeat. A worker that comes back sooner takes
 // its rollouts over at once: at start it signals every rollout under way (watcher.TakeOver),
 // whose workflow then gives up the dead wait, syncs and waits again on a live worker.
-const awaitHeartbeatTimeout = 4 * time.Minute
+const awaitHeartbeatTimeout = 5 * time.Minute
 
 // localAwaitOptions: a local wait (see State.LocalWait) is not retried; on any error the
 // AwaitChange activity waits.

@@ -139,8 +139,8 @@ func (f Free) Add(g Free) Free {
 // heartbeat timeout, rounding down: a 50s AwaitChange with a 20s heartbeat timeout (before
 // sparse-await-heartbeats) is 50s / 16s = 3 heartbeats, what an activity that calls
 // RecordHeartbeat at least every 16s sends (that AwaitChange beat every 5s: at 5s, then the
-// latest at 21s and 37s); a 5-minute AwaitChange with a 4-minute timeout, which beats every
-// 3 minutes, is 1. One that ends before its first beat sends none. `make bench` counts the
+// latest at 21s and 37s); a 5-minute AwaitChange with a 5-minute timeout, which beats every
+// 3¾ minutes, is 1. One that ends before its first beat sends none. `make bench` counts the
 // heartbeats the server answered, beside this estimate.
 // Only the last attempt is timed (the history keeps one ActivityTaskStarted).
 type HeartbeatEstimate struct {
@@ -317,7 +317,7 @@ func (c *Counts) closeActivity(activities map[int64]*activity, scheduled int64, 
 
 // EstimateHeartbeats is the heartbeats an activity that ran for ran with heartbeat timeout
 // timeout sends to the server, one per HeartbeatEvery(timeout) rounded down: 50s at a 20s
-// timeout is 50s / 16s = 3; 5 minutes at 4 minutes is 5m / 3m = 1. A timeout of 0 (no
+// timeout is 50s / 16s = 3; 5 minutes at 5 minutes is 5m / 3¾m = 1. A timeout of 0 (no
 // heartbeats) is 0.
 func EstimateHeartbeats(ran, timeout time.Duration) int {
 	every := HeartbeatEvery(timeout)

@@ -191,6 +191,8 @@ func TestEstimateHeartbeats(t *testing.T) {
 		{name: "5 minutes at 3 minutes: every 2m15s", ran: 5 * time.Minute, timeout: 3 * time.Minute, want: 2},
 		{name: "3 minutes at 4 minutes: before the first beat", ran: 179 * time.Second, timeout: 4 * time.Minute, want: 0},
 		{name: "5 minutes at 4 minutes: every 3 minutes", ran: 5 * time.Minute, timeout: 4 * time.Minute, want: 1},
+		{name: "3½ minutes at 5 minutes: before the first beat", ran: 210 * time.Second, timeout: 5 * time.Minute, want: 0},
+		{name: "5 minutes at 5 minutes: every 3¾ minutes", ran: 5 * time.Minute, timeout: 5 * time.Minute, want: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
