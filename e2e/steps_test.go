@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -454,21 +455,59 @@ func recordHistoriesOf(t *testing.T, id string) {
 	})
 }
 
-// eachRunEvent calls fn with every event of every run of the workflow with that ID.
+// eachRunEvent calls fn with every event of every run of the workflow with that ID, run by run
+// in the order they started. The runs are the ones visibility lists and, read from the
+// histories themselves, the latest run's chain back through continue-as-new: visibility can
+// lag a run that just started by seconds.
 func eachRunEvent(t *testing.T, id string, fn func(ev *historypb.HistoryEvent)) {
 	t.Helper()
 	ctx := context.Background()
+	runs := map[string][]*historypb.HistoryEvent{}
+	read := func(runID string) []*historypb.HistoryEvent {
+		if evs, ok := runs[runID]; ok {
+			return evs
+		}
+		var evs []*historypb.HistoryEvent
+		it := env.tc.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatalf("history of %s run %s: %v", id, runID, err)
+			}
+			evs = append(evs, ev)
+		}
+		runs[runID] = evs
+		return evs
+	}
 	resp, err := env.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", id)})
 	if err != nil {
 		t.Fatalf("list runs of %s: %v", id, err)
 	}
 	for _, e := range resp.Executions {
-		it := env.tc.GetWorkflowHistory(ctx, id, e.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				t.Fatalf("history of %s: %v", id, err)
-			}
+		read(e.Execution.RunId)
+	}
+	desc, err := env.tc.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		t.Fatalf("describe %s: %v", id, err)
+	}
+	for runID := desc.WorkflowExecutionInfo.Execution.RunId; runID != ""; {
+		evs := read(runID)
+		runID = ""
+		if len(evs) > 0 {
+			runID = evs[0].GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId()
+		}
+	}
+	ordered := make([][]*historypb.HistoryEvent, 0, len(runs))
+	for _, evs := range runs {
+		if len(evs) > 0 {
+			ordered = append(ordered, evs)
+		}
+	}
+	sort.Slice(ordered, func(i, j int) bool {
+		return ordered[i][0].GetEventTime().AsTime().Before(ordered[j][0].GetEventTime().AsTime())
+	})
+	for _, evs := range ordered {
+		for _, ev := range evs {
 			fn(ev)
 		}
 	}
