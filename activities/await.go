@@ -43,6 +43,12 @@ type AwaitInput struct {
 	// last sync decided on; a move that enters or leaves the step's hold, or reaches the step,
 	// is the workflow's.
 	InlineCanary bool `json:"inlineCanary,omitempty"`
+	// InlineAnnotated (with Inline): the wait also makes the moves of a rollout whose request
+	// has no canary although the Deployment has stepped-rollout annotations (its steps passed,
+	// the rollout goes to 100% as a plain one; or a return to the stable template at full
+	// speed), while the annotations are the ones its last sync decided on (RolloutAnnotations)
+	// and name no traffic routing and no blue-green.
+	InlineAnnotated bool `json:"inlineAnnotated,omitempty"`
 	// Traffic: the route as the last sync left it and what it asked; a change of the pods that
 	// would move the route (k8s.DecideTraffic) calls for a sync, held rollout or not.
 	Traffic *AwaitTraffic `json:"traffic,omitempty"`
@@ -381,7 +387,7 @@ func inlineMoves(plan k8s.Plan, d *appsv1.Deployment, in AwaitInput, local bool)
 		if in.RolloutAnnotations == nil || *in.RolloutAnnotations != k8s.RolloutAnnotations(d.Annotations) || plan.CanaryReached || plan.CanaryStale {
 			return nil, false
 		}
-	} else if k8s.RolloutAnnotations(d.Annotations) != k8s.RolloutAnnotations(nil) {
+	} else if ann := k8s.RolloutAnnotations(d.Annotations); ann != k8s.RolloutAnnotations(nil) && !inlineAnnotated(in, d, ann) {
 		return nil, false
 	}
 	// The closing status folds into the last scale (a plan that only writes status was
@@ -391,6 +397,10 @@ func inlineMoves(plan k8s.Plan, d *appsv1.Deployment, in AwaitInput, local bool)
 		switch {
 		case (st.Kind == k8s.StepScaleUp || st.Kind == k8s.StepScaleDown) && st.ReplicaSet != nil:
 			if canary && st.Deployment != nil && k8s.HoldChanges(d, st.Deployment) {
+				return nil, false
+			}
+			if in.InlineAnnotated && st.Deployment != nil && (k8s.HoldChanges(d, st.Deployment) || k8s.RecordsStable(d, st.Deployment)) {
+				// Leaving a hold, or recording the stable template, is the workflow's.
 				return nil, false
 			}
 			for _, e := range st.Events {
@@ -490,6 +500,15 @@ func (res AwaitResult) decide(plan k8s.Plan, recorded k8s.Snapshot) AwaitResult 
 	}
 	res.Snapshot = &recorded
 	return res
+}
+
+// inlineAnnotated: the wait may make the moves of a rollout with no canary request on a
+// Deployment with stepped-rollout annotations ann (InlineAnnotated): those its workflow decided
+// on, with no traffic routing and no blue-green.
+func inlineAnnotated(in AwaitInput, d *appsv1.Deployment, ann string) bool {
+	_, traffic := d.Annotations[k8s.TrafficAnnotation]
+	_, blueGreen := d.Annotations[k8s.BlueGreenAnnotation]
+	return in.InlineAnnotated && in.Request.Canary == nil && in.RolloutAnnotations != nil && *in.RolloutAnnotations == ann && !traffic && !blueGreen
 }
 
 // inlineCanary: the wait may make a stepped rollout's moves within its step (InlineCanary).

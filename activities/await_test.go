@@ -811,7 +811,11 @@ func TestAwaitChangeMovesInline(t *testing.T) {
 		change func(in *AwaitInput, d *appsv1.Deployment)
 		// canary: a stepped rollout at [setWeight 100] whose annotations the workflow weighed,
 		// with InlineCanary (change inline-canary-moves); change applies after.
-		canary    bool
+		canary bool
+		// passed: a stepped rollout whose steps passed, going to 100% with no canary request,
+		// whose annotations the workflow weighed, with InlineAnnotated (change
+		// inline-annotated-moves); change applies after.
+		passed    bool
 		want      string
 		wantMoves []string // kind replicaSet from→to, {old} and {new} for the names
 		wantOld   int32
@@ -868,6 +872,30 @@ func TestAwaitChangeMovesInline(t *testing.T) {
 			change: func(in *AwaitInput, _ *appsv1.Deployment) { in.Request.Canary.BlueGreen = true },
 			want:   AwaitDecide, wantOld: 3, wantNew: 1,
 		},
+		{
+			name: "a stepped rollout past its steps: the wait makes its moves to 100%", passed: true,
+			want: AwaitResync, wantMoves: []string{"ScaleDownReplicaSet {old} 3→2", "ScaleUpReplicaSet {new} 1→2"},
+			wantOld: 2, wantNew: 2,
+		},
+		{
+			name: "a stepped rollout past its steps without InlineAnnotated: the workflow decides", passed: true,
+			change: func(in *AwaitInput, _ *appsv1.Deployment) { in.InlineAnnotated = false },
+			want:   AwaitDecide, wantOld: 3, wantNew: 1,
+		},
+		{
+			name: "a stepped rollout past its steps whose steps were edited since the sync: the workflow decides", passed: true,
+			change: func(_ *AwaitInput, d *appsv1.Deployment) { d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":20}]` },
+			want:   AwaitDecide, wantOld: 3, wantNew: 1,
+		},
+		{
+			name: "a routed Deployment past its steps: the workflow moves it, through the gate", passed: true,
+			change: func(in *AwaitInput, d *appsv1.Deployment) {
+				d.Annotations[k8s.TrafficAnnotation] = `{}`
+				weighed := k8s.RolloutAnnotations(d.Annotations)
+				in.RolloutAnnotations = &weighed
+			},
+			want: AwaitDecide, wantOld: 3, wantNew: 1,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -879,15 +907,23 @@ func TestAwaitChangeMovesInline(t *testing.T) {
 				}
 			}
 			in := AwaitInput{Namespace: testNS, Name: "web", UID: dUID, MaxWait: 1500 * time.Millisecond, Inline: true, Generation: d.Generation}
-			if tt.canary {
+			if tt.canary || tt.passed {
 				d = d.DeepCopy()
 				if d.Annotations == nil {
 					d.Annotations = map[string]string{}
 				}
 				d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":100}]`
+				if tt.passed {
+					d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":50}]`
+				}
 				weighed := k8s.RolloutAnnotations(d.Annotations)
-				in.RolloutAnnotations, in.InlineCanary = &weighed, true
-				in.Request.Canary = &k8s.Canary{Hash: newRS.Labels[appsv1.DefaultDeploymentUniqueLabelKey], Weight: 100}
+				in.RolloutAnnotations = &weighed
+				if tt.canary {
+					in.InlineCanary = true
+					in.Request.Canary = &k8s.Canary{Hash: newRS.Labels[appsv1.DefaultDeploymentUniqueLabelKey], Weight: 100}
+				} else {
+					in.InlineAnnotated = true
+				}
 				// The workflow's sync copied the annotation to the ReplicaSets, as upstream
 				// copies a Deployment's annotations.
 				for i, rs := range rss {

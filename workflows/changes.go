@@ -36,6 +36,7 @@ const (
 	changeInlineCanaryMoves       = "inline-canary-moves"
 	changeReleaseRollbackUnfrozen = "fleet-freeze-skips-release-rollback"
 	changeSparseAwaitHeartbeats   = "sparse-await-heartbeats"
+	changeInlineAnnotatedMoves    = "inline-annotated-moves"
 )
 
 // A change is one change ID of the table.
@@ -207,6 +208,11 @@ func changes() []change {
 			Branch: "startAwait, startRetryAwait: the AwaitChange activity is scheduled with a 5-minute heartbeat timeout instead of 20 s, and the wait beats every 3¾ minutes instead of every 16 s; takeOver (addSignals): a trigger naming no version while that activity waits gives it up and syncs (a starting worker's, watcher.TakeOver), where before it was ignored",
 			Old:    []string{"deployment-e2e-teststepsweights-3044-web-259ef786"},
 			New:    []string{"deployment-e2e-testworkercrash-4534-web-400e7db6"},
+		},
+		{
+			ID:     changeInlineAnnotatedMoves,
+			Branch: "startAwait: a rollout with no canary request on a Deployment with steps annotations (its steps passed, going to 100%; or back to the stable template) lets its wait make the scale moves, as a plain rollout's does (AwaitInput.InlineAnnotated)",
+			Old:    []string{"deployment-e2e-teststepsweights-3044-web-259ef786"},
 		},
 	}
 }

@@ -89,6 +89,23 @@ func TestSteppedRollout(t *testing.T) {
 	if next.State.Steps != nil || next.State.StableHash == "" {
 		t.Errorf("carry after completion: steps %+v, stable %q; want no steps and the new stable template", next.State.Steps, next.State.StableHash)
 	}
+	// Past the last step the rollout goes to 100% with no canary request; its moves are the
+	// wait's (change inline-annotated-moves), flagged InlineAnnotated; a wait within a step is
+	// flagged InlineCanary instead.
+	var annotated, canary int
+	for _, in := range f.awaits {
+		switch {
+		case in.InlineAnnotated && in.Request.Canary == nil && in.Inline && !in.InlineCanary:
+			annotated++
+		case in.InlineAnnotated:
+			t.Errorf("a wait with a canary request %+v is flagged InlineAnnotated", in.Request.Canary)
+		case in.InlineCanary:
+			canary++
+		}
+	}
+	if annotated == 0 || canary == 0 {
+		t.Errorf("waits flagged InlineAnnotated %d, InlineCanary %d; want both", annotated, canary)
+	}
 }
 
 // Abort at a pause returns to the stable revision at full speed, and the outcome says so.

@@ -83,6 +83,11 @@ func (r *deploymentRun) startAwait(ctx workflow.Context) {
 		r.BlueGreen == nil && r.Abort == nil && workflow.GetVersion(ctx, changeInlineCanaryMoves, workflow.DefaultVersion, 1) >= 1 {
 		in.Inline, in.InlineCanary = true, true
 	}
+	// So are the moves of a rollout with no canary request on a Deployment with steps
+	// annotations: its steps passed and it goes to 100%, or it returns to the stable template.
+	if in.Inline && !in.InlineCanary && ann != k8s.RolloutAnnotations(nil) && workflow.GetVersion(ctx, changeInlineAnnotatedMoves, workflow.DefaultVersion, 1) >= 1 {
+		in.InlineAnnotated = true
+	}
 	in.Generation = r.generation
 	// With traffic routing, the wait also wakes the workflow when the route should move (the
 	// pods it weighs changed, k8s.DecideTraffic), so a held rollout keeps following them.
