@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,6 +23,7 @@ import (
 // costOpts are the flags of `starter cost`.
 type costOpts struct {
 	workflowID string
+	files      []string
 	runID      string
 	allRuns    bool
 	json       bool
@@ -169,6 +172,28 @@ func countRuns(ctx context.Context, tc client.Client, opts costOpts) ([]runCost,
 	return runs, nil
 }
 
+// countFiles counts the histories saved in files (`temporal workflow show -o json`), one run
+// each, in the order given: no server is asked.
+func countFiles(files []string) ([]runCost, error) {
+	var runs []runCost
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read history %s: %w", name, err)
+		}
+		if len(h.GetEvents()) == 0 || h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes() == nil {
+			return nil, fmt.Errorf("read history %s: it does not begin with WorkflowExecutionStarted: not a whole run's history", name)
+		}
+		runs = append(runs, runCost{RunID: filepath.Base(name), Counts: cost.Count(h)})
+	}
+	return runs, nil
+}
+
 func newCostCmd() *cobra.Command {
 	var opts costOpts
 	cmd := &cobra.Command{
@@ -184,19 +209,36 @@ each activity's run time, and not added to the total. Queries and rejected updat
 but leave no event either, and are not counted.
 
 Without --run-id it counts the latest run; --all-runs also counts every run before it, back
-through continue-as-new (and cron or retry runs) to the first. docs/capacity.md explains the
-counts.`,
+through continue-as-new (and cron or retry runs) to the first. --history-file counts histories
+saved by 'temporal workflow show -o json' instead, with no server (each file one run, the
+runs named by file). docs/capacity.md explains the counts.`,
 		Example: `  starter cost --workflow-id deployment/shop/web
   starter cost --workflow-id deployment/shop/web --all-runs
-  starter cost --workflow-id deployment/shop/web --run-id 0198c0d4-... --json | jq .total.total`,
+  starter cost --workflow-id deployment/shop/web --run-id 0198c0d4-... --json | jq .total.total
+  temporal workflow show --workflow-id deployment/shop/web -o json > web.json && starter cost --history-file web.json`,
 		Args: noArgs, ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	cmd.Flags().StringVar(&opts.workflowID, "workflow-id", "", "the workflow's ID, such as deployment/NAMESPACE/NAME (required)")
+	cmd.Flags().StringVar(&opts.workflowID, "workflow-id", "", "the workflow's ID, such as deployment/NAMESPACE/NAME (required without --history-file)")
+	cmd.Flags().StringSliceVar(&opts.files, "history-file", nil, "count these saved histories (temporal workflow show -o json; repeat or comma-separate) instead of asking the server")
 	cmd.Flags().StringVar(&opts.runID, "run-id", "", "the run to count (default the latest)")
 	cmd.Flags().BoolVar(&opts.allRuns, "all-runs", false, "also count each run before it, back through continue-as-new to the first")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the counts as JSON")
 	fs := temporalFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if len(opts.files) > 0 {
+			if opts.runID != "" || opts.allRuns {
+				return usageError{errors.New("--history-file counts the files given: --run-id and --all-runs do not apply")}
+			}
+			runs, err := countFiles(opts.files)
+			if err != nil {
+				return err
+			}
+			id := opts.workflowID
+			if id == "" {
+				id = "(saved histories)"
+			}
+			return writeCost(cmd.OutOrStdout(), newCostReport(id, runs), opts.json)
+		}
 		if opts.workflowID == "" {
 			return usageError{errors.New("--workflow-id is required")}
 		}

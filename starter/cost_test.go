@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/temporal-rollout/rollout/internal/cost"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -167,5 +168,45 @@ func TestCostJSON(t *testing.T) {
 	}
 	if sum != got.Total.Total {
 		t.Errorf("total: got %d, want the runs' sum %d", got.Total.Total, sum)
+	}
+}
+
+// TestCostHistoryFiles: --history-file counts saved histories with no server, each as
+// cost.Count counts it, and refuses a file that is not a run's whole history.
+func TestCostHistoryFiles(t *testing.T) {
+	dir := filepath.Join("..", "workflows", "testdata", "histories")
+	first := filepath.Join(dir, "deployment-e2e-testrollback-3467-web-"+rollbackRuns[0]+".json")
+	second := filepath.Join(dir, "deployment-e2e-testrollback-3467-web-"+rollbackRuns[1]+".json")
+	run := func(args ...string) (string, error) {
+		root := newRootCmd()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs(append([]string{"cost"}, args...))
+		err := root.Execute()
+		return out.String(), err
+	}
+	out, err := run("--history-file", first+","+second, "--json")
+	if err != nil {
+		t.Fatalf("cost --history-file: %v: %s", err, out)
+	}
+	var r costReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("output is not the JSON report: %v: %s", err, out)
+	}
+	want := cost.Count(loadHistory(t, rollbackRuns[0])).Total + cost.Count(loadHistory(t, rollbackRuns[1])).Total
+	if len(r.Runs) != 2 || r.Total.Total != want || r.Runs[0].RunID != filepath.Base(first) {
+		t.Errorf("report: %d runs, first %q, total %d actions; want 2 runs, the first named by its file, %d actions", len(r.Runs), r.Runs[0].RunID, r.Total.Total, want)
+	}
+
+	notHistory := filepath.Join(t.TempDir(), "status.json")
+	if err := os.WriteFile(notHistory, []byte(`{"events": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("--history-file", notHistory); err == nil || !strings.Contains(err.Error(), "not a whole run's history") {
+		t.Errorf("a file with no events: error %v (%s), want one saying it is not a run's history", err, out)
+	}
+	if _, err := run("--history-file", first, "--all-runs"); err == nil || !strings.Contains(err.Error(), "do not apply") {
+		t.Errorf("--history-file with --all-runs: error %v, want a usage error", err)
 	}
 }

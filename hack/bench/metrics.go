@@ -306,7 +306,8 @@ func readMem(pid int) (hwmKB, rssKB int64, err error) {
 }
 
 // TemporalStats are per rolled Deployment: the runs that carried the update (closed after it
-// started, or still running), summed.
+// started, or still running), summed. A run started before the update does not count its
+// start among the actions: the phase before caused it.
 type TemporalStats struct {
 	Rollouts        int   `json:"rollouts"`
 	Runs            int   `json:"runs"`
@@ -458,6 +459,13 @@ func temporalStats(ctx context.Context, tc client.Client, ns string, names []str
 				}
 			}
 			c := cost.Count(h)
+			if ex.StartTime != nil && ex.StartTime.AsTime().Before(since) {
+				// The run the update came to was started (continued as new) by the phase
+				// before, which paid its start: a rollout pays for the one start it causes,
+				// the run its end continues to.
+				c.Total -= c.Actions.WorkflowStarts
+				c.Actions.WorkflowStarts = 0
+			}
 			results[i].actions += c.Total
 			results[i].by = results[i].by.Add(c.Actions)
 			results[i].heartbeats += c.HeartbeatEstimate.Heartbeats
