@@ -58,6 +58,12 @@ type AwaitInput struct {
 	// waits with no activity: the watcher signals what would move it. Only a worker whose
 	// watcher runs beside it (Activities.RestWatched) returns AwaitRest.
 	Rest bool `json:"rest,omitempty"`
+	// RestCheck (with Rest): look once, as soon as the cache holds AtLeast (within MaxWait),
+	// and return: AwaitRest if the rollout is held at rest, AwaitResync if nothing is to be
+	// done but it is not at rest yet, as the wait would otherwise return. It writes nothing.
+	// The workflow runs it as a local activity in the task of its last sync, at no action,
+	// and starts the AwaitChange activity only when it does not return AwaitRest.
+	RestCheck bool `json:"restCheck,omitempty"`
 }
 
 // AwaitTraffic is a routed rollout's traffic as the wait weighs it: what the last sync asked,
@@ -135,6 +141,9 @@ type AwaitResult struct {
 	// Completed: the last status write completed the rollout (the Progressing condition
 	// turned NewReplicaSetAvailable); the sync that follows records the convergence.
 	Completed bool `json:"completed,omitempty"`
+	// Unwatched (RestCheck): this worker runs no watcher beside it (Activities.RestWatched),
+	// so no wait of its ends AwaitRest.
+	Unwatched bool `json:"unwatched,omitempty"`
 	// Steps are the kinds of write the sync would make, for the history reader.
 	Steps []k8s.StepKind `json:"steps,omitempty"`
 	// Held is how long the move waited for the client budget (see Admission) before the wait
@@ -212,6 +221,9 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 	if in.Retry {
 		return a.admitRetry(ctx, in)
 	}
+	if in.RestCheck && !a.RestWatched {
+		return AwaitResult{Reason: AwaitResync, Unwatched: true}, nil
+	}
 	wake, stop := a.Cache.Subscribe(in.Namespace, in.Name)
 	defer stop()
 	maxWait := in.MaxWait
@@ -287,6 +299,10 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				// Held, and nothing moves without a change the watcher signals: the workflow
 				// waits without this activity and its heartbeats.
 				res.Reason = AwaitRest
+				return res, nil
+			case in.RestCheck:
+				// Not at rest yet: the AwaitChange activity waits, and makes what moves.
+				res.Reason = AwaitResync
 				return res, nil
 			case need == k8s.NeedNothing:
 			case need == k8s.NeedStatus:

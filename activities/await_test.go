@@ -56,6 +56,12 @@ func allReady(rs *appsv1.ReplicaSet) (int32, int32) { return *rs.Spec.Replicas, 
 // finds at rest.
 func settle(t *testing.T, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods readyPods) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
 	t.Helper()
+	return settleFor(t, d, rss, pods, k8s.Request{})
+}
+
+// settleFor is settle for the syncs of a request (a canary's step, say).
+func settleFor(t *testing.T, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods readyPods, req k8s.Request) (*appsv1.Deployment, []*appsv1.ReplicaSet) {
+	t.Helper()
 	withPods := func(rs *appsv1.ReplicaSet) *appsv1.ReplicaSet {
 		rs = rs.DeepCopy()
 		ready, available := pods(rs)
@@ -66,7 +72,7 @@ func settle(t *testing.T, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, pods r
 		return rs
 	}
 	for range 20 {
-		plan, err := k8s.Decide(k8s.NewSnapshot(d, rss, nil), k8s.Request{}, time.Now())
+		plan, err := k8s.Decide(k8s.NewSnapshot(d, rss, nil), req, time.Now())
 		if err != nil {
 			t.Fatalf("settle: Decide: %v", err)
 		}
@@ -1027,5 +1033,51 @@ func TestAwaitHeartbeatPace(t *testing.T) {
 		if got >= tt.give || got <= throttle {
 			t.Errorf("heartbeatPaceFor(%s) = %s, want under the timeout and over the SDK's throttle interval %s", tt.give, got, throttle)
 		}
+	}
+}
+
+// TestAwaitChangeRestCheck: the look of a held rollout's workflow task (RestCheck, change
+// rest-checked-locally) returns Rest at once where the rollout is held at rest and the worker's
+// watcher runs, and Resync at once otherwise, writing nothing either way.
+func TestAwaitChangeRestCheck(t *testing.T) {
+	d, rss := atRest(t)
+	d = d.DeepCopy()
+	d.Spec.Template = podTemplate("nginx:2", "")
+	d.Generation = 2
+	req := k8s.Request{Canary: &k8s.Canary{Hash: k8s.PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount), Weight: 50, Hold: true, Message: "Step 2 of 2 (pause): paused until promoted"}}
+	d, rss = settleFor(t, d, rss, allReady, req)
+	if !k8s.HeldAtRest(d, rss) {
+		t.Fatalf("the fixture is not held at rest: %+v", d.Status.Conditions)
+	}
+	for _, tt := range []struct {
+		name    string
+		watched bool
+		want    string
+	}{
+		{name: "held at rest, the watcher beside the worker", watched: true, want: AwaitRest},
+		{name: "no watcher beside the worker: the activity waits", watched: false, want: AwaitResync},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := awaitFixture(t, d, rss)
+			f.a.RestWatched = tt.watched
+			before := len(f.actions())
+			start := time.Now()
+			got, err := runAwait(t, f.a, AwaitInput{Namespace: testNS, Name: "web", UID: d.UID, Request: req, Rest: true, RestCheck: true, MaxWait: 5 * time.Second})
+			if err != nil || got.Reason != tt.want || got.Unwatched != !tt.watched {
+				t.Fatalf("RestCheck: %s, unwatched %t (%v), want %s, unwatched %t", got.Reason, got.Unwatched, err, tt.want, !tt.watched)
+			}
+			if took := time.Since(start); took > 4*time.Second {
+				t.Errorf("RestCheck took %s, want one look, well within its 5 s MaxWait", took)
+			}
+			var writes []string
+			for _, a := range f.actions()[before:] {
+				if !strings.HasPrefix(a, "get") && !strings.HasPrefix(a, "list") && !strings.HasPrefix(a, "watch") {
+					writes = append(writes, a)
+				}
+			}
+			if len(writes) > 0 {
+				t.Errorf("RestCheck wrote %v, want nothing", writes)
+			}
+		})
 	}
 }

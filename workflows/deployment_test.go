@@ -219,6 +219,18 @@ func (f *fakeCluster) register(env *testsuite.TestWorkflowEnvironment) {
 
 func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (activities.AwaitResult, error) {
 	f.mu.Lock()
+	if in.RestCheck {
+		// restChecked's look (rest-checked-locally): at rest where the fake's watcher runs.
+		defer f.done("RestCheck", false, new(error))
+		if !f.rest {
+			return activities.AwaitResult{Reason: activities.AwaitResync, Unwatched: true}, nil
+		}
+		if in.Rest {
+			f.restAwaits++
+			return activities.AwaitResult{Reason: activities.AwaitRest}, nil
+		}
+		return activities.AwaitResult{Reason: activities.AwaitResync}, nil
+	}
 	if in.MaxWait != awaitMaxWait {
 		defer f.done("LocalAwaitChange", false, new(error))
 		if f.localMoves > 0 {

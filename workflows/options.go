@@ -98,6 +98,11 @@ var awaitOptions = workflow.ActivityOptions{
 // whose workflow then gives up the dead wait, syncs and waits again on a live worker.
 const awaitHeartbeatTimeout = 5 * time.Minute
 
+// restCheckWait bounds the look of restChecked (the informer cache catching up with the sync's
+// own writes, usually a few milliseconds): it holds the workflow task, and so the queries and
+// updates to this workflow, for at most this long.
+const restCheckWait = 500 * time.Millisecond
+
 // localAwaitOptions: a local wait (see State.LocalWait) is not retried; on any error the
 // AwaitChange activity waits.
 func localAwaitOptions(window time.Duration) workflow.LocalActivityOptions {

@@ -79,6 +79,9 @@ type waitState struct {
 	// atRest: the last wait ended AwaitRest (the rollout is held at rest on the cluster): no
 	// wait runs until a signal, an update or a timer makes the next sync.
 	atRest bool
+	// restUnwatched: a look of restChecked found no watcher beside the worker, so none
+	// returns AwaitRest: this run looks no more (a run continued as new looks again).
+	restUnwatched bool
 	// observed: the snapshot AwaitChange decided on; the next sync uses it instead of an
 	// Observe of its own.
 	observed *k8s.Snapshot

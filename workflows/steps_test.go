@@ -260,7 +260,7 @@ func TestHeldAtRestWaitsWithoutActivity(t *testing.T) {
 			f := stepped(`[{"setWeight":30},{"pause":{}}]`)
 			f.rest = rest
 			env := newEnv(t, f)
-			var n30, n2h, n3h, restAt2h int
+			var n30, n2h, n3h, restAt2h, checks2h, checks3h int
 			var promoted updateOutcome
 			ran := false
 			at(env, 30*time.Minute, func() {
@@ -270,11 +270,11 @@ func TestHeldAtRestWaitsWithoutActivity(t *testing.T) {
 				n30 = f.callCount("AwaitChange")
 			})
 			at(env, 100*time.Minute, func() {
-				n2h, restAt2h = f.callCount("AwaitChange"), f.restAwaits
+				n2h, restAt2h, checks2h = f.callCount("AwaitChange"), f.restAwaits, f.callCount("RestCheck")
 				env.SignalWorkflow(contract.SignalTrigger, nil) // the watcher: a pod of the held rollout died
 			})
 			at(env, 110*time.Minute, func() {
-				n3h = f.callCount("AwaitChange")
+				n3h, checks3h = f.callCount("AwaitChange"), f.callCount("RestCheck")
 				ran = true
 			})
 			updateAt(env, 150*time.Minute, contract.UpdatePromote, nil, &promoted)
@@ -288,11 +288,12 @@ func TestHeldAtRestWaitsWithoutActivity(t *testing.T) {
 				t.Errorf("promote: %+v, want completed", promoted)
 			}
 			if rest {
-				// Held from the first minutes: the first wait with Rest set ended AwaitRest,
-				// and no wait ran for the next 70 minutes; the trigger made one sync, whose
-				// wait ended AwaitRest again.
-				if n2h != n30 || restAt2h < 1 || n3h != n2h+1 {
-					t.Errorf("AwaitChange activities: %d at 30m, %d at 100m (%d ended at rest), %d at 110m; want none between 30m and 100m and one after the trigger", n30, n2h, restAt2h, n3h)
+				// Held from the first minutes: the look from the sync's workflow task found it
+				// at rest (rest-checked-locally), and no AwaitChange activity ran for the next
+				// 70 minutes; the trigger made one sync, whose look found it at rest again,
+				// and started no activity either.
+				if n2h != n30 || restAt2h < 1 || n3h != n2h || checks3h != checks2h+1 {
+					t.Errorf("AwaitChange activities: %d at 30m, %d at 100m (%d looks at rest), %d at 110m; looks %d at 100m, %d at 110m; want no activity from 30m on and one look after the trigger", n30, n2h, restAt2h, n3h, checks2h, checks3h)
 				}
 			} else if n2h-n30 < 60 {
 				t.Errorf("without the watcher: %d AwaitChange activities between 30m and 100m, want one a minute (the fake's wait)", n2h-n30)

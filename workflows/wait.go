@@ -102,6 +102,9 @@ func (r *deploymentRun) startAwait(ctx workflow.Context) {
 	if r.canaryReq != nil && r.canaryReq.Hold && workflow.GetVersion(ctx, changeHeldAtRest, workflow.DefaultVersion, 1) >= 1 {
 		in.Rest = true
 	}
+	if in.Rest && r.restChecked(ctx, in) {
+		return
+	}
 	if r.LocalWait > 0 && !r.awaitRemote && !r.recordRollback && !r.recordUpdate {
 		in.MaxWait = r.LocalWait
 		lo := localAwaitOptions(r.LocalWait)
@@ -118,6 +121,30 @@ func (r *deploymentRun) startAwait(ctx workflow.Context) {
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
 	r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteActivity(actx, a.AwaitChange, in), cancel, false
 	r.recordRollback, r.recordUpdate = false, false
+}
+
+// restChecked looks once whether a held rollout is at rest, with AwaitChange as a local
+// activity (AwaitInput.RestCheck) in the workflow task of the sync that held it, and reports
+// whether it is (change rest-checked-locally): the rollout then waits with no activity, as
+// after an AwaitChange activity that ends AwaitRest, but without that activity's start (an
+// action) and the workflow task its end takes. Anything else, a failure included, leaves the
+// wait to the activity.
+func (r *deploymentRun) restChecked(ctx workflow.Context, in activities.AwaitInput) bool {
+	if r.restUnwatched || workflow.GetVersion(ctx, changeRestCheckedLocally, workflow.DefaultVersion, 1) < 1 {
+		return false
+	}
+	in.RestCheck, in.MaxWait = true, restCheckWait
+	lo := localAwaitOptions(restCheckWait)
+	lo.Summary = fmt.Sprintf("look whether %s/%s is held at rest", r.in.Namespace, r.in.Name)
+	var res activities.AwaitResult
+	if err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, lo), a.AwaitChange, in).Get(ctx, &res); err != nil || res.Reason != activities.AwaitRest {
+		r.restUnwatched = err == nil && res.Unwatched
+		return false
+	}
+	r.stopAwait()
+	r.atRest = true
+	r.recordRollback, r.recordUpdate = false, false
+	return true
 }
 
 // startRetryAwait starts AwaitChange for a stale decision's retry (AwaitInput.Retry): the
