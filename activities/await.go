@@ -210,7 +210,9 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 	if a.Cache == nil {
 		return AwaitResult{}, nonRetryable(ErrInvalid, "await change: the worker has no informer cache")
 	}
-	if a.LocalWaits != nil && activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity {
+	// A RestCheck is one look, in the slot of the sync whose workflow task runs it: it takes
+	// none of the local waits'.
+	if a.LocalWaits != nil && !in.RestCheck && activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity {
 		select {
 		case a.LocalWaits <- struct{}{}:
 			defer func() { <-a.LocalWaits }()

@@ -214,11 +214,13 @@ func changes() []change {
 			ID:     changeInlineAnnotatedMoves,
 			Branch: "startAwait: a rollout with no canary request on a Deployment with steps annotations (its steps passed, going to 100%; or back to the stable template) lets its wait make the scale moves, as a plain rollout's does (AwaitInput.InlineAnnotated)",
 			Old:    []string{"deployment-e2e-teststepsweights-3044-web-259ef786"},
+			New:    []string{"deployment-e2e-teststepsweights-6079-web-f9cf183c"},
 		},
 		{
 			ID:     changeRestCheckedLocally,
 			Branch: "restChecked (startAwait): a held rollout looks whether it is at rest with AwaitChange as a local activity (AwaitInput.RestCheck) before it starts the AwaitChange activity, and waits with no activity when it is",
 			Old:    []string{"deployment-e2e-teststepsweights-3044-web-259ef786"},
+			New:    []string{"deployment-e2e-teststepsweights-6079-web-f9cf183c", "deployment-e2e-testheldatrest-0043-web-2537955c"},
 		},
 	}
 }

@@ -37,7 +37,9 @@ import (
 // (testbluegreenbaseline): it replays only behind the "blue-green" change ID.
 // Since: the runs of a named cluster's Deployment (input with "cluster":"b"), across a stepped
 // rollout's pause with the worker SIGKILLed and with the cluster's kube-apiserver stopped
-// (TestTwoClusters, deployment-b-*).
+// (TestTwoClusters, deployment-b-*). On 2026-11-29, with inline-annotated-moves and
+// rest-checked-locally: a stepped rollout with two promotes (TestStepsWeights,
+// teststepsweights-6079) and rollouts held at rest (TestHeldAtRest, testheldatrest-0043).
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {
