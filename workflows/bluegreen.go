@@ -145,8 +145,8 @@ func (b *blueGreenStrategy) blueGreenRequest(ctx workflow.Context, d *appsv1.Dep
 	// Deployment's annotation.
 	rev := rolloutRevision(rss, hash)
 	if b.BlueGreen == nil || b.BlueGreen.Hash != hash {
-		if prev := b.BlueGreen; prev != nil && prev.Promoted && prev.Hash != b.StableHash && b.BlueGreenServices != nil &&
-			b.BlueGreenServices.ActiveSelects == prev.Hash && workflow.GetVersion(ctx, changeBlueGreenPromotedStable, workflow.DefaultVersion, 1) >= 1 {
+		if prev := b.BlueGreen; prev != nil && prev.Promoted && prev.Hash != b.StableHash && b.activeServes(ctx, spec, prev.Hash) &&
+			workflow.GetVersion(ctx, changeBlueGreenPromotedStable, workflow.DefaultVersion, 1) >= 1 {
 			// A new template after the active Service switched to the promoted one (in the
 			// scale-down delay): the promoted ReplicaSet serves production, so it is the
 			// stable one the new rollout starts from, not the one before it.
@@ -359,6 +359,29 @@ func (b *blueGreenStrategy) syncServices(ctx workflow.Context, ref activities.De
 		b.upsertStepState(ctx)
 	}
 	return nil
+}
+
+// activeServes reports whether the active Service selects the promoted template hash: as the
+// last sync left it, or else (change blue-green-promoted-live) as the cluster has it, read
+// with a SyncBlueGreen that switches nothing. The workflow task in which the switch was made
+// may have been lost (a worker killed before it completed): the switch is on the cluster, but
+// the run that replays it learns of it only from the cluster.
+func (b *blueGreenStrategy) activeServes(ctx workflow.Context, spec *k8s.BlueGreenSpec, hash string) bool {
+	if sv := b.BlueGreenServices; sv != nil && sv.ActiveSelects == hash {
+		return true
+	}
+	if workflow.GetVersion(ctx, changeBlueGreenPromotedLive, workflow.DefaultVersion, 1) < 1 {
+		return false
+	}
+	ref := activities.DeploymentRef{Namespace: b.dep.Namespace, Name: b.dep.Name, UID: b.UID}
+	sctx := withSummary(ctx, fmt.Sprintf("read which template the active Service %s of %s/%s selects", spec.ActiveService, ref.Namespace, ref.Name))
+	var res activities.SyncBlueGreenResult
+	in := activities.SyncBlueGreenInput{Deployment: ref, Switches: []activities.ServiceSwitch{{Service: spec.ActiveService, Active: true}}}
+	if err := workflow.ExecuteLocalActivity(sctx, a.SyncBlueGreen, in).Get(ctx, &res); err != nil {
+		b.log.Warn("Reading the active Service failed; the rollout starts from the stable template", "error", err)
+		return false
+	}
+	return res.Selects[spec.ActiveService] == hash
 }
 
 // startPhaseTimer waits for the automatic promotion or the end of the scale-down delay.

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -371,6 +372,45 @@ func TestBlueGreenNewTemplateInScaleDownDelay(t *testing.T) {
 	for _, sw := range svcs.switches {
 		if sw.service == "web" && sw.hash == h1 && sw.at > 0 {
 			t.Errorf("switches %+v: the active Service went back to v1 (%s)", svcs.switches, h1)
+		}
+	}
+}
+
+// TestBlueGreenNewTemplateAfterALostSwitch: the workflow task in which the active Service
+// switched to the promoted template was lost (a worker killed before it completed), so the run
+// that replays it never learnt of the switch, and a new template comes before the next sync
+// (the e2e soak's bluegreen scenario, with a worker SIGKILLed beside it). The rollout of the new
+// template starts from the promoted one, as the cluster has it (blue-green-promoted-live):
+// production never goes back to the template before it.
+func TestBlueGreenNewTemplateAfterALostSwitch(t *testing.T) {
+	ann := `{"activeService":"web","previewService":"web-preview","scaleDownDelaySeconds":3600,"autoPromotionSeconds":600}`
+	f, svcs, h1, h2 := blueGreenSetup(t, ann)
+	v3 := podTemplate("nginx:v3")
+	h3 := k8s.PodTemplateHash(&v3, nil)
+	env := newEnv(t, f)
+	lost := false
+	env.OnActivity(a.SyncBlueGreen, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.SyncBlueGreenInput) (activities.SyncBlueGreenResult, error) {
+		res, err := svcs.SyncBlueGreen(ctx, in)
+		if err == nil && !lost && slices.Contains(res.Switched, "web") && res.Selects["web"] == h2 {
+			// The switch is made on the cluster; the task that learnt it is lost, and v3
+			// comes before the task runs again.
+			lost = true
+			res.Selects["web"] = h1
+			f.setImage("nginx:v3")
+		}
+		return res, err
+	})
+	endByDeletion(env, f, 2*time.Hour)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
+	if !lost {
+		t.Fatal("the active Service never switched to v2")
+	}
+	if svcs.selects["web"] != h3 {
+		t.Errorf("at the end: services %v, want active on %s (v3, auto-promoted)", svcs.selects, h3)
+	}
+	for _, sw := range svcs.switches {
+		if sw.service == "web" && sw.hash == h1 && sw.at > 0 {
+			t.Errorf("switches %+v: the active Service went back to v1 (%s) after v2 served production", svcs.switches, h1)
 		}
 	}
 }

@@ -38,6 +38,7 @@ const (
 	changeSparseAwaitHeartbeats   = "sparse-await-heartbeats"
 	changeInlineAnnotatedMoves    = "inline-annotated-moves"
 	changeRestCheckedLocally      = "rest-checked-locally"
+	changeBlueGreenPromotedLive   = "blue-green-promoted-live"
 )
 
 // A change is one change ID of the table.
@@ -221,6 +222,11 @@ func changes() []change {
 			Branch: "restChecked (startAwait): a held rollout looks whether it is at rest with AwaitChange as a local activity (AwaitInput.RestCheck) before it starts the AwaitChange activity, and waits with no activity when it is",
 			Old:    []string{"deployment-e2e-teststepsweights-3044-web-259ef786"},
 			New:    []string{"deployment-e2e-teststepsweights-6079-web-f9cf183c", "deployment-e2e-testheldatrest-0043-web-2537955c"},
+		},
+		{
+			ID:     changeBlueGreenPromotedLive,
+			Branch: "activeServes (blueGreenRequest): a new template after a promotion whose switch the run's memory does not hold reads the active Service live (a SyncBlueGreen that switches nothing), and starts from the promoted template when it serves production",
+			Old:    []string{"deployment-e2e-testbluegreen-a-new-template-before-promotion-3968-web-e1603f70", "deployment-e2e-testbluegreen-promote-and-scale-down-delay-2442-web-abd00001"},
 		},
 	}
 }
