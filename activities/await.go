@@ -526,7 +526,7 @@ func (res AwaitResult) decide(plan k8s.Plan, recorded k8s.Snapshot) AwaitResult 
 func inlineAnnotated(in AwaitInput, d *appsv1.Deployment, ann string) bool {
 	_, traffic := d.Annotations[k8s.TrafficAnnotation]
 	_, blueGreen := d.Annotations[k8s.BlueGreenAnnotation]
-	return in.InlineAnnotated && in.Request.Canary == nil && in.RolloutAnnotations != nil && *in.RolloutAnnotations == ann && !traffic && !blueGreen
+	return in.InlineAnnotated && in.RolloutAnnotations != nil && *in.RolloutAnnotations == ann && !traffic && !blueGreen
 }
 
 // inlineCanary: the wait may make a stepped rollout's moves within its step (InlineCanary).

@@ -141,7 +141,6 @@ func (r *deploymentRun) restChecked(ctx workflow.Context, in activities.AwaitInp
 		r.restUnwatched = err == nil && res.Unwatched
 		return false
 	}
-	r.stopAwait()
 	r.atRest = true
 	r.recordRollback, r.recordUpdate = false, false
 	return true
