@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -52,6 +53,11 @@ type AwaitInput struct {
 	// Traffic: the route as the last sync left it and what it asked; a change of the pods that
 	// would move the route (k8s.DecideTraffic) calls for a sync, held rollout or not.
 	Traffic *AwaitTraffic `json:"traffic,omitempty"`
+	// InlineTraffic (with Inline and Traffic): the wait also makes a routed rollout's moves
+	// (see routeInline): each route move through the gate (SyncTraffic, as the sync runs it,
+	// before the plan's scale moves), then the scale moves as InlineCanary or InlineAnnotated
+	// allow them. Not for a held rollout (Rest).
+	InlineTraffic *InlineTraffic `json:"inlineTraffic,omitempty"`
 	// Rest: the rollout is held (a step's pause, an analysis, a freeze, a blue-green preview
 	// waiting for promotion). Once the Deployment is held at rest on the cluster
 	// (k8s.HeldAtRest) and no sync would write, the wait returns AwaitRest and the workflow
@@ -83,6 +89,15 @@ type AwaitTraffic struct {
 	Returning bool              `json:"returning,omitempty"`
 }
 
+// InlineTraffic is what the wait needs beside AwaitTraffic to move a route as the workflow's
+// sync would (workflows' syncRoute): the traffic annotation as the sync parsed it, the route's
+// name for the events, and every header route the steps add (SyncTrafficInput).
+type InlineTraffic struct {
+	Spec              k8s.TrafficSpec   `json:"spec"`
+	Route             string            `json:"route"`
+	KnownHeaderRoutes []k8s.HeaderRoute `json:"knownHeaderRoutes,omitempty"`
+}
+
 // moves reports whether a sync on plan would move the route, and whether the route carries
 // the step's weight as far as the sizes allow (k8s.TrafficStepReached).
 func (t *AwaitTraffic) moves(rss []*appsv1.ReplicaSet, plan k8s.Plan) (move, reached bool) {
@@ -91,10 +106,7 @@ func (t *AwaitTraffic) moves(rss []*appsv1.ReplicaSet, plan k8s.Plan) (move, rea
 
 // Moves is moves, for the workflow tests' fake wait, which weighs the route as this one does.
 func (t *AwaitTraffic) Moves(rss []*appsv1.ReplicaSet, plan k8s.Plan) (move, reached bool) {
-	dec := k8s.DecideTraffic(t.Ask, rss, plan, func(change string) bool {
-		on, asked := t.Changes[change]
-		return on || !asked
-	})
+	dec := k8s.DecideTraffic(t.Ask, rss, plan, t.on)
 	reached = true
 	if t.Ask.Canary != t.Ask.Stable {
 		sizes := k8s.SizesAfter(rss, plan)
@@ -110,6 +122,13 @@ func (t *AwaitTraffic) Moves(rss []*appsv1.ReplicaSet, plan k8s.Plan) (move, rea
 		return g.Want.Route.CanaryWeight != c.Route.CanaryWeight || g.Want.StableHash != c.StableHash || g.Want.CanaryHash != c.CanaryHash, reached
 	}
 	return dec.Weight != t.Weight, reached
+}
+
+// on reports whether a traffic change is in force for the run: asked and on, or not asked
+// (a run that asks it later gets it).
+func (t *AwaitTraffic) on(change string) bool {
+	on, asked := t.Changes[change]
+	return on || !asked
 }
 
 // Await reasons: why AwaitChange returned.
@@ -155,6 +174,22 @@ type AwaitResult struct {
 	Error    string        `json:"error,omitempty"`
 	// Moves are the scale moves the wait made itself (AwaitInput.Inline), in order.
 	Moves []Move `json:"moves,omitempty"`
+	// RouteMoves are the route moves the wait made itself (AwaitInput.InlineTraffic), in
+	// order; Traffic is the last one's result, the route as the wait left it, which the
+	// workflow records as its sync's own.
+	RouteMoves []RouteMove         `json:"routeMoves,omitempty"`
+	Traffic    *SyncTrafficResult `json:"traffic,omitempty"`
+}
+
+// RouteMove is one route move AwaitChange made itself through the gate: the canary's weight
+// From → To, and the templates the stable and canary Services select after it.
+type RouteMove struct {
+	From   int32     `json:"from"`
+	To     int32     `json:"to"`
+	Stable string    `json:"stable"`
+	Canary string    `json:"canary"`
+	Hold   string    `json:"hold,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // Move is one scale move AwaitChange made itself: a ReplicaSet's replicas From → To, with
@@ -287,7 +322,7 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 			}
 			need := k8s.SyncNeed(plan, d, in.Request, k8s.UnderWay)
 			switch {
-			case plan.CanaryStale || stepReached || annotated || routeMoves:
+			case plan.CanaryStale || stepReached || annotated || (routeMoves && !routeInline(plan, d, snap.ReplicaSets, need, in, local)):
 				// The template changed under a stepped rollout, or the rollout reached its
 				// step's weight: the workflow takes its next step.
 				return res.decide(plan, a.redactSnapshot(snap)), nil
@@ -297,7 +332,7 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				// whose first run wrote the completing status): the workflow syncs on it,
 				// finds nothing to write, and converges.
 				return res.decide(plan, a.redactSnapshot(snap)), nil
-			case need == k8s.NeedNothing && in.Rest && a.RestWatched && plan.RecheckAt == nil && k8s.HeldAtRest(d, snap.ReplicaSets):
+			case need == k8s.NeedNothing && !routeMoves && in.Rest && a.RestWatched && plan.RecheckAt == nil && k8s.HeldAtRest(d, snap.ReplicaSets):
 				// Held, and nothing moves without a change the watcher signals: the workflow
 				// waits without this activity and its heartbeats.
 				res.Reason = AwaitRest
@@ -306,8 +341,8 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				// Not at rest yet: the AwaitChange activity waits, and makes what moves.
 				res.Reason = AwaitResync
 				return res, nil
-			case need == k8s.NeedNothing:
-			case need == k8s.NeedStatus:
+			case need == k8s.NeedNothing && !routeMoves:
+			case need == k8s.NeedStatus && !routeMoves:
 				res.Completed = plan.Phase == k8s.PhaseComplete
 				wr, err := a.UpdateDeploymentStatus(ctx, DeploymentWriteInput{Deployment: plan.Steps[0].Deployment})
 				if err != nil {
@@ -347,6 +382,19 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 				if !heldSince.IsZero() {
 					res.Held += time.Since(heldSince).Round(time.Millisecond)
 					heldSince = time.Time{}
+				}
+				if routeMoves {
+					// The route first, as the sync moves it before the plan's writes; then
+					// look again at once: the same plan's scale moves or status come next.
+					if err := a.moveRoute(ctx, d, snap, plan, in, &res); err != nil {
+						if !errors.Is(err, errHandOver) {
+							res.Error = err.Error()
+						}
+						return res.decide(plan, a.redactSnapshot(snap)), nil
+					}
+					holdFrom = time.Now()
+					retry = time.After(0)
+					break
 				}
 				steps, ok := inlineMoves(plan, d, in, local)
 				if !ok {
@@ -402,7 +450,10 @@ func inlineMoves(plan k8s.Plan, d *appsv1.Deployment, in AwaitInput, local bool)
 		return nil, false
 	}
 	if canary {
-		if in.RolloutAnnotations == nil || *in.RolloutAnnotations != k8s.RolloutAnnotations(d.Annotations) || plan.CanaryReached || plan.CanaryStale {
+		// A move that reaches the step's replicas passes the step: the workflow's. A routed
+		// step passes once the route carries its weight too (the route's moves that follow
+		// are the wait's, InlineTraffic), so there the move is the wait's as well.
+		if in.RolloutAnnotations == nil || *in.RolloutAnnotations != k8s.RolloutAnnotations(d.Annotations) || (plan.CanaryReached && in.InlineTraffic == nil) || plan.CanaryStale {
 			return nil, false
 		}
 	} else if ann := k8s.RolloutAnnotations(d.Annotations); ann != k8s.RolloutAnnotations(nil) && !inlineAnnotated(in, d, ann) {
@@ -454,6 +505,77 @@ func (a *Activities) moveInline(ctx context.Context, d *appsv1.Deployment, steps
 		}
 	}
 	return wrote, nil
+}
+
+// maxRouteMoves bounds the route moves one wait makes; past it the workflow syncs.
+const maxRouteMoves = 50
+
+// errHandOver: the wait's route move left something for the workflow's sync to record or decide
+// (the gate held, an invariant check failed, the route did not move); not an error.
+var errHandOver = errors.New("route move handed to the workflow")
+
+// routeInline reports whether the wait makes a routed rollout's route move for plan itself
+// (AwaitInput.InlineTraffic), as the workflow's sync would through the same gate: a plan
+// under way on the generation and annotations the last sync decided on, whose other writes
+// are a status refresh or scale moves the wait makes (inlineMoves), with the Services on the
+// templates the last sync asked for, and no header route to a canary that has no available
+// pod before or after the plan (the sync drops those, change traffic-step-pods). A local
+// wait, a rest check and a held rollout's wait make none.
+func routeInline(plan k8s.Plan, d *appsv1.Deployment, rss []*appsv1.ReplicaSet, need k8s.Need, in AwaitInput, local bool) bool {
+	t := in.Traffic
+	if in.InlineTraffic == nil || t == nil || t.Cur == nil || !in.Inline || local || in.RestCheck || in.Rest || in.Generation == 0 ||
+		d.Generation != in.Generation || d.Spec.Paused || plan.Phase != k8s.PhaseProgressing || t.NeedsCanaryPods {
+		return false
+	}
+	if len(t.Cur.Route.HeaderRoutes) > 0 && min(k8s.AvailablePods(rss)[t.Ask.Canary], k8s.AvailableAfter(rss, plan)[t.Ask.Canary]) <= 0 {
+		return false
+	}
+	switch need {
+	case k8s.NeedNothing, k8s.NeedStatus:
+		return true
+	}
+	_, ok := inlineMoves(plan, d, in, local)
+	return ok
+}
+
+// moveRoute makes the route move a sync on plan would make (workflows' syncRoute), through
+// the gate (SyncTraffic), and lists it in res. It returns errHandOver when the workflow must
+// take over: the gate held, the route left fails its invariant check, or nothing moved.
+func (a *Activities) moveRoute(ctx context.Context, d *appsv1.Deployment, snap k8s.Snapshot, plan k8s.Plan, in AwaitInput, res *AwaitResult) error {
+	t, it := in.Traffic, in.InlineTraffic
+	if len(res.RouteMoves) >= maxRouteMoves {
+		return errHandOver
+	}
+	dec := k8s.DecideTraffic(t.Ask, snap.ReplicaSets, plan, t.on)
+	want := k8s.TrafficState{StableHash: dec.Stable, CanaryHash: dec.Canary, Route: k8s.RouteState{CanaryWeight: dec.Weight, HeaderRoutes: t.Cur.Route.HeaderRoutes}}
+	out, err := a.SyncTraffic(ctx, SyncTrafficInput{
+		Deployment: refOf(d), Spec: it.Spec, Want: want, Available: dec.Available, AvailableAfter: dec.After, Handover: dec.Handover,
+		Abort: dec.Abort || t.Returning, SizesAfter: k8s.SizesAfter(snap.ReplicaSets, plan), KnownHeaderRoutes: it.KnownHeaderRoutes,
+		Events: []k8s.Event{{Type: corev1.EventTypeNormal, Reason: "TrafficShifted", Message: k8s.TrafficMessage(it.Route, it.Spec, want, dec.Available, t.Ask.Target)}},
+	})
+	if err != nil {
+		// The workflow's sync reads the route again and moves it, or reports why not.
+		return err
+	}
+	res.Traffic = &out
+	res.RouteMoves = append(res.RouteMoves, RouteMove{From: t.Cur.Route.CanaryWeight, To: out.After.Route.CanaryWeight,
+		Stable: out.After.StableHash, Canary: out.After.CanaryHash, Hold: out.Hold, At: time.Now().UTC()})
+	check := out.Check
+	for _, m := range out.Moves {
+		check += m.Check
+	}
+	if out.Hold != "" || check != "" || sameTraffic(out.After, *t.Cur) {
+		return errHandOver
+	}
+	cur := out.After
+	t.Cur, t.Weight = &cur, cur.Route.CanaryWeight
+	return nil
+}
+
+// sameTraffic: the same templates, weight and header routes.
+func sameTraffic(a, b k8s.TrafficState) bool {
+	return a.StableHash == b.StableHash && a.CanaryHash == b.CanaryHash && a.Route.CanaryWeight == b.Route.CanaryWeight &&
+		k8s.HeaderRouteNames(a.Route.HeaderRoutes) == k8s.HeaderRouteNames(b.Route.HeaderRoutes)
 }
 
 // admitRetry is AwaitChange for a retry (AwaitInput.Retry): AwaitDecide once Admission admits
@@ -526,11 +648,11 @@ func (res AwaitResult) decide(plan k8s.Plan, recorded k8s.Snapshot) AwaitResult 
 func inlineAnnotated(in AwaitInput, d *appsv1.Deployment, ann string) bool {
 	_, traffic := d.Annotations[k8s.TrafficAnnotation]
 	_, blueGreen := d.Annotations[k8s.BlueGreenAnnotation]
-	return in.InlineAnnotated && in.RolloutAnnotations != nil && *in.RolloutAnnotations == ann && !traffic && !blueGreen
+	return in.InlineAnnotated && in.RolloutAnnotations != nil && *in.RolloutAnnotations == ann && (!traffic || in.InlineTraffic != nil) && !blueGreen
 }
 
 // inlineCanary: the wait may make a stepped rollout's moves within its step (InlineCanary).
 func inlineCanary(in AwaitInput) bool {
 	c := in.Request.Canary
-	return in.InlineCanary && c != nil && !c.BlueGreen && !in.Request.Managed && in.Request.RollbackTo == nil && in.Traffic == nil
+	return in.InlineCanary && c != nil && !c.BlueGreen && !in.Request.Managed && in.Request.RollbackTo == nil && (in.Traffic == nil || in.InlineTraffic != nil)
 }

@@ -15,10 +15,13 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -1077,6 +1080,146 @@ func TestAwaitChangeRestCheck(t *testing.T) {
 			}
 			if len(writes) > 0 {
 				t.Errorf("RestCheck wrote %v, want nothing", writes)
+			}
+		})
+	}
+}
+
+// routedCanary is default/web (10 pods) at the first step of a routed stepped rollout from
+// nginx:1 to nginx:2, [setWeight 30, pause]: the new ReplicaSet has its 3 pods, none available
+// yet, the route all on the stable Service. It returns the AwaitInput its workflow's sync would
+// start the wait with (change inline-traffic-moves), and the fixture with the route and both
+// Services in it.
+func routedCanary(t *testing.T) (*fixture, *dynamicfake.FakeDynamicClient, AwaitInput, string, string) {
+	t.Helper()
+	d, rss := settle(t, rolloutDeployment(10, "nginx:1"), nil, allReady)
+	old := rss[0].Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	d = d.DeepCopy()
+	d.Annotations[k8s.StepsAnnotation] = `[{"setWeight":30},{"pause":{}}]`
+	d.Annotations[k8s.TrafficAnnotation] = `{"httpRoute":{"name":"web"},"stableService":"web-stable","canaryService":"web-canary"}`
+	d.Spec.Template = podTemplate("nginx:2", "")
+	d.Generation = 2
+	canary := k8s.PodTemplateHash(&d.Spec.Template, nil)
+	req := k8s.Request{Canary: &k8s.Canary{Hash: canary, Weight: 30}}
+	d, rss = settleFor(t, d, rss, func(rs *appsv1.ReplicaSet) (int32, int32) {
+		if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == canary {
+			return 0, 0
+		}
+		return allReady(rs)
+	}, req)
+	f := awaitFixture(t, d, rss)
+	for _, svc := range []*corev1.Service{service("web-stable", old), service("web-canary", canary)} {
+		if err := f.client.Tracker().Add(svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	route := routeWith(100, 0)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{HTTPRouteResource: "HTTPRouteList"}, route)
+	f.a.Dynamic = dyn
+	weighed := k8s.RolloutAnnotations(d.Annotations)
+	in := AwaitInput{
+		Namespace: testNS, Name: "web", UID: dUID, MaxWait: 3 * time.Second, Request: req, RolloutAnnotations: &weighed,
+		Inline: true, InlineCanary: true, Generation: d.Generation,
+		Traffic: &AwaitTraffic{Ask: k8s.TrafficAsk{Target: 30, Stable: old, Canary: canary},
+			Cur: &k8s.TrafficState{StableHash: old, CanaryHash: canary}},
+		InlineTraffic: &InlineTraffic{Spec: trafficSpec, Route: "web rule 0"},
+	}
+	return f, dyn, in, old, canary
+}
+
+// TestAwaitChangeMovesRouteInline: with InlineTraffic (change inline-traffic-moves) the wait
+// of a routed stepped rollout moves the route itself, through the gate, as the canary's pods
+// become available, each move no further than the pods then available allow, and hands the
+// rollout to the workflow once the route carries the step's weight. Without it, or for a
+// held rollout, the first move is the workflow's and the route is left as it was.
+func TestAwaitChangeMovesRouteInline(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name       string
+		change     func(in *AwaitInput)
+		wantMoves  bool
+		wantWeight int64
+	}{
+		{name: "inline: the wait moves the route to the step's weight", wantMoves: true, wantWeight: 30},
+		{name: "not asked: the workflow moves it", change: func(in *AwaitInput) { in.InlineTraffic = nil }},
+		{name: "held: the workflow moves it", change: func(in *AwaitInput) { in.Rest = true }},
+		{name: "the Deployment changed since the sync: the workflow moves it", change: func(in *AwaitInput) { in.Generation-- }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, dyn, in, _, canary := routedCanary(t)
+			if tt.change != nil {
+				tt.change(&in)
+			}
+			list, err := f.client.AppsV1().ReplicaSets(testNS).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			name, oldName := "", ""
+			for _, rs := range list.Items {
+				if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == canary {
+					name = rs.Name
+				} else {
+					oldName = rs.Name
+				}
+			}
+			// The canary's pods become available one by one; the stable ReplicaSet's pods
+			// follow its replicas, as its controller would have them.
+			for i, n := range []int32{1, 2, 3, 3} {
+				after(t, time.Duration(150*(i+1))*time.Millisecond, func() error {
+					rs, err := f.client.AppsV1().ReplicaSets(testNS).Get(ctx, oldName, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if err := f.setReplicaSetStatus(ctx, oldName, func(st *appsv1.ReplicaSetStatus) {
+						st.Replicas, st.ReadyReplicas, st.AvailableReplicas = *rs.Spec.Replicas, *rs.Spec.Replicas, *rs.Spec.Replicas
+					}); err != nil {
+						return err
+					}
+					return f.setReplicaSetStatus(ctx, name, func(st *appsv1.ReplicaSetStatus) { st.ReadyReplicas, st.AvailableReplicas = n, n })
+				})
+			}
+
+			got, err := runAwait(t, f.a, in)
+
+			if err != nil {
+				t.Fatalf("AwaitChange error = %v", err)
+			}
+			weights, _, _, _ := readBack(t, f.a, dyn, f.client)
+			if got.Reason != AwaitDecide || got.Error != "" || weights["web-canary"] != tt.wantWeight {
+				t.Fatalf("result %s (error %q, steps %v, route moves %+v), route canary weight %d; want Decide, weight %d", got.Reason, got.Error, got.Steps, got.RouteMoves, weights["web-canary"], tt.wantWeight)
+			}
+			var shifted int
+			for _, e := range f.events() {
+				if strings.Contains(e, "TrafficShifted") {
+					shifted++
+				}
+			}
+			if !tt.wantMoves {
+				if len(got.RouteMoves) != 0 || got.Traffic != nil || shifted != 0 {
+					t.Errorf("route moves %+v, traffic %+v, %d TrafficShifted events; want none", got.RouteMoves, got.Traffic, shifted)
+				}
+				return
+			}
+			// Each move raises the weight toward the step's 30, never past it (the gate caps
+			// each by the canary's share of the pods available then).
+			last := int32(0)
+			for i, m := range got.RouteMoves {
+				if m.From != last || m.To <= m.From || m.To > 30 || m.Canary != canary || m.Hold != "" || m.At.IsZero() {
+					t.Errorf("route move %d = %+v, want from %d up to at most 30 on %s", i, m, last, canary)
+				}
+				last = m.To
+			}
+			if last != 30 || len(got.RouteMoves) < 2 || shifted != len(got.RouteMoves) {
+				t.Errorf("route moves %+v with %d TrafficShifted events; want at least 2 moves, each with its event, ending at 30", got.RouteMoves, shifted)
+			}
+			// The step's scale moves, to 3 canary and 7 stable replicas, are the wait's too: a
+			// routed step passes only once the route carries its weight.
+			if o, c := *f.rs(t, oldName).Spec.Replicas, *f.rs(t, name).Spec.Replicas; len(got.Moves) == 0 || o != 7 || c != 3 {
+				t.Errorf("scale moves %+v leave stable/canary replicas %d/%d, want the wait's moves to 7/3", got.Moves, o, c)
+			}
+			if got.Traffic == nil || got.Traffic.After.Route.CanaryWeight != 30 || got.Traffic.Canary.Weight != 30 || got.Traffic.Stable.Weight != 70 {
+				t.Errorf("traffic result %+v, want the route at 70/30", got.Traffic)
 			}
 		})
 	}

@@ -618,3 +618,30 @@ func SizesAfter(rss []*appsv1.ReplicaSet, plan Plan) map[string]int32 {
 	}
 	return out
 }
+
+// HeaderRouteNames is the header routes' names, comma-separated.
+func HeaderRouteNames(hs []HeaderRoute) string {
+	names := make([]string, len(hs))
+	for i, h := range hs {
+		names[i] = h.Name
+	}
+	return strings.Join(names, ",")
+}
+
+// TrafficMessage describes a traffic move for its TrafficShifted event, the workflow's sync's
+// and the wait's alike: "Route web rule 0: canary web-canary 20%, stable web-stable 80%
+// (target 30%; canary 2 of 10 available pods); header routes: testers".
+func TrafficMessage(route string, spec TrafficSpec, want TrafficState, avail map[string]int32, target int32) string {
+	w := want.Route.CanaryWeight
+	msg := fmt.Sprintf("Route %s: canary %s %d%%, stable %s %d%%", route, spec.CanaryService, w, spec.StableService, 100-w)
+	if want.CanaryHash != want.StableHash {
+		ca, sa := avail[want.CanaryHash], avail[want.StableHash]
+		msg += fmt.Sprintf(" (target %d%%; canary %d of %d available pods)", target, ca, ca+sa)
+	} else {
+		msg += fmt.Sprintf(" (both on pod-template-hash %s)", want.StableHash)
+	}
+	if len(want.Route.HeaderRoutes) > 0 {
+		msg += "; header routes: " + HeaderRouteNames(want.Route.HeaderRoutes)
+	}
+	return msg
+}

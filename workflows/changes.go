@@ -39,6 +39,7 @@ const (
 	changeInlineAnnotatedMoves    = "inline-annotated-moves"
 	changeRestCheckedLocally      = "rest-checked-locally"
 	changeBlueGreenPromotedLive   = "blue-green-promoted-live"
+	changeInlineTrafficMoves      = "inline-traffic-moves"
 )
 
 // A change is one change ID of the table.
@@ -227,6 +228,11 @@ func changes() []change {
 			ID:     changeBlueGreenPromotedLive,
 			Branch: "activeServes (blueGreenRequest): a new template after a promotion whose switch the run's memory does not hold reads the active Service live (a SyncBlueGreen that switches nothing), and starts from the promoted template when it serves production",
 			Old:    []string{"deployment-e2e-testbluegreen-a-new-template-before-promotion-3968-web-e1603f70", "deployment-e2e-testbluegreen-promote-and-scale-down-delay-2442-web-abd00001"},
+		},
+		{
+			ID:     changeInlineTrafficMoves,
+			Branch: "startAwait: a routed rollout under way (not held, not blue-green, no rollback pending) lets its wait move the route through the gate (SyncTraffic) and make the scale moves within its step or back to the stable template (AwaitInput.InlineTraffic); applyInlineTraffic (sync) records the route the wait left",
+			Old:    []string{"deployment-e2e-testtrafficrouting-7267-web-c40dff87"},
 		},
 	}
 }

@@ -102,6 +102,10 @@ type fakeCluster struct {
 	// to make them (AwaitInput.Inline) reports it made.
 	awaits     []activities.AwaitInput
 	awaitMoves []activities.Move
+	// inlineRoute, if set, plays the AwaitChange activity's own route moves for a wait given
+	// AwaitInput.InlineTraffic (called without the lock); what it returns is the result's
+	// Traffic.
+	inlineRoute func(in activities.AwaitInput) *activities.SyncTrafficResult
 }
 
 func newFakeCluster(d *appsv1.Deployment, rss ...*appsv1.ReplicaSet) *fakeCluster {
@@ -218,6 +222,10 @@ func (f *fakeCluster) register(env *testsuite.TestWorkflowEnvironment) {
 }
 
 func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (activities.AwaitResult, error) {
+	var waited *activities.SyncTrafficResult
+	if in.InlineTraffic != nil && f.inlineRoute != nil && in.MaxWait == awaitMaxWait && !in.RestCheck {
+		waited = f.inlineRoute(in)
+	}
 	f.mu.Lock()
 	if in.RestCheck {
 		// restChecked's look (rest-checked-locally): at rest where the fake's watcher runs.
@@ -267,7 +275,7 @@ func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (
 		f.restAwaits++
 		return activities.AwaitResult{Reason: activities.AwaitRest}, nil
 	}
-	res := activities.AwaitResult{Reason: activities.AwaitDecide}
+	res := activities.AwaitResult{Reason: activities.AwaitDecide, Traffic: waited}
 	if in.Inline {
 		res.Moves, f.awaitMoves = f.awaitMoves, nil
 	}

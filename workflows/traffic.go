@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"strings"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -28,6 +27,14 @@ type router struct {
 	// route the same way; asked: the traffic change IDs asked in this run.
 	ask   *k8s.TrafficAsk
 	asked map[string]bool
+	// spec: the traffic annotation the last sync moved the route for; keptStable: that sync
+	// left the stable Service on its old template (a new stable template with no available
+	// pod yet), which a later sync moves. Both for the wait (AwaitInput.InlineTraffic).
+	spec       *k8s.TrafficSpec
+	keptStable bool
+	// waited: the route as the last wait's own moves left it (AwaitResult.Traffic), for the
+	// next sync to record (applyWaited).
+	waited *activities.SyncTrafficResult
 }
 
 // checkTraffic validates the traffic annotation and the steps that need it.
@@ -52,32 +59,6 @@ func sameHeaderRoutes(a, b []k8s.HeaderRoute) bool {
 	return true
 }
 
-func headerNames(hs []k8s.HeaderRoute) string {
-	names := make([]string, len(hs))
-	for i, h := range hs {
-		names[i] = h.Name
-	}
-	return strings.Join(names, ",")
-}
-
-// trafficMessage describes a traffic move for its event: "Route web rule 0: canary web-canary
-// 20%, stable web-stable 80% (step weight 30; canary 2 of 10 available pods); header routes:
-// testers".
-func trafficMessage(route string, spec k8s.TrafficSpec, want k8s.TrafficState, avail map[string]int32, target int32) string {
-	w := want.Route.CanaryWeight
-	msg := fmt.Sprintf("Route %s: canary %s %d%%, stable %s %d%%", route, spec.CanaryService, w, spec.StableService, 100-w)
-	if want.CanaryHash != want.StableHash {
-		ca, sa := avail[want.CanaryHash], avail[want.StableHash]
-		msg += fmt.Sprintf(" (target %d%%; canary %d of %d available pods)", target, ca, ca+sa)
-	} else {
-		msg += fmt.Sprintf(" (both on pod-template-hash %s)", want.StableHash)
-	}
-	if len(want.Route.HeaderRoutes) > 0 {
-		msg += "; header routes: " + headerNames(want.Route.HeaderRoutes)
-	}
-	return msg
-}
-
 // knownHeaderRoutes is every header route the steps add (setHeaderRoute with a match).
 func knownHeaderRoutes(steps []k8s.RolloutStep) []k8s.HeaderRoute {
 	var out []k8s.HeaderRoute
@@ -92,6 +73,8 @@ func knownHeaderRoutes(steps []k8s.RolloutStep) []k8s.HeaderRoute {
 // syncRoute moves the traffic for a sync's plan (nothing without a valid traffic
 // annotation, or while an invalid annotation holds the rollout).
 func (rt *router) syncRoute(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
+	rt.applyWaited(ctx)
+	rt.spec, rt.keptStable = nil, false
 	d := k8s.Effective(snap.Deployment)
 	spec, err := k8s.ParseTraffic(d.Annotations)
 	if spec == nil && err == nil && rt.Traffic != nil && rt.Traffic.Stable.Service != "" &&
@@ -115,7 +98,7 @@ func (rt *router) syncRoute(ctx workflow.Context, ref activities.DeploymentRef, 
 	availNow, availAfter := k8s.AvailablePods(snap.ReplicaSets), k8s.AvailableAfter(snap.ReplicaSets, plan)
 	if cur := rt.Traffic; cur != nil && cur.Stable.Hash != "" && stable != cur.Stable.Hash {
 		if availNow[stable] <= 0 && availNow[cur.Stable.Hash] > 0 && workflow.GetVersion(ctx, changeTrafficStableServes, workflow.DefaultVersion, 1) == 1 {
-			stable = cur.Stable.Hash
+			stable, rt.keptStable = cur.Stable.Hash, true
 		}
 	}
 	target := int32(100)
@@ -144,27 +127,23 @@ func (rt *router) syncRoute(ctx workflow.Context, ref activities.DeploymentRef, 
 		Abort: dec.Abort || rt.Abort != nil, SizesAfter: k8s.SizesAfter(snap.ReplicaSets, plan), KnownHeaderRoutes: knownHeaderRoutes(rt.StepList)}
 	routeName := fmt.Sprintf("%s rule %d", spec.HTTPRoute.Name, spec.HTTPRoute.Rule)
 	changed := rt.Traffic == nil || rt.Traffic.Route != routeName || rt.Traffic.CanaryWeight != want.Route.CanaryWeight ||
-		rt.Traffic.Stable.Hash != stable || rt.Traffic.Canary.Hash != canary || headerNames(rt.Traffic.HeaderRoutes) != headerNames(headers)
+		rt.Traffic.Stable.Hash != stable || rt.Traffic.Canary.Hash != canary || k8s.HeaderRouteNames(rt.Traffic.HeaderRoutes) != k8s.HeaderRouteNames(headers)
 	if !changed && rt.Traffic.Check == "holds" && rt.Traffic.Hold == "" && sameHeaderRoutes(rt.Traffic.HeaderRoutes, headers) &&
 		workflow.GetVersion(ctx, changeTrafficUnchanged, workflow.DefaultVersion, 1) == 1 {
 		// The route and the Services are as the last move left them and as wanted: no reads,
 		// no writes. Every sync re-reading them spent the client budget its writes needed
 		// (six routed Deployments at QPS 20 starved their own writes for minutes).
 		rt.Traffic.Stable.Available, rt.Traffic.Canary.Available = avail[stable], avail[canary]
-		rt.ask = &ask
+		rt.ask, rt.spec = &ask, spec
 		return nil
 	}
 	if changed {
-		in.Events = []k8s.Event{{Type: "Normal", Reason: "TrafficShifted", Message: trafficMessage(routeName, *spec, want, avail, target)}}
+		in.Events = []k8s.Event{{Type: "Normal", Reason: "TrafficShifted", Message: k8s.TrafficMessage(routeName, *spec, want, avail, target)}}
 	}
 	var res activities.SyncTrafficResult
-	sctx := withSummary(ctx, fmt.Sprintf("route %s: canary %s %d%%, stable %s (headers: %s)", routeName, canary, want.Route.CanaryWeight, stable, headerNames(headers)))
+	sctx := withSummary(ctx, fmt.Sprintf("route %s: canary %s %d%%, stable %s (headers: %s)", routeName, canary, want.Route.CanaryWeight, stable, k8s.HeaderRouteNames(headers)))
 	err = workflow.ExecuteLocalActivity(sctx, a.SyncTraffic, in).Get(ctx, &res)
-	for _, m := range res.Moves {
-		if m.Check != "" {
-			rt.recordStepWarning(ctx, "TrafficInvariant", "Traffic move on "+routeName+": "+m.Check)
-		}
-	}
+	rt.warnChecks(ctx, routeName, res)
 	if err != nil {
 		if rt.returning(ask) && !activities.IsKind(err, activities.ErrStale) && !activities.IsKind(err, activities.ErrBusy) &&
 			workflow.GetVersion(ctx, changeTrafficErrorReturns, workflow.DefaultVersion, 1) == 1 {
@@ -176,6 +155,24 @@ func (rt *router) syncRoute(ctx workflow.Context, ref activities.DeploymentRef, 
 		}
 		return fmt.Errorf("sync traffic on httproute %s: %w", routeName, err)
 	}
+	rt.record(ctx, routeName, res, changed)
+	rt.ask, rt.spec = &ask, spec
+	return nil
+}
+
+// warnChecks records a TrafficInvariant warning for each move of res whose route failed its
+// invariant check.
+func (rt *router) warnChecks(ctx workflow.Context, routeName string, res activities.SyncTrafficResult) {
+	for _, m := range res.Moves {
+		if m.Check != "" {
+			rt.recordStepWarning(ctx, "TrafficInvariant", "Traffic move on "+routeName+": "+m.Check)
+		}
+	}
+}
+
+// record keeps the route as a traffic move left it (res) in the state; changed: the move
+// changed what the state's route says (its weight, templates or header routes).
+func (rt *router) record(ctx workflow.Context, routeName string, res activities.SyncTrafficResult, changed bool) {
 	st := &contract.TrafficStatus{
 		Route: routeName, StableWeight: res.Stable.Weight, CanaryWeight: res.Canary.Weight,
 		Stable: res.Stable, Canary: res.Canary, HeaderRoutes: res.After.Route.HeaderRoutes, Check: "holds", Hold: res.Hold,
@@ -185,11 +182,26 @@ func (rt *router) syncRoute(ctx workflow.Context, ref activities.DeploymentRef, 
 	}
 	held := rt.Traffic != nil && rt.Traffic.Hold != ""
 	rt.Traffic = st
-	rt.ask = &ask
 	if changed || held != (res.Hold != "") {
 		rt.upsertStepState(ctx)
 	}
-	return nil
+}
+
+// applyWaited records the route as the last wait's own moves left it (AwaitResult.Traffic,
+// change inline-traffic-moves), as a sync records its SyncTraffic's: the warnings of its
+// invariant checks, the route in the state. The sync that follows weighs its own move from
+// there, and writes nothing when the route is already as it wants.
+func (rt *router) applyWaited(ctx workflow.Context) {
+	res := rt.waited
+	rt.waited = nil
+	if res == nil || rt.Traffic == nil {
+		return
+	}
+	rt.warnChecks(ctx, rt.Traffic.Route, *res)
+	t := rt.Traffic
+	changed := t.CanaryWeight != res.After.Route.CanaryWeight || t.Stable.Hash != res.After.StableHash || t.Canary.Hash != res.After.CanaryHash ||
+		k8s.HeaderRouteNames(t.HeaderRoutes) != k8s.HeaderRouteNames(res.After.Route.HeaderRoutes)
+	rt.record(ctx, t.Route, *res, changed)
 }
 
 // fallBack gives both Services their own selectors back (every pod of the Deployment)
@@ -259,7 +271,7 @@ func (rt *router) stepReached(ctx workflow.Context, snap k8s.Snapshot, plan k8s.
 	if rt.headerStep() && sizes[ask.Canary] > 0 {
 		// A canary with no pods at this step gets its header route once it has some.
 		want := k8s.ActiveHeaderRoutes(rt.StepList, rt.Steps.Step)
-		reached = reached && headerNames(rt.Traffic.HeaderRoutes) == headerNames(want)
+		reached = reached && k8s.HeaderRouteNames(rt.Traffic.HeaderRoutes) == k8s.HeaderRouteNames(want)
 	}
 	if reached {
 		return true

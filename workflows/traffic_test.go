@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -545,6 +546,74 @@ func TestTrafficHeldFollowsPods(t *testing.T) {
 	// 1 canary pod and 7 stable ones: the canary serves 1 of 8.
 	if weightAfter >= 30 || weightAfter <= 0 {
 		t.Errorf("after two canary pods died: canary weight %d, want it lowered to what its one pod serves", weightAfter)
+	}
+	servedMoves(t, route.moves)
+}
+
+// TestTrafficWaitMovesRecorded (change inline-traffic-moves): a routed rollout's wait is given
+// what it needs to move the route itself (AwaitInput.InlineTraffic), and the route it leaves
+// is the workflow's: the sync after it records it and, the route being as it wants, runs no
+// SyncTraffic of its own; the step passes at its weight and the status shows it.
+func TestTrafficWaitMovesRecorded(t *testing.T) {
+	f := stepped(`[{"setWeight":30},{"pause":{}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	route := &fakeRoute{f: f}
+	var waitMoves []int // indexes in route.moves of the moves the wait made
+	f.inlineRoute = func(in activities.AwaitInput) *activities.SyncTrafficResult {
+		// The pods come up while the wait runs; it weighs the route as the real wait does and
+		// moves it through the gate (the fake's SyncTraffic).
+		f.mu.Lock()
+		for _, rs := range f.rss {
+			settle(rs)
+		}
+		snap := f.snapshot()
+		f.mu.Unlock()
+		plan, err := k8s.Decide(snap, in.Request, time.Now())
+		if err != nil {
+			return nil
+		}
+		if move, _ := in.Traffic.Moves(snap.ReplicaSets, plan); !move {
+			return nil
+		}
+		dec := k8s.DecideTraffic(in.Traffic.Ask, snap.ReplicaSets, plan, func(string) bool { return true })
+		want := k8s.TrafficState{StableHash: dec.Stable, CanaryHash: dec.Canary, Route: k8s.RouteState{CanaryWeight: dec.Weight, HeaderRoutes: in.Traffic.Cur.Route.HeaderRoutes}}
+		res, err := route.SyncTraffic(context.Background(), activities.SyncTrafficInput{Spec: in.InlineTraffic.Spec, Want: want, Available: dec.Available,
+			AvailableAfter: dec.After, Handover: dec.Handover, Abort: dec.Abort || in.Traffic.Returning, SizesAfter: k8s.SizesAfter(snap.ReplicaSets, plan)})
+		if err != nil {
+			return nil
+		}
+		waitMoves = append(waitMoves, len(route.moves)-1)
+		return &res
+	}
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	var st contract.Status
+	at(env, time.Hour, func() { st = queryStatus(t, env) })
+	endByDeletion(env, f, 2*time.Hour)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
+
+	var inline *activities.InlineTraffic
+	for _, in := range f.awaits {
+		if in.InlineTraffic != nil {
+			inline = in.InlineTraffic
+		}
+	}
+	if inline == nil || inline.Spec.HTTPRoute.Name != "web" || inline.Spec.CanaryService != "web-canary" || inline.Route != "web rule 0" {
+		t.Fatalf("no wait was given the route to move (InlineTraffic %+v)", inline)
+	}
+	if len(waitMoves) == 0 {
+		t.Fatal("the wait moved no route")
+	}
+	// The move to the step's weight was the wait's; no SyncTraffic of the workflow's asked it
+	// again.
+	for i, m := range route.moves {
+		if m.want.Route.CanaryWeight == 30 && !slices.Contains(waitMoves, i) {
+			t.Errorf("route move %d to 30 was the workflow's; the wait's moves are %v", i, waitMoves)
+		}
+	}
+	tr := st.Steps.Traffic
+	if st.Steps == nil || st.Steps.WaitingFor != contract.WaitingForPromote || tr == nil || tr.CanaryWeight != 30 || tr.StableWeight != 70 || tr.Check != "holds" {
+		t.Errorf("at the pause: steps %+v, traffic %+v; want waiting for promote at 70/30, the invariant holding", st.Steps, tr)
 	}
 	servedMoves(t, route.moves)
 }

@@ -53,6 +53,9 @@ func (r *deploymentRun) waitForWork(ctx workflow.Context) {
 				r.markProgressed(ctx)
 				r.inlineMoves += len(res.Moves)
 			}
+			// And its route moves (AwaitInput.InlineTraffic): the sync records the route as
+			// the wait left it before it weighs its own.
+			r.route.waited = res.Traffic
 			if res.Reason == activities.AwaitGone {
 				r.LiveNext = true
 			}
@@ -101,6 +104,16 @@ func (r *deploymentRun) startAwait(ctx workflow.Context) {
 	// ends (AwaitRest) rather than heartbeat for as long as the hold lasts.
 	if r.canaryReq != nil && r.canaryReq.Hold && workflow.GetVersion(ctx, changeHeldAtRest, workflow.DefaultVersion, 1) >= 1 {
 		in.Rest = true
+	}
+	// A routed rollout under way: the wait moves the route through the same gate as the sync
+	// (SyncTraffic), then makes the scale moves within its step, or back to the stable
+	// template, as it does without routing (activities.routeInline). Not while held, nor with a
+	// stable Service kept on its old template (syncRoute), which the next sync may move.
+	if in.Traffic != nil && !in.Inline && !in.Rest && !r.Managed && r.RollbackTo == nil && r.BlueGreen == nil && !r.route.keptStable &&
+		(r.canaryReq == nil || !r.canaryReq.BlueGreen) && r.route.spec != nil &&
+		workflow.GetVersion(ctx, changeInlineTrafficMoves, workflow.DefaultVersion, 1) >= 1 {
+		in.Inline, in.InlineCanary, in.InlineAnnotated = true, r.canaryReq != nil, r.canaryReq == nil
+		in.InlineTraffic = &activities.InlineTraffic{Spec: *r.route.spec, Route: r.Traffic.Route, KnownHeaderRoutes: knownHeaderRoutes(r.StepList)}
 	}
 	if in.Rest && r.restChecked(ctx, in) {
 		return
