@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/temporal-rollout/rollout/k8s"
@@ -96,6 +97,10 @@ type InlineTraffic struct {
 	Spec              k8s.TrafficSpec   `json:"spec"`
 	Route             string            `json:"route"`
 	KnownHeaderRoutes []k8s.HeaderRoute `json:"knownHeaderRoutes,omitempty"`
+	// Fence: the epoch of the rule's fence the wait was started under
+	// (SyncTrafficInput.Fence): a workflow that gives the wait up raises it on the route,
+	// and the wait moves nothing more, the route nor a ReplicaSet.
+	Fence int64 `json:"fence,omitempty"`
 }
 
 // moves reports whether a sync on plan would move the route, and whether the route carries
@@ -397,6 +402,11 @@ func (a *Activities) AwaitChange(ctx context.Context, in AwaitInput) (AwaitResul
 					break
 				}
 				steps, ok := inlineMoves(plan, d, in, local)
+				if ok && in.InlineTraffic != nil {
+					// A routed rollout's scale moves are the wait's only while its workflow has
+					// not fenced it out (InlineTraffic.Fence).
+					ok = a.fenceHolds(ctx, in)
+				}
 				if !ok {
 					return res.decide(plan, a.redactSnapshot(snap)), nil
 				}
@@ -547,12 +557,23 @@ func (a *Activities) moveRoute(ctx context.Context, d *appsv1.Deployment, snap k
 		return errHandOver
 	}
 	dec := k8s.DecideTraffic(t.Ask, snap.ReplicaSets, plan, t.on)
+	if dec.Stable != t.Cur.StableHash || dec.Canary != t.Cur.CanaryHash {
+		// A Service switches templates: the workflow's move.
+		return errHandOver
+	}
 	want := k8s.TrafficState{StableHash: dec.Stable, CanaryHash: dec.Canary, Route: k8s.RouteState{CanaryWeight: dec.Weight, HeaderRoutes: t.Cur.Route.HeaderRoutes}}
 	out, err := a.SyncTraffic(ctx, SyncTrafficInput{
 		Deployment: refOf(d), Spec: it.Spec, Want: want, Available: dec.Available, AvailableAfter: dec.After, Handover: dec.Handover,
 		Abort: dec.Abort || t.Returning, SizesAfter: k8s.SizesAfter(snap.ReplicaSets, plan), KnownHeaderRoutes: it.KnownHeaderRoutes,
-		Events: []k8s.Event{{Type: corev1.EventTypeNormal, Reason: "TrafficShifted", Message: k8s.TrafficMessage(it.Route, it.Spec, want, dec.Available, t.Ask.Target)}},
+		Events:     []k8s.Event{{Type: corev1.EventTypeNormal, Reason: "TrafficShifted", Message: k8s.TrafficMessage(it.Route, it.Spec, want, dec.Available, t.Ask.Target)}},
+		Fence:      it.Fence,
+		FenceCheck: true,
 	})
+	if IsKind(err, ErrFenced) || IsKind(err, ErrStale) {
+		// Fenced (the workflow gave this wait up), or another writer moved the route since
+		// it was read: the workflow's sync reads it again.
+		return errHandOver
+	}
 	if err != nil {
 		// The workflow's sync reads the route again and moves it, or reports why not.
 		return err
@@ -570,6 +591,17 @@ func (a *Activities) moveRoute(ctx context.Context, d *appsv1.Deployment, snap k
 	cur := out.After
 	t.Cur, t.Weight = &cur, cur.Route.CanaryWeight
 	return nil
+}
+
+// fenceHolds reports whether the route still carries the fence epoch the wait was started
+// under (InlineTraffic.Fence), read live; a route it cannot read holds no fence for it.
+func (a *Activities) fenceHolds(ctx context.Context, in AwaitInput) bool {
+	it := in.InlineTraffic
+	if a.Dynamic == nil {
+		return false
+	}
+	route, err := a.Dynamic.Resource(HTTPRouteResource).Namespace(in.Namespace).Get(ctx, it.Spec.HTTPRoute.Name, metav1.GetOptions{})
+	return err == nil && routeFence(route, it.Spec.HTTPRoute.Rule) == it.Fence
 }
 
 // sameTraffic: the same templates, weight and header routes.

@@ -1137,6 +1137,7 @@ func TestAwaitChangeMovesRouteInline(t *testing.T) {
 	tests := []struct {
 		name       string
 		change     func(in *AwaitInput)
+		fence      string // the route's fence, the wait's being 0
 		wantMoves  bool
 		wantWeight int64
 	}{
@@ -1144,12 +1145,24 @@ func TestAwaitChangeMovesRouteInline(t *testing.T) {
 		{name: "not asked: the workflow moves it", change: func(in *AwaitInput) { in.InlineTraffic = nil }},
 		{name: "held: the workflow moves it", change: func(in *AwaitInput) { in.Rest = true }},
 		{name: "the Deployment changed since the sync: the workflow moves it", change: func(in *AwaitInput) { in.Generation-- }},
+		{name: "fenced: the workflow gave this wait up and raised the route's fence", fence: "1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, dyn, in, _, canary := routedCanary(t)
 			if tt.change != nil {
 				tt.change(&in)
+			}
+			if tt.fence != "" {
+				routes := dyn.Resource(HTTPRouteResource).Namespace(testNS)
+				r, err := routes.Get(ctx, "web", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.SetAnnotations(map[string]string{RouteFenceAnnotation + "0": tt.fence})
+				if _, err := routes.Update(ctx, r, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			list, err := f.client.AppsV1().ReplicaSets(testNS).List(ctx, metav1.ListOptions{})
 			if err != nil {

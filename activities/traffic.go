@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,6 +60,30 @@ type SyncTrafficInput struct {
 	// HTTPRouteRule.name an unnamed rule is ours only with the headers of one of them.
 	KnownHeaderRoutes []k8s.HeaderRoute `json:"knownHeaderRoutes,omitempty"`
 	Events            []k8s.Event       `json:"events,omitempty"`
+	// Fence is the epoch of the rule's fence (RouteFenceAnnotation, absent: 0), which keeps a
+	// superseded wait from moving the route. The workflow's sync writes it on the route when
+	// the route carries a lower one, before any move. A wait's move (FenceCheck, AwaitChange)
+	// moves nothing unless the route carries exactly its epoch, and no Service: a workflow
+	// that gave up that wait has raised the epoch, and every write of the wait is a
+	// read-modify-write of the route at the resourceVersion it read (ErrFenced, or a conflict).
+	Fence      int64 `json:"fence,omitempty"`
+	FenceCheck bool  `json:"fenceCheck,omitempty"`
+}
+
+// RouteFenceAnnotation prefixes the HTTPRoute annotation that fences each rule's waits: its
+// key ends with the rule's index (temporal-rollout.io/wait-fence-0), its value is the epoch.
+const RouteFenceAnnotation = "temporal-rollout.io/wait-fence-"
+
+// ErrFenced: a wait's route move found the route fenced by a newer epoch (SyncTrafficInput.Fence).
+const ErrFenced = "TrafficFenced"
+
+// routeFence is the epoch of the rule's fence on the route (0 when absent or unreadable).
+func routeFence(route *unstructured.Unstructured, rule int) int64 {
+	v, err := strconv.ParseInt(route.GetAnnotations()[RouteFenceAnnotation+strconv.Itoa(rule)], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return v
 }
 
 // TrafficMoveResult is one move as carried out: the move, whether it wrote, and the invariant
@@ -81,6 +106,8 @@ type SyncTrafficResult struct {
 	Check string `json:"check,omitempty"`
 	// Hold: why the gate did not make the route as asked ("" when it did).
 	Hold string `json:"hold,omitempty"`
+	// Fence: the epoch of the rule's fence on the route as left (SyncTrafficInput.Fence).
+	Fence int64 `json:"fence,omitempty"`
 }
 
 // SyncTraffic brings the two Services and the HTTPRoute to what the workflow wants, through
@@ -108,6 +135,28 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 		}
 		svcs[name] = svc
 	}
+	fence := routeFence(route, spec.HTTPRoute.Rule)
+	if in.FenceCheck && fence != in.Fence {
+		return SyncTrafficResult{Fence: fence}, nonRetryable(ErrFenced, "httproute %s/%s rule %d: fenced at epoch %d, the wait's is %d: its workflow took the route over",
+			ns, spec.HTTPRoute.Name, spec.HTTPRoute.Rule, fence, in.Fence)
+	}
+	if !in.FenceCheck && in.Fence > fence {
+		// Fence superseded waits out before any move: from this write on, their moves find
+		// the route fenced or their writes conflict.
+		obj := route.DeepCopy()
+		unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
+		ann := obj.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[RouteFenceAnnotation+strconv.Itoa(spec.HTTPRoute.Rule)] = strconv.FormatInt(in.Fence, 10)
+		obj.SetAnnotations(ann)
+		out, err := a.writeRouteObject(ctx, routes, obj)
+		if err != nil {
+			return SyncTrafficResult{}, classify(fmt.Sprintf("fence httproute %s/%s rule %d at epoch %d", ns, spec.HTTPRoute.Name, spec.HTTPRoute.Rule, in.Fence), err)
+		}
+		route, fence = out, in.Fence
+	}
 	known := append(append([]k8s.HeaderRoute(nil), in.KnownHeaderRoutes...), in.Want.Route.HeaderRoutes...)
 	cur, err := readTraffic(route, spec, svcs, known)
 	if errors.Is(err, errOtherRule) {
@@ -125,9 +174,13 @@ func (a *Activities) SyncTraffic(ctx context.Context, in SyncTrafficInput) (Sync
 		sizes = gatedSizes(sizesNow, in.AvailableAfter)
 	}
 	gate := k8s.GateTraffic(spec, k8s.GateInput{Cur: cur, Want: in.Want, Available: availNow, Sizes: sizes, Returning: in.Abort, Handover: in.Handover})
-	res := SyncTrafficResult{Before: cur, Hold: gate.Hold}
+	res := SyncTrafficResult{Before: cur, Hold: gate.Hold, Fence: fence}
 	for _, m := range gate.Moves {
 		mr := TrafficMoveResult{Move: m}
+		if m.Route == nil && in.FenceCheck {
+			// A Service is not fenced: its moves are the workflow's.
+			return res, nonRetryable(ErrFenced, "service %s/%s to pod-template-hash %s: a Service move is the workflow's", ns, m.Service, m.Hash)
+		}
 		if m.Route == nil {
 			out, err := a.setSelector(ctx, services, svcs[m.Service], m.Hash)
 			if err != nil {

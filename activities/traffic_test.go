@@ -434,3 +434,78 @@ func TestSyncTrafficAwaitsGateways(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncTrafficFence: the workflow's sync writes its wait fence on the route before any move,
+// even with no move to make; a wait's move (FenceCheck) moves nothing on a route fenced at
+// another epoch, and no Service at all.
+func TestSyncTrafficFence(t *testing.T) {
+	fenced := func(epoch string) *unstructured.Unstructured {
+		r := routeWith(70, 30)
+		if epoch != "" {
+			r.SetAnnotations(map[string]string{RouteFenceAnnotation + "0": epoch})
+		}
+		return r
+	}
+	at := func(w int32) k8s.TrafficState {
+		return k8s.TrafficState{StableHash: "n", CanaryHash: "m", Route: k8s.RouteState{CanaryWeight: w}}
+	}
+	tests := []struct {
+		name        string
+		route       *unstructured.Unstructured
+		want        k8s.TrafficState
+		fence       int64
+		check       bool
+		wantErr     string
+		wantWeight  int64
+		wantFence   string
+		wantCanary  string
+		wantWritten int
+		sizes       map[string]int32
+	}{
+		{name: "the sync writes its fence with no move to make", route: fenced(""), want: at(30), fence: 1,
+			wantWeight: 30, wantFence: "1", wantCanary: "m", wantWritten: 1},
+		{name: "the sync writes its fence before its move", route: fenced("1"), want: at(20), fence: 2,
+			wantWeight: 20, wantFence: "2", wantCanary: "m", wantWritten: 2},
+		{name: "a sync with the route's fence writes no fence", route: fenced("2"), want: at(30), fence: 2,
+			wantWeight: 30, wantFence: "2", wantCanary: "m"},
+		{name: "a wait under the route's fence moves the route", route: fenced("1"), want: at(20), fence: 1, check: true,
+			wantWeight: 20, wantFence: "1", wantCanary: "m", wantWritten: 1},
+		{name: "a wait under no fence on a route never fenced moves it", route: fenced(""), want: at(20), check: true,
+			wantWeight: 20, wantCanary: "m", wantWritten: 1},
+		{name: "a superseded wait moves nothing", route: fenced("2"), want: at(20), fence: 1, check: true,
+			wantErr: ErrFenced, wantWeight: 30, wantFence: "2", wantCanary: "m"},
+		{name: "a wait moves no Service", route: fenced("1"), want: k8s.TrafficState{StableHash: "n", CanaryHash: "n"}, fence: 1, check: true,
+			sizes: map[string]int32{"n": 10, "m": 0}, wantErr: ErrFenced, wantWeight: 0, wantFence: "1", wantCanary: "m", wantWritten: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, dyn, kc := trafficActivities(tt.route, service("web-stable", "n"), service("web-canary", "m"))
+			withPods(t, kc, map[string]int32{"n": 7, "m": 3}, tt.sizes)
+			res, err := a.SyncTraffic(context.Background(), SyncTrafficInput{
+				Deployment: DeploymentRef{Namespace: "default", Name: "web"}, Spec: trafficSpec, Want: tt.want,
+				Available: map[string]int32{"n": 7, "m": 3}, Fence: tt.fence, FenceCheck: tt.check,
+			})
+			if (tt.wantErr == "" && err != nil) || (tt.wantErr != "" && !IsKind(err, tt.wantErr)) {
+				t.Fatalf("error = %v, want %q", err, tt.wantErr)
+			}
+			weights, _, _, canary := readBack(t, a, dyn, kc)
+			r, gerr := dyn.Resource(HTTPRouteResource).Namespace("default").Get(context.Background(), "web", metav1.GetOptions{})
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			written := 0
+			for _, act := range dyn.Actions() {
+				if act.GetVerb() == "update" {
+					written++
+				}
+			}
+			if f := r.GetAnnotations()[RouteFenceAnnotation+"0"]; weights["web-canary"] != tt.wantWeight || f != tt.wantFence || canary != tt.wantCanary || written != tt.wantWritten {
+				t.Errorf("canary weight %d, fence %q, canary Service on %q, %d route writes; want %d, %q, %q, %d",
+					weights["web-canary"], f, canary, written, tt.wantWeight, tt.wantFence, tt.wantCanary, tt.wantWritten)
+			}
+			if err == nil && res.Fence != tt.fence {
+				t.Errorf("result's fence %d, want %d", res.Fence, tt.fence)
+			}
+		})
+	}
+}

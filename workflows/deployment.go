@@ -223,8 +223,9 @@ func (r *deploymentRun) queryStatus() contract.Status {
 }
 
 func (r *deploymentRun) continueAsNew(ctx workflow.Context, idle bool) error {
-	next := r.nextInput(idle)
 	r.stopAwait()
+	r.raiseFence()
+	next := r.nextInput(idle)
 	r.endRun(ctx)
 	return workflow.NewContinueAsNewError(ctx, contract.WorkflowType, next)
 }
@@ -333,6 +334,7 @@ func (r *deploymentRun) sync(ctx workflow.Context) (k8s.Plan, bool, error) {
 	}
 	ref := activities.DeploymentRef{Namespace: d.Namespace, Name: d.Name, UID: d.UID}
 	// Traffic moves before the plan's writes: weights fall before pods go (traffic.go).
+	r.raiseFence()
 	if err := r.route.syncRoute(ctx, ref, obs.Snapshot, plan); err != nil {
 		r.report(obs.Snapshot, plan)
 		return plan, true, err

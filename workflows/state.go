@@ -78,6 +78,11 @@ type State struct {
 	ManagedGuard    bool                        `json:"managedGuard,omitempty"`
 	// Traffic: the route as the last traffic move left it (traffic.go).
 	Traffic *contract.TrafficStatus `json:"traffic,omitempty"`
+	// RouteFence: the epoch of the route's wait fence the run wants (raised each time it
+	// gives up a wait that may move the route, change inline-traffic-moves);
+	// RouteFenced: the epoch a sync last found on the route, or wrote (traffic.go).
+	RouteFence  int64 `json:"routeFence,omitempty"`
+	RouteFenced int64 `json:"routeFenced,omitempty"`
 	// BlueGreen: a blue-green rollout in progress, and what its Services select (bluegreen.go).
 	BlueGreen         *blueGreenState             `json:"blueGreen,omitempty"`
 	BlueGreenServices *contract.BlueGreenServices `json:"blueGreenServices,omitempty"`

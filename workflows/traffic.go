@@ -75,6 +75,7 @@ func knownHeaderRoutes(steps []k8s.RolloutStep) []k8s.HeaderRoute {
 func (rt *router) syncRoute(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
 	rt.applyWaited(ctx)
 	rt.spec, rt.keptStable = nil, false
+	fencing := rt.RouteFence > rt.RouteFenced
 	d := k8s.Effective(snap.Deployment)
 	spec, err := k8s.ParseTraffic(d.Annotations)
 	if spec == nil && err == nil && rt.Traffic != nil && rt.Traffic.Stable.Service != "" &&
@@ -124,11 +125,11 @@ func (rt *router) syncRoute(ctx workflow.Context, ref activities.DeploymentRef, 
 	canary, weight, avail, after, handover := dec.Canary, dec.Weight, dec.Available, dec.After, dec.Handover
 	want := k8s.TrafficState{StableHash: stable, CanaryHash: canary, Route: k8s.RouteState{CanaryWeight: weight, HeaderRoutes: headers}}
 	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after, Handover: handover,
-		Abort: dec.Abort || rt.Abort != nil, SizesAfter: k8s.SizesAfter(snap.ReplicaSets, plan), KnownHeaderRoutes: knownHeaderRoutes(rt.StepList)}
+		Abort: dec.Abort || rt.Abort != nil, SizesAfter: k8s.SizesAfter(snap.ReplicaSets, plan), KnownHeaderRoutes: knownHeaderRoutes(rt.StepList), Fence: rt.RouteFence}
 	routeName := fmt.Sprintf("%s rule %d", spec.HTTPRoute.Name, spec.HTTPRoute.Rule)
 	changed := rt.Traffic == nil || rt.Traffic.Route != routeName || rt.Traffic.CanaryWeight != want.Route.CanaryWeight ||
 		rt.Traffic.Stable.Hash != stable || rt.Traffic.Canary.Hash != canary || k8s.HeaderRouteNames(rt.Traffic.HeaderRoutes) != k8s.HeaderRouteNames(headers)
-	if !changed && rt.Traffic.Check == "holds" && rt.Traffic.Hold == "" && sameHeaderRoutes(rt.Traffic.HeaderRoutes, headers) &&
+	if !changed && !fencing && rt.Traffic.Check == "holds" && rt.Traffic.Hold == "" && sameHeaderRoutes(rt.Traffic.HeaderRoutes, headers) &&
 		workflow.GetVersion(ctx, changeTrafficUnchanged, workflow.DefaultVersion, 1) == 1 {
 		// The route and the Services are as the last move left them and as wanted: no reads,
 		// no writes. Every sync re-reading them spent the client budget its writes needed
@@ -157,6 +158,10 @@ func (rt *router) syncRoute(ctx workflow.Context, ref activities.DeploymentRef, 
 	}
 	rt.record(ctx, routeName, res, changed)
 	rt.ask, rt.spec = &ask, spec
+	// The fence as the route carries it now: ours once written, or a higher one found there
+	// (a run that lost count), which this run's waits take up.
+	rt.RouteFenced = max(rt.RouteFenced, res.Fence)
+	rt.RouteFence = max(rt.RouteFence, res.Fence)
 	return nil
 }
 

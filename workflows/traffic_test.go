@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -36,6 +39,9 @@ type fakeRoute struct {
 	f     *fakeCluster
 	state k8s.TrafficState
 	moves []trafficMove
+	// fence: the wait fence on the route (SyncTrafficInput.Fence); fences: each call's.
+	fence  int64
+	fences []int64
 }
 
 func (r *fakeRoute) SyncTraffic(_ context.Context, in activities.SyncTrafficInput) (_ activities.SyncTrafficResult, err error) {
@@ -60,7 +66,12 @@ func (r *fakeRoute) SyncTraffic(_ context.Context, in activities.SyncTrafficInpu
 	}
 	r.moves = append(r.moves, trafficMove{want: written, asked: in.Want, canaryAvail: avail[written.CanaryHash], stableAv: avail[written.StableHash],
 		after: after, abort: in.Abort, at: len(f.order), hold: g.Hold})
-	res := activities.SyncTrafficResult{Before: r.state, After: written, Hold: g.Hold}
+	r.fences = append(r.fences, in.Fence)
+	if in.FenceCheck && in.Fence != r.fence {
+		return activities.SyncTrafficResult{Fence: r.fence}, temporal.NewNonRetryableApplicationError("fenced", activities.ErrFenced, nil)
+	}
+	r.fence = max(r.fence, in.Fence)
+	res := activities.SyncTrafficResult{Before: r.state, After: written, Hold: g.Hold, Fence: r.fence}
 	r.state = written
 	stable := k8s.Backend{Service: in.Spec.StableService, Hash: written.StableHash, Weight: 100 - written.Route.CanaryWeight, Available: avail[written.StableHash]}
 	canary := k8s.Backend{Service: in.Spec.CanaryService, Hash: written.CanaryHash, Weight: written.Route.CanaryWeight, Available: avail[written.CanaryHash]}
@@ -616,4 +627,60 @@ func TestTrafficWaitMovesRecorded(t *testing.T) {
 		t.Errorf("at the pause: steps %+v, traffic %+v; want waiting for promote at 70/30, the invariant holding", st.Steps, tr)
 	}
 	servedMoves(t, route.moves)
+}
+
+// TestTrafficFenceRaisedOnGivingUpAWait (change inline-traffic-moves): a wait that may move the
+// route, given up while it runs (here for a trigger naming no version, as a starting worker
+// sends), may go on until its next heartbeat; the sync that follows raises the route's fence
+// and writes it before any move, even with nothing to move, and the waits after it carry the
+// new epoch. None is given the route before the fence is written.
+func TestTrafficFenceRaisedOnGivingUpAWait(t *testing.T) {
+	f := stepped(`[{"setWeight":30},{"pause":{}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	route := &fakeRoute{f: f}
+	f.inlineRoute = func(activities.AwaitInput) *activities.SyncTrafficResult { return nil }
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	// Every AwaitChange activity's input as it starts, and the SyncTraffic calls made by then.
+	type started struct {
+		in    activities.AwaitInput
+		syncs int
+	}
+	var waits []started
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		if info.ActivityType.Name != "AwaitChange" || info.IsLocalActivity {
+			return
+		}
+		var in activities.AwaitInput
+		if err := args.Get(&in); err != nil {
+			t.Errorf("decode AwaitInput: %v", err)
+		}
+		f.mu.Lock()
+		waits = append(waits, started{in: in, syncs: len(route.fences)})
+		f.mu.Unlock()
+	})
+	var waitsBefore, callsBefore int
+	env.RegisterDelayedCallback(func() {
+		f.mu.Lock()
+		waitsBefore, callsBefore = len(waits), len(route.fences)
+		f.mu.Unlock()
+		env.SignalWorkflow(contract.SignalTrigger, nil)
+	}, 30*time.Second)
+	endByDeletion(env, f, 2*time.Hour)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
+
+	if waitsBefore == 0 || waits[waitsBefore-1].in.InlineTraffic == nil || waits[waitsBefore-1].in.InlineTraffic.Fence != 0 {
+		t.Fatalf("at 30s: %d waits started, the last %+v; want one given the route under fence 0", waitsBefore, waits)
+	}
+	if len(route.fences) <= callsBefore || route.fences[callsBefore] != 1 {
+		t.Fatalf("SyncTraffic fences %v (%d before the trigger); want the sync after it to write fence 1", route.fences, callsBefore)
+	}
+	if route.fence != 1 {
+		t.Errorf("route fence %d, want 1", route.fence)
+	}
+	for _, w := range waits[waitsBefore:] {
+		if it := w.in.InlineTraffic; it != nil && (it.Fence != 1 || w.syncs <= callsBefore) {
+			t.Errorf("a wait after the trigger was given the route under fence %d after %d SyncTraffic calls; want fence 1, once it was written (call %d)", it.Fence, w.syncs, callsBefore+1)
+		}
+	}
 }

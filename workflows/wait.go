@@ -25,8 +25,12 @@ func (r *deploymentRun) waitForWork(ctx workflow.Context) {
 		sel.AddFuture(r.await, func(f workflow.Future) {
 			var res activities.AwaitResult
 			err := f.Get(ctx, &res)
-			local := r.awaitLocal
-			r.await, r.cancelAwait, r.awaitLocal = nil, nil, false
+			local, fenced := r.awaitLocal, r.awaitFenced
+			r.await, r.cancelAwait, r.awaitLocal, r.awaitFenced = nil, nil, false, false
+			if err != nil && fenced {
+				// A wait that failed (its worker's heartbeats stopped) may still run.
+				r.superseded = true
+			}
 			if local && (err != nil || res.Reason == activities.AwaitResync || res.Reason == activities.AwaitBusy) {
 				// No move within the window (or no local slot): wait in the activity, outside
 				// the workflow task, so signals and queries are not held up.
@@ -110,10 +114,10 @@ func (r *deploymentRun) startAwait(ctx workflow.Context) {
 	// template, as it does without routing (activities.routeInline). Not while held, nor with a
 	// stable Service kept on its old template (syncRoute), which the next sync may move.
 	if in.Traffic != nil && !in.Inline && !in.Rest && !r.Managed && r.RollbackTo == nil && r.BlueGreen == nil && !r.route.keptStable &&
-		(r.canaryReq == nil || !r.canaryReq.BlueGreen) && r.route.spec != nil &&
+		(r.canaryReq == nil || !r.canaryReq.BlueGreen) && r.route.spec != nil && r.RouteFenced >= r.RouteFence && !r.superseded &&
 		workflow.GetVersion(ctx, changeInlineTrafficMoves, workflow.DefaultVersion, 1) >= 1 {
 		in.Inline, in.InlineCanary, in.InlineAnnotated = true, r.canaryReq != nil, r.canaryReq == nil
-		in.InlineTraffic = &activities.InlineTraffic{Spec: *r.route.spec, Route: r.Traffic.Route, KnownHeaderRoutes: knownHeaderRoutes(r.StepList)}
+		in.InlineTraffic = &activities.InlineTraffic{Spec: *r.route.spec, Route: r.Traffic.Route, KnownHeaderRoutes: knownHeaderRoutes(r.StepList), Fence: r.RouteFence}
 	}
 	if in.Rest && r.restChecked(ctx, in) {
 		return
@@ -131,8 +135,12 @@ func (r *deploymentRun) startAwait(ctx workflow.Context) {
 	if in.Rest {
 		opts.Summary += " (held: ends once at rest)"
 	}
+	if in.InlineTraffic != nil {
+		opts.Summary += " (moves the route as its pods allow)"
+	}
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
 	r.await, r.cancelAwait, r.awaitLocal = workflow.ExecuteActivity(actx, a.AwaitChange, in), cancel, false
+	r.awaitFenced = in.InlineTraffic != nil
 	r.recordRollback, r.recordUpdate = false, false
 }
 
@@ -159,6 +167,15 @@ func (r *deploymentRun) restChecked(ctx workflow.Context, in activities.AwaitInp
 	return true
 }
 
+// raiseFence raises the route's wait fence (State.RouteFence) once a wait that may move the
+// route was given up or failed (superseded): the next SyncTraffic writes it on the route
+// before any move, and that wait, should it still run, moves nothing more.
+func (r *deploymentRun) raiseFence() {
+	if r.superseded {
+		r.RouteFence, r.superseded = max(r.RouteFence, r.RouteFenced)+1, false
+	}
+}
+
 // startRetryAwait starts AwaitChange for a stale decision's retry (AwaitInput.Retry): the
 // workflow task ends, and the retry's sync follows once the client budget admits it.
 func (r *deploymentRun) startRetryAwait(ctx workflow.Context) {
@@ -175,8 +192,11 @@ func (r *deploymentRun) startRetryAwait(ctx workflow.Context) {
 func (w *waitState) stopAwait() {
 	if w.cancelAwait != nil {
 		w.cancelAwait()
+		// The cancellation reaches the wait with its next heartbeat: until then it may
+		// still move the route, so the next sync fences it out first.
+		w.superseded = w.superseded || w.awaitFenced
 	}
-	w.await, w.cancelAwait, w.awaitLocal = nil, nil, false
+	w.await, w.cancelAwait, w.awaitLocal, w.awaitFenced = nil, nil, false, false
 }
 
 // setWake starts the timer unless one already fires no later than at (within a second).
