@@ -39,7 +39,10 @@ import (
 // rollout's pause with the worker SIGKILLed and with the cluster's kube-apiserver stopped
 // (TestTwoClusters, deployment-b-*). On 2026-11-29, with inline-annotated-moves and
 // rest-checked-locally: a stepped rollout with two promotes (TestStepsWeights,
-// teststepsweights-6079) and rollouts held at rest (TestHeldAtRest, testheldatrest-0043).
+// teststepsweights-6079) and rollouts held at rest (TestHeldAtRest, testheldatrest-0043); with
+// inline-traffic-moves, routed rollouts whose waits move the route (TestTrafficRouting,
+// testtrafficrouting-2640; a full promote with the stable's pods still up,
+// TestTrafficStablePodsUp, testtrafficstablepodsup-3877).
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {
