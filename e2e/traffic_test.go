@@ -387,6 +387,93 @@ func TestTrafficStablePodsUp(t *testing.T) {
 	}
 }
 
+// TestTrafficAbortFencesTheWait (change inline-traffic-moves): a routed rollout's wait may
+// move the route itself, and a wait given up learns so only at its next heartbeat, minutes
+// later. kube-controller-manager is stopped so that the canary's pods never come and the wait
+// goes on; the abort gives it up, and the sync that follows writes the route's wait fence
+// before any move, with the worker's own permissions. Once the controller is back the abort
+// completes on the stable template, the weights back before the canary's pods go, and no
+// sample of the route sends traffic where no pod serves it.
+func TestTrafficAbortFencesTheWait(t *testing.T) {
+	if env.builtin {
+		t.Skip("E2E_CONTROLLER=built-in runs no worker")
+	}
+	ns, dc := createTrafficDeployment(t, `[{"setWeight":30},{"pause":{}}]`)
+	ctx := context.Background()
+	waitComplete(t, ns, "web")
+	h1 := hashOf(t, ns, "nginx:1.25")
+	sampler := sampleTraffic(t, dc, ns, nil, 10)
+	env.stack.StopProcess("kube-controller-manager")
+	kcmUp := false
+	restartKCM := func() {
+		if !kcmUp {
+			kcmUp = true
+			if err := env.stack.RestartControllerManager(float32(env.qps), env.burst); err != nil {
+				t.Fatalf("restart kube-controller-manager: %v", err)
+			}
+		}
+	}
+	t.Cleanup(restartKCM)
+	setImage(t, ns, "web", "nginx:1.26")
+	// The canary ReplicaSet has its replicas and no pod; the route waits at 0 for them, and so
+	// does the workflow's wait, given the route to move.
+	var h2 string
+	eventually(t, 30*time.Second, func() string {
+		for _, rs := range replicaSets(t, ns) {
+			if rs.Spec.Template.Spec.Containers[0].Image == "nginx:1.26" {
+				h2 = rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+			}
+		}
+		if h2 == "" {
+			return "no canary ReplicaSet yet"
+		}
+		desc, err := env.tc.DescribeWorkflowExecution(ctx, workflowID(ns, "web"), "")
+		if err != nil {
+			return err.Error()
+		}
+		for _, pa := range desc.PendingActivities {
+			if pa.ActivityType.GetName() == "AwaitChange" {
+				return ""
+			}
+		}
+		return "no AwaitChange activity under way"
+	})
+	waitRoute(t, dc, ns, routeView{stableWeight: 100, canaryWeight: 0, stableHash: h1, canaryHash: h2}, "")
+	if f := viewFence(t, dc, ns); f != "" {
+		t.Fatalf("wait fence %q before the abort, want none", f)
+	}
+	if out, err := updateCLI(ns, "web", contract.UpdateAbort, `{"reason":"fence test"}`); err != nil {
+		t.Fatalf("abort: %v\n%s", err, out)
+	}
+	eventually(t, 30*time.Second, func() string {
+		if f := viewFence(t, dc, ns); f != "1" {
+			return fmt.Sprintf("wait fence %q after the abort, want 1", f)
+		}
+		return ""
+	})
+	restartKCM()
+	waitPromoted(t, dc, ns, h1, "nginx:1.25=10/10 nginx:1.26=0/0")
+	samples, handovers, breaches, windows := sampler.result()
+	if len(breaches) > 0 {
+		t.Errorf("invariant: %d breaches in %d samples, for %v; first: %s", len(breaches), samples, windows, breaches[0])
+	} else {
+		t.Logf("invariant: %d samples, 0 breaches (%d in the handover)", samples, handovers)
+	}
+	if st := queryStatus(t, ns, "web"); !strings.Contains(st.AbortReason, "fence test") {
+		t.Errorf("status abortReason %q, want it to give the abort's reason %q", st.AbortReason, "fence test")
+	}
+}
+
+// viewFence is the weighted rule's wait fence on the route ("" when absent).
+func viewFence(t *testing.T, dc dynamic.Interface, ns string) string {
+	t.Helper()
+	r, err := dc.Resource(activities.HTTPRouteResource).Namespace(ns).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get httproute: %v", err)
+	}
+	return r.GetAnnotations()[activities.RouteFenceAnnotation+"0"]
+}
+
 // TestTrafficInvalidAnnotation: an invalid traffic annotation holds the rollout with a Warning
 // naming every problem, and nothing moves.
 func TestTrafficInvalidAnnotation(t *testing.T) {
