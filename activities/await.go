@@ -182,7 +182,7 @@ type AwaitResult struct {
 	// RouteMoves are the route moves the wait made itself (AwaitInput.InlineTraffic), in
 	// order; Traffic is the last one's result, the route as the wait left it, which the
 	// workflow records as its sync's own.
-	RouteMoves []RouteMove         `json:"routeMoves,omitempty"`
+	RouteMoves []RouteMove        `json:"routeMoves,omitempty"`
 	Traffic    *SyncTrafficResult `json:"traffic,omitempty"`
 }
 
