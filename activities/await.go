@@ -184,6 +184,10 @@ type AwaitResult struct {
 	// workflow records as its sync's own.
 	RouteMoves []RouteMove        `json:"routeMoves,omitempty"`
 	Traffic    *SyncTrafficResult `json:"traffic,omitempty"`
+	// RouteUnknown: a route move of the wait failed, perhaps part-way (a write conflicted, the
+	// fence or the gateways stopped it): the route may be neither as Traffic says nor as
+	// asked, and the sync reads it again.
+	RouteUnknown bool `json:"routeUnknown,omitempty"`
 }
 
 // RouteMove is one route move AwaitChange made itself through the gate: the canary's weight
@@ -569,6 +573,9 @@ func (a *Activities) moveRoute(ctx context.Context, d *appsv1.Deployment, snap k
 		Fence:      it.Fence,
 		FenceCheck: true,
 	})
+	if err != nil {
+		res.RouteUnknown = true
+	}
 	if IsKind(err, ErrFenced) || IsKind(err, ErrStale) {
 		// Fenced (the workflow gave this wait up), or another writer moved the route since
 		// it was read: the workflow's sync reads it again.

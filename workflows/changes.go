@@ -233,7 +233,7 @@ func changes() []change {
 			ID:     changeInlineTrafficMoves,
 			Branch: "startAwait: a routed rollout under way (not held, not blue-green, no rollback pending) lets its wait move the route through the gate (SyncTraffic) and make the scale moves within its step or back to the stable template (AwaitInput.InlineTraffic); applyInlineTraffic (sync) records the route the wait left",
 			Old:    []string{"deployment-e2e-testtrafficrouting-7267-web-c40dff87"},
-			New:    []string{"deployment-e2e-testtrafficrouting-2640-web-92c690a0", "deployment-e2e-testtrafficstablepodsup-3877-web-8b2f19a0"},
+			New:    []string{"deployment-e2e-testtrafficrouting-4349-web-966d4a04", "deployment-e2e-testtrafficstablepodsup-3024-web-6446dd39", "deployment-e2e-testtrafficabortfencesthewait-2095-web-afa5f7d6"},
 		},
 	}
 }

@@ -106,6 +106,9 @@ type fakeCluster struct {
 	// AwaitInput.InlineTraffic (called without the lock); what it returns is the result's
 	// Traffic.
 	inlineRoute func(in activities.AwaitInput) *activities.SyncTrafficResult
+	// routeUnknown: the next wait given the route reports a route move that failed part-way
+	// (AwaitResult.RouteUnknown).
+	routeUnknown bool
 }
 
 func newFakeCluster(d *appsv1.Deployment, rss ...*appsv1.ReplicaSet) *fakeCluster {
@@ -276,6 +279,9 @@ func (f *fakeCluster) AwaitChange(_ context.Context, in activities.AwaitInput) (
 		return activities.AwaitResult{Reason: activities.AwaitRest}, nil
 	}
 	res := activities.AwaitResult{Reason: activities.AwaitDecide, Traffic: waited}
+	if in.InlineTraffic != nil && f.routeUnknown {
+		res.RouteUnknown, f.routeUnknown = true, false
+	}
 	if in.Inline {
 		res.Moves, f.awaitMoves = f.awaitMoves, nil
 	}

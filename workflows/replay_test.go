@@ -41,8 +41,9 @@ import (
 // rest-checked-locally: a stepped rollout with two promotes (TestStepsWeights,
 // teststepsweights-6079) and rollouts held at rest (TestHeldAtRest, testheldatrest-0043); with
 // inline-traffic-moves, routed rollouts whose waits move the route (TestTrafficRouting,
-// testtrafficrouting-2640; a full promote with the stable's pods still up,
-// TestTrafficStablePodsUp, testtrafficstablepodsup-3877).
+// testtrafficrouting-4349; a full promote with the stable's pods still up,
+// TestTrafficStablePodsUp, testtrafficstablepodsup-3024; an abort that gives up a moving wait
+// and fences it out, TestTrafficAbortFencesTheWait, testtrafficabortfencesthewait-2095).
 func TestReplayHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil {

@@ -33,8 +33,11 @@ type router struct {
 	spec       *k8s.TrafficSpec
 	keptStable bool
 	// waited: the route as the last wait's own moves left it (AwaitResult.Traffic), for the
-	// next sync to record (applyWaited).
-	waited *activities.SyncTrafficResult
+	// next sync to record (applyWaited); recheck: a route move of the wait failed, perhaps
+	// part-way (AwaitResult.RouteUnknown), so the next sync reads the route again (its
+	// SyncTraffic) rather than trust the state.
+	waited  *activities.SyncTrafficResult
+	recheck bool
 }
 
 // checkTraffic validates the traffic annotation and the steps that need it.
@@ -75,7 +78,8 @@ func knownHeaderRoutes(steps []k8s.RolloutStep) []k8s.HeaderRoute {
 func (rt *router) syncRoute(ctx workflow.Context, ref activities.DeploymentRef, snap k8s.Snapshot, plan k8s.Plan) error {
 	rt.applyWaited(ctx)
 	rt.spec, rt.keptStable = nil, false
-	fencing := rt.RouteFence > rt.RouteFenced
+	fencing := rt.RouteFence > rt.RouteFenced || rt.recheck
+	rt.recheck = false
 	d := k8s.Effective(snap.Deployment)
 	spec, err := k8s.ParseTraffic(d.Annotations)
 	if spec == nil && err == nil && rt.Traffic != nil && rt.Traffic.Stable.Service != "" &&

@@ -25,7 +25,9 @@ const testTraffic = `{"httpRoute":{"name":"web"},"stableService":"web-stable","c
 // pods then available on each template, and its place among the activity calls.
 type trafficMove struct {
 	// want: the route written (through the gate); asked: what the workflow asked.
-	want, asked           k8s.TrafficState
+	want, asked k8s.TrafficState
+	// from: the route before the call.
+	from                  k8s.TrafficState
 	hold                  string
 	canaryAvail, stableAv int32
 	// after: the available pods once the sync's plan has run, as the workflow weighed them.
@@ -64,7 +66,7 @@ func (r *fakeRoute) SyncTraffic(_ context.Context, in activities.SyncTrafficInpu
 	for h := range avail {
 		after[h] = k8s.Serving(h, avail, sizes)
 	}
-	r.moves = append(r.moves, trafficMove{want: written, asked: in.Want, canaryAvail: avail[written.CanaryHash], stableAv: avail[written.StableHash],
+	r.moves = append(r.moves, trafficMove{want: written, asked: in.Want, from: r.state, canaryAvail: avail[written.CanaryHash], stableAv: avail[written.StableHash],
 		after: after, abort: in.Abort, at: len(f.order), hold: g.Hold})
 	r.fences = append(r.fences, in.Fence)
 	if in.FenceCheck && in.Fence != r.fence {
@@ -615,10 +617,10 @@ func TestTrafficWaitMovesRecorded(t *testing.T) {
 	if len(waitMoves) == 0 {
 		t.Fatal("the wait moved no route")
 	}
-	// The move to the step's weight was the wait's; no SyncTraffic of the workflow's asked it
-	// again.
+	// The move to the step's weight was the wait's: the workflow's sync after it reads the
+	// route again (its SyncTraffic) and finds it there.
 	for i, m := range route.moves {
-		if m.want.Route.CanaryWeight == 30 && !slices.Contains(waitMoves, i) {
+		if m.want.Route.CanaryWeight == 30 && m.from.Route.CanaryWeight != 30 && !slices.Contains(waitMoves, i) {
 			t.Errorf("route move %d to 30 was the workflow's; the wait's moves are %v", i, waitMoves)
 		}
 	}
@@ -682,5 +684,55 @@ func TestTrafficFenceRaisedOnGivingUpAWait(t *testing.T) {
 		if it := w.in.InlineTraffic; it != nil && (it.Fence != 1 || w.syncs <= callsBefore) {
 			t.Errorf("a wait after the trigger was given the route under fence %d after %d SyncTraffic calls; want fence 1, once it was written (call %d)", it.Fence, w.syncs, callsBefore+1)
 		}
+	}
+}
+
+// TestTrafficWaitRouteUnknownRechecked (change inline-traffic-moves): a wait whose route move
+// failed part-way (AwaitResult.RouteUnknown) leaves the route neither as the state says nor as
+// asked; the sync after it reads the route again through the gate and puts it back, although
+// the state says nothing is to move. Here the canary's pods never become available, so the
+// route must stay at 0, and the failed move left it at 10.
+func TestTrafficWaitRouteUnknownRechecked(t *testing.T) {
+	f := stepped(`[{"setWeight":30},{"pause":{}}]`)
+	f.d.Annotations[k8s.TrafficAnnotation] = testTraffic
+	v2 := podTemplate("nginx:v2")
+	h2 := k8s.PodTemplateHash(&v2, nil)
+	f.afterWrite = func(string) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, rs := range f.rss {
+			if rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == h2 {
+				rs.Status.AvailableReplicas, rs.Status.ReadyReplicas = 0, 0
+			}
+		}
+	}
+	route := &fakeRoute{f: f}
+	failed := false
+	f.inlineRoute = func(activities.AwaitInput) *activities.SyncTrafficResult {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !failed && route.state.CanaryHash == h2 {
+			failed = true
+			route.state.Route.CanaryWeight = 10
+			f.routeUnknown = true
+		}
+		return nil
+	}
+	env := newEnv(t, f)
+	env.OnActivity(a.SyncTraffic, mock.Anything, mock.Anything).Return(route.SyncTraffic)
+	endByDeletion(env, f, 30*time.Minute)
+	env.ExecuteWorkflow(contract.WorkflowType, input())
+
+	if !failed {
+		t.Fatal("no wait was given the route")
+	}
+	corrected := false
+	for _, m := range route.moves {
+		if m.from.Route.CanaryWeight == 10 && m.want.Route.CanaryWeight == 0 {
+			corrected = true
+		}
+	}
+	if !corrected || route.state.Route.CanaryWeight != 0 {
+		t.Errorf("route at %d after the failed move, moves %+v; want the sync after it to put it back to 0", route.state.Route.CanaryWeight, route.moves)
 	}
 }

@@ -58,8 +58,9 @@ func (r *deploymentRun) waitForWork(ctx workflow.Context) {
 				r.inlineMoves += len(res.Moves)
 			}
 			// And its route moves (AwaitInput.InlineTraffic): the sync records the route as
-			// the wait left it before it weighs its own.
-			r.route.waited = res.Traffic
+			// the wait left it, and reads it again after a move that failed part-way, before
+			// it weighs its own.
+			r.route.waited, r.route.recheck = res.Traffic, r.route.recheck || (fenced && res.RouteUnknown)
 			if res.Reason == activities.AwaitGone {
 				r.LiveNext = true
 			}
