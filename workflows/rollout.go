@@ -78,7 +78,7 @@ type waitState struct {
 	awaitLocal, awaitRemote bool
 	// awaitFenced: the pending wait may move the route (AwaitInput.InlineTraffic);
 	// superseded: such a wait was given up or failed, and may still run: the next sync raises
-	// the route's fence before it moves anything (router.fence).
+	// the route's fence before it moves anything (raiseFence).
 	awaitFenced, superseded bool
 	// atRest: the last wait ended AwaitRest (the rollout is held at rest on the cluster): no
 	// wait runs until a signal, an update or a timer makes the next sync.
