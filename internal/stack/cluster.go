@@ -232,6 +232,9 @@ func (s *Stack) writeServerConfig() error {
 	}
 	s.TemporalAddress = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	s.UIAddress = ""
+	// The server's Prometheus endpoint, as the dev server's (--metrics-port): its heartbeat and
+	// persistence counters, which make bench reads.
+	s.TemporalMetrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[9])
 	c.confRoot = filepath.Join(s.Opts.Dir, "temporal-server")
 	if err := os.MkdirAll(filepath.Join(c.confRoot, "config", "dynamicconfig"), 0o755); err != nil {
 		return err
@@ -267,6 +270,10 @@ persistence:
   membership:
     maxJoinDuration: 30s
     broadcastAddress: "127.0.0.1"
+  metrics:
+    prometheus:
+      listenAddress: "127.0.0.1:%d"
+      handlerPath: "/metrics"
 %sservices:
   frontend:
     rpc: {grpcPort: %d, membershipPort: %d, httpPort: %d, bindOnLocalHost: true}
@@ -292,7 +299,7 @@ dcRedirectionPolicy:
 dynamicConfigClient:
   filepath: "%s"
   pollInterval: "10s"
-`, s.Opts.HistoryShards, store("temporal", 40), store("temporal_visibility", 10), pprof,
+`, s.Opts.HistoryShards, store("temporal", 40), store("temporal_visibility", 10), ports[9], pprof,
 		ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6], ports[7], ports[8], ports[0],
 		filepath.Join(c.confRoot, "config", "dynamicconfig", "dynamic.yaml"))
 	var dyn strings.Builder

@@ -100,8 +100,8 @@ type Stack struct {
 	Token           string
 	TemporalAddress string
 	UIAddress       string
-	// TemporalMetrics is the dev server's Prometheus endpoint (http://host:port/metrics); empty
-	// in TemporalCluster mode.
+	// TemporalMetrics is the Temporal server's Prometheus endpoint (http://host:port/metrics),
+	// the dev server's or, in TemporalCluster mode, the server's on PostgreSQL.
 	TemporalMetrics string
 	Client          kubernetes.Interface
 
