@@ -153,13 +153,29 @@ func routeOf(t *testing.T, ns string, r *unstructured.Unstructured) routeView {
 
 func hashOf(t *testing.T, ns, image string) string {
 	t.Helper()
-	for _, rs := range replicaSets(t, ns) {
-		if rs.Spec.Template.Spec.Containers[0].Image == image {
-			return rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	h := hashOfOr(t, ns, image)
+	if h == "" {
+		t.Fatalf("no replicaset for %s: %s", image, sizes(t, ns))
+	}
+	return h
+}
+
+// stopControllerManager stops kube-controller-manager, so that no pod comes or goes, and
+// returns what starts it again (once; the test's cleanup calls it too).
+func stopControllerManager(t *testing.T) (restart func()) {
+	t.Helper()
+	env.stack.StopProcess("kube-controller-manager")
+	up := false
+	restart = func() {
+		if !up {
+			up = true
+			if err := env.stack.RestartControllerManager(float32(env.qps), env.burst); err != nil {
+				t.Fatalf("restart kube-controller-manager: %v", err)
+			}
 		}
 	}
-	t.Fatalf("no replicaset for %s: %s", image, sizes(t, ns))
-	return ""
+	t.Cleanup(restart)
+	return restart
 }
 
 func waitRoute(t *testing.T, dc dynamic.Interface, ns string, want routeView, headerWant string) {
@@ -299,17 +315,7 @@ func TestTrafficStablePodsUp(t *testing.T) {
 	waitRoute(t, dc, ns, routeView{stableWeight: 70, canaryWeight: 30, stableHash: h1, canaryHash: h2}, "")
 
 	sampler := sampleTraffic(t, dc, ns, nil, 10)
-	env.stack.StopProcess("kube-controller-manager")
-	kcmUp := false
-	restartKCM := func() {
-		if !kcmUp {
-			kcmUp = true
-			if err := env.stack.RestartControllerManager(float32(env.qps), env.burst); err != nil {
-				t.Fatalf("restart kube-controller-manager: %v", err)
-			}
-		}
-	}
-	t.Cleanup(restartKCM)
+	restartKCM := stopControllerManager(t)
 	if out, err := updateCLI(ns, "web", contract.UpdatePromote, `{"full":true}`); err != nil {
 		t.Fatalf("promote full: %v\n%s", err, out)
 	}
@@ -403,28 +409,13 @@ func TestTrafficAbortFencesTheWait(t *testing.T) {
 	waitComplete(t, ns, "web")
 	h1 := hashOf(t, ns, "nginx:1.25")
 	sampler := sampleTraffic(t, dc, ns, nil, 10)
-	env.stack.StopProcess("kube-controller-manager")
-	kcmUp := false
-	restartKCM := func() {
-		if !kcmUp {
-			kcmUp = true
-			if err := env.stack.RestartControllerManager(float32(env.qps), env.burst); err != nil {
-				t.Fatalf("restart kube-controller-manager: %v", err)
-			}
-		}
-	}
-	t.Cleanup(restartKCM)
+	restartKCM := stopControllerManager(t)
 	setImage(t, ns, "web", "nginx:1.26")
 	// The canary ReplicaSet has its replicas and no pod; the route waits at 0 for them, and so
 	// does the workflow's wait, given the route to move.
 	var h2 string
 	eventually(t, 30*time.Second, func() string {
-		for _, rs := range replicaSets(t, ns) {
-			if rs.Spec.Template.Spec.Containers[0].Image == "nginx:1.26" {
-				h2 = rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-			}
-		}
-		if h2 == "" {
+		if h2 = hashOfOr(t, ns, "nginx:1.26"); h2 == "" {
 			return "no canary ReplicaSet yet"
 		}
 		desc, err := env.tc.DescribeWorkflowExecution(ctx, workflowID(ns, "web"), "")
