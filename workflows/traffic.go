@@ -131,8 +131,7 @@ func (rt *router) syncRoute(ctx workflow.Context, ref activities.DeploymentRef, 
 	in := activities.SyncTrafficInput{Deployment: ref, Spec: *spec, Want: want, Available: avail, AvailableAfter: after, Handover: handover,
 		Abort: dec.Abort || rt.Abort != nil, SizesAfter: k8s.SizesAfter(snap.ReplicaSets, plan), KnownHeaderRoutes: knownHeaderRoutes(rt.StepList), Fence: rt.RouteFence}
 	routeName := fmt.Sprintf("%s rule %d", spec.HTTPRoute.Name, spec.HTTPRoute.Rule)
-	changed := rt.Traffic == nil || rt.Traffic.Route != routeName || rt.Traffic.CanaryWeight != want.Route.CanaryWeight ||
-		rt.Traffic.Stable.Hash != stable || rt.Traffic.Canary.Hash != canary || k8s.HeaderRouteNames(rt.Traffic.HeaderRoutes) != k8s.HeaderRouteNames(headers)
+	changed := rt.differs(routeName, want)
 	if !changed && !fencing && rt.Traffic.Check == "holds" && rt.Traffic.Hold == "" && sameHeaderRoutes(rt.Traffic.HeaderRoutes, headers) &&
 		workflow.GetVersion(ctx, changeTrafficUnchanged, workflow.DefaultVersion, 1) == 1 {
 		// The route and the Services are as the last move left them and as wanted: no reads,
@@ -206,11 +205,17 @@ func (rt *router) applyWaited(ctx workflow.Context) {
 	if res == nil || rt.Traffic == nil {
 		return
 	}
-	rt.warnChecks(ctx, rt.Traffic.Route, *res)
+	route := rt.Traffic.Route
+	rt.warnChecks(ctx, route, *res)
+	rt.record(ctx, route, *res, rt.differs(route, res.After))
+}
+
+// differs reports whether the state's route is not st on route: another route, weight,
+// template or header routes.
+func (rt *router) differs(route string, st k8s.TrafficState) bool {
 	t := rt.Traffic
-	changed := t.CanaryWeight != res.After.Route.CanaryWeight || t.Stable.Hash != res.After.StableHash || t.Canary.Hash != res.After.CanaryHash ||
-		k8s.HeaderRouteNames(t.HeaderRoutes) != k8s.HeaderRouteNames(res.After.Route.HeaderRoutes)
-	rt.record(ctx, t.Route, *res, changed)
+	return t == nil || t.Route != route || t.CanaryWeight != st.Route.CanaryWeight || t.Stable.Hash != st.StableHash ||
+		t.Canary.Hash != st.CanaryHash || k8s.HeaderRouteNames(t.HeaderRoutes) != k8s.HeaderRouteNames(st.Route.HeaderRoutes)
 }
 
 // fallBack gives both Services their own selectors back (every pod of the Deployment)
