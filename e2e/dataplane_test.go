@@ -379,10 +379,32 @@ func sampleTraffic(t *testing.T, dc dynamic.Interface, ns string, pn *podNetwork
 	return s
 }
 
-func (s *trafficSampler) result() (samples, handovers int, breaches []string, windows []time.Duration) {
+// report fails t for every breach of the invariant the sampler saw (a weighted backend
+// without an available pod), logs the count of samples otherwise, and returns how many of
+// them saw the handover.
+func (s *trafficSampler) report(t *testing.T) (handovers int) {
+	t.Helper()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.samples, s.handovers, append(append([]string(nil), s.breaches...), s.pending...), append([]time.Duration(nil), s.windows...)
+	samples, handovers, windows := s.samples, s.handovers, append([]time.Duration(nil), s.windows...)
+	breaches := append(append([]string(nil), s.breaches...), s.pending...)
+	s.mu.Unlock()
+	if len(breaches) > 0 {
+		t.Errorf("invariant: %d breaches in %d samples, for %v; first: %s", len(breaches), samples, windows, breaches[0])
+	} else {
+		t.Logf("invariant: %d samples, 0 breaches (%d in the handover)", samples, handovers)
+	}
+	return handovers
+}
+
+// noInvariantEvents fails t for every TrafficInvariant event on ns/web: the worker's own
+// report that the route sent traffic where no pod served it.
+func noInvariantEvents(t *testing.T, ns string) {
+	t.Helper()
+	for _, ev := range events(t, ns, "web") {
+		if strings.Contains(ev, "TrafficInvariant") {
+			t.Errorf("event %s: the invariant broke", ev)
+		}
+	}
 }
 
 // installDataPlaneCRDs adds to installGatewayCRDs' the standard-channel CRDs Traefik's
@@ -804,13 +826,7 @@ func TestTrafficDataPlane(t *testing.T) {
 	}
 	checkSplit(t, dc, g, ns, routeView{stableWeight: 100, stableHash: h3, canaryHash: h3}, nil)
 
-	samples, handovers, breaches, windows := sampler.result()
-	if len(breaches) > 0 {
-		t.Errorf("invariant: %d breaches in %d samples, for %v; first: %s", len(breaches), samples, windows, breaches[0])
-	} else {
-		t.Logf("invariant: %d samples, 0 breaches (%d of them in the handover)", samples, handovers)
-	}
-	if handovers == 0 {
+	if sampler.report(t) == 0 {
 		t.Errorf("invariant: no sample saw the handover (canary 100%% as the stable's last pods go)")
 	}
 	gone := pods.requestsToGone()
@@ -822,9 +838,5 @@ func TestTrafficDataPlane(t *testing.T) {
 	for _, k := range keys {
 		t.Logf("dials to a stopped pod's address (hash %q): %d", k, gone[k])
 	}
-	for _, ev := range events(t, ns, "web") {
-		if strings.Contains(ev, "TrafficInvariant") {
-			t.Errorf("event %s: the invariant broke", ev)
-		}
-	}
+	noInvariantEvents(t, ns)
 }

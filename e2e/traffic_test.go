@@ -198,10 +198,8 @@ func waitRoute(t *testing.T, dc dynamic.Interface, ns string, want routeView, he
 // stable pods return, before the canary ReplicaSet goes to 0 (a watch on both compares the
 // times).
 func TestTrafficRouting(t *testing.T) {
-	ns, dc := createTrafficDeployment(t, `[{"setWeight":30},{"pause":{}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"setWeight":50},{"pause":{}}]`)
+	ns, dc, h1 := routedAtRest(t, `[{"setWeight":30},{"pause":{}},{"setHeaderRoute":{"name":"testers","match":[{"name":"X-Canary","value":"true"}]}},{"setWeight":50},{"pause":{}}]`)
 	ctx := context.Background()
-	waitComplete(t, ns, "web")
-	h1 := hashOf(t, ns, "nginx:1.25")
 	// At rest both Services select the stable pods, and the stable one takes everything.
 	waitRoute(t, dc, ns, routeView{stableWeight: 100, canaryWeight: 0, stableHash: h1, canaryHash: h1}, "")
 
@@ -285,11 +283,7 @@ func TestTrafficRouting(t *testing.T) {
 		"TrafficShifted: Route web rule 0: canary web-canary 0%, stable web-stable 100%"} {
 		waitEvent(t, ns, "web", want)
 	}
-	for _, ev := range events(t, ns, "web") {
-		if strings.Contains(ev, "TrafficInvariant") {
-			t.Errorf("event %s: the invariant broke", ev)
-		}
-	}
+	noInvariantEvents(t, ns)
 }
 
 // TestTrafficStablePodsUp: a full promote scales the stable ReplicaSet down before its pods go,
@@ -305,10 +299,8 @@ func TestTrafficStablePodsUp(t *testing.T) {
 	if env.builtin {
 		t.Skip("E2E_CONTROLLER=built-in runs no worker")
 	}
-	ns, dc := createTrafficDeployment(t, `[{"setWeight":30},{"pause":{}}]`)
+	ns, dc, h1 := routedAtRest(t, `[{"setWeight":30},{"pause":{}}]`)
 	ctx := context.Background()
-	waitComplete(t, ns, "web")
-	h1 := hashOf(t, ns, "nginx:1.25")
 	setImage(t, ns, "web", "nginx:1.26")
 	waitSteps(t, ns, "web", 2, contract.WaitingForPromote, "nginx:1.26=3/3 nginx:1.25=7/7")
 	h2 := hashOf(t, ns, "nginx:1.26")
@@ -380,17 +372,8 @@ func TestTrafficStablePodsUp(t *testing.T) {
 
 	restartKCM()
 	waitPromoted(t, dc, ns, h2, "nginx:1.26=10/10 nginx:1.25=0/0")
-	samples, handovers, breaches, windows := sampler.result()
-	if len(breaches) > 0 {
-		t.Errorf("invariant: %d breaches in %d samples, for %v; first: %s", len(breaches), samples, windows, breaches[0])
-	} else {
-		t.Logf("invariant: %d samples, 0 breaches (%d in the handover)", samples, handovers)
-	}
-	for _, ev := range events(t, ns, "web") {
-		if strings.Contains(ev, "TrafficInvariant") {
-			t.Errorf("event %s: the invariant broke", ev)
-		}
-	}
+	sampler.report(t)
+	noInvariantEvents(t, ns)
 }
 
 // TestTrafficAbortFencesTheWait (change inline-traffic-moves): a routed rollout's wait may
@@ -404,10 +387,8 @@ func TestTrafficAbortFencesTheWait(t *testing.T) {
 	if env.builtin {
 		t.Skip("E2E_CONTROLLER=built-in runs no worker")
 	}
-	ns, dc := createTrafficDeployment(t, `[{"setWeight":30},{"pause":{}}]`)
+	ns, dc, h1 := routedAtRest(t, `[{"setWeight":30},{"pause":{}}]`)
 	ctx := context.Background()
-	waitComplete(t, ns, "web")
-	h1 := hashOf(t, ns, "nginx:1.25")
 	sampler := sampleTraffic(t, dc, ns, nil, 10)
 	restartKCM := stopControllerManager(t)
 	setImage(t, ns, "web", "nginx:1.26")
@@ -444,12 +425,8 @@ func TestTrafficAbortFencesTheWait(t *testing.T) {
 	})
 	restartKCM()
 	waitPromoted(t, dc, ns, h1, "nginx:1.25=10/10 nginx:1.26=0/0")
-	samples, handovers, breaches, windows := sampler.result()
-	if len(breaches) > 0 {
-		t.Errorf("invariant: %d breaches in %d samples, for %v; first: %s", len(breaches), samples, windows, breaches[0])
-	} else {
-		t.Logf("invariant: %d samples, 0 breaches (%d in the handover)", samples, handovers)
-	}
+	sampler.report(t)
+	noInvariantEvents(t, ns)
 	if st := queryStatus(t, ns, "web"); !strings.Contains(st.AbortReason, "fence test") {
 		t.Errorf("status abortReason %q, want it to give the abort's reason %q", st.AbortReason, "fence test")
 	}
@@ -486,6 +463,15 @@ func TestTrafficInvalidAnnotation(t *testing.T) {
 	if n := len(replicaSets(t, ns)); n != 1 {
 		t.Errorf("%d ReplicaSets, want 1: nothing moves (%s)", n, sizes(t, ns))
 	}
+}
+
+// routedAtRest is createTrafficDeployment once its first rollout is complete, with the hash
+// of its stable pods (nginx:1.25).
+func routedAtRest(t *testing.T, steps string) (ns string, dc dynamic.Interface, stable string) {
+	t.Helper()
+	ns, dc = createTrafficDeployment(t, steps)
+	waitComplete(t, ns, "web")
+	return ns, dc, hashOf(t, ns, "nginx:1.25")
 }
 
 // createTrafficDeployment installs the Gateway API CRDs and creates, in a new namespace whose
